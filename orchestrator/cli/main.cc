@@ -1,0 +1,49 @@
+// baton: the orchestrator's command line (never links libtorch).
+//
+// Each subcommand returns an exit code from a Status: 0 ok, 64 usage, 78 config, 66 unknown run,
+// 69 SLURM unavailable, ... (schema/exit_codes.h).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "schema/exit_codes.h"
+#include "schema/run_config.h"
+
+namespace {
+
+int Validate(const std::string& path, bool print) {
+  baton::Result<baton::RunConfig> config = baton::LoadRunConfig(path);
+  if (!config.ok()) {
+    std::cerr << "baton: " << config.status().ToString() << "\n";
+    return config.status().exit_code();
+  }
+  if (print) {
+    std::cout << baton::ToYaml(config.value());
+  } else {
+    std::cout << path << ": ok (run '" << config->run.name << "', " << config->run.steps
+              << " steps)\n";
+  }
+  return baton::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton: SLURM-native orchestrator for preemptible training runs"};
+  app.set_version_flag("--version", "baton 0.1.0");
+  app.require_subcommand(1);
+
+  std::string config_path;
+  bool print = false;
+  CLI::App* validate = app.add_subcommand("validate", "Check a run config and print problems");
+  validate->add_option("config", config_path, "Run config (YAML)")->required();
+  validate->add_flag("--print", print, "Print the resolved config (every key, absolute paths)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? baton::kExitOk : baton::kExitUsage;
+  }
+  if (validate->parsed()) return Validate(config_path, print);
+  return baton::kExitUsage;
+}

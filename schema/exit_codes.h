@@ -1,0 +1,20 @@
+// Process exit codes shared by both binaries (sysexits.h numbering where one fits).
+//
+// The launcher decides whether to requeue from the trainer's exit code alone, so these values are
+// part of the contract between `baton` and `baton-train` (DESIGN.md "Trainer exit codes").
+#pragma once
+
+namespace baton {
+
+inline constexpr int kExitOk = 0;           // done: the target step was reached
+inline constexpr int kExitFailure = 1;      // generic failure (a crash for the launcher)
+inline constexpr int kExitUsage = 64;       // bad command line
+inline constexpr int kExitData = 65;        // dataset / checkpoint file missing or corrupt: never requeue
+inline constexpr int kExitNotFound = 66;    // an unknown run or input the user named
+inline constexpr int kExitUnavailable = 69; // SLURM or another service is not reachable
+inline constexpr int kExitInternal = 70;    // an internal invariant broke
+inline constexpr int kExitIo = 74;          // a read or write the OS refused
+inline constexpr int kExitRequeue = 75;     // checkpointed on a stop signal: requeue me
+inline constexpr int kExitConfig = 78;      // the run config is invalid: never requeue
+
+}  // namespace baton

@@ -1,0 +1,127 @@
+// RunConfig: the one YAML file that describes a run, parsed and validated before anything runs.
+//
+// Both binaries use it: `baton submit` validates and freezes it as <run_dir>/run.yaml, and
+// `baton-train` reads that frozen copy. Validation rejects unknown keys, wrong types and
+// out-of-range values, naming the file, line, key path and value (exit 78). Defaults live in
+// this header next to each field, and configs/example.yaml documents every key.
+// Plain value types; thread-compatible.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schema/status.h"
+
+namespace baton {
+
+struct RunSection {
+  std::string name;      // defaults to the config file's stem
+  std::string dir;       // run directory; empty = chosen by `baton submit` under $BATON_HOME
+  int64_t steps = 0;     // target optimizer steps (required, >= 1)
+  int64_t seed = 0;      // root of every random stream
+};
+
+struct SlurmSection {
+  std::string partition;           // empty = the cluster's default partition
+  std::string qos;                 // empty = none
+  std::string account;             // empty = none
+  int64_t nodes = 1;
+  int64_t ntasks_per_node = 1;     // one trainer rank per task
+  int64_t gpus_per_node = 0;
+  int64_t cpus_per_task = 1;
+  std::string time = "01:00:00";   // SLURM time limit: [D-]HH:MM:SS, MM:SS or minutes
+  std::string signal = "USR1";     // warning signal sent `signal_lead_s` before the limit
+  int64_t signal_lead_s = 120;     // seconds
+  int64_t max_restarts = 100;      // preemption requeues allowed before the run is FAILED
+  int64_t max_failures = 3;        // crash requeues allowed before the run is FAILED
+};
+
+enum class SamplerPlan { kGlobal, kPerRank };
+
+struct DataSection {
+  std::string path;                // dataset folder (required; relative to the config file)
+  int64_t batch_size = 4;          // episodes packed into one micro-step
+  int64_t pad_multiple = 8;        // latent frames: padded F is a multiple of this
+  int64_t pool_factor = 50;        // pool = batch_size * pool_factor episodes sorted by length
+  SamplerPlan plan = SamplerPlan::kGlobal;
+  int64_t prefetch = 2;            // batches read ahead on the loader thread
+};
+
+struct ModelSection {
+  int64_t dim = 64;                // transformer width D
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t ffn_dim = 256;
+  int64_t freq_dim = 256;          // sinusoidal timestep embedding size
+  int64_t patch_size = 2;          // spatial patch (H and W)
+  double rope_theta = 10000.0;
+  double eps = 1e-6;               // LayerNorm / RMSNorm epsilon
+};
+
+struct ObjectiveSection {
+  double video_shift = 5.0;        // timestep-grid shift for video
+  double action_shift = 1.0;       // timestep-grid shift for actions
+  double clean_noise_prob = 0.5;   // chance the clean video copy is lightly noised
+  double video_loss_weight = 1.0;
+  double action_loss_weight = 1.0;
+  int64_t chunk_min = 1;           // latent frames per attention chunk, drawn per micro-step
+  int64_t chunk_max = 4;
+  int64_t window_min = 4;          // attention window in frame-id units, drawn per micro-step
+  int64_t window_max = 64;
+};
+
+struct OptimSection {
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.95};
+  double weight_decay = 0.1;
+  double eps = 1e-8;
+  double grad_clip = 2.0;          // global-norm clip; 0 disables
+  int64_t warmup_steps = 200;      // linear warmup from 0 to lr
+  int64_t resume_warmup_steps = 50;  // re-warmup after a weights-only resume; 0 disables
+  int64_t grad_accum = 1;          // micro-steps per optimizer step
+};
+
+struct CheckpointSection {
+  int64_t every = 100;             // optimizer steps between checkpoints
+  int64_t keep_last = 3;           // newest checkpoints kept
+  int64_t keep_every = 0;          // also keep every M-th step's checkpoint; 0 = none
+};
+
+enum class DType { kFloat32, kFloat64, kBFloat16 };
+
+struct TrainSection {
+  DType dtype = DType::kFloat32;
+  std::string device = "cpu";      // cpu | cuda
+  int64_t log_every = 1;           // steps between progress lines
+  int64_t profile = 0;             // micro-steps to profile (tokens, fwd+bwd time, peak memory)
+};
+
+struct RunConfig {
+  std::string source;              // the file it was read from (for messages)
+  RunSection run;
+  SlurmSection slurm;
+  DataSection data;
+  ModelSection model;
+  ObjectiveSection objective;
+  OptimSection optim;
+  CheckpointSection checkpoint;
+  TrainSection train;
+};
+
+const char* SamplerPlanName(SamplerPlan plan);
+const char* DTypeName(DType dtype);
+
+// Reads, resolves (relative paths against the file's folder) and validates `path`. On failure
+// the Status (Code::kConfig) lists every problem found, one per line, each as
+// "<file>:<line>:<col>: <key.path>: <what> (got <value>)".
+Result<RunConfig> LoadRunConfig(const std::string& path);
+
+// Same, from YAML text; `source` names it in messages and anchors relative paths.
+Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source);
+
+// The resolved config as YAML (every key, absolute paths). ParseRunConfig(ToYaml(c)) == c.
+std::string ToYaml(const RunConfig& config);
+
+}  // namespace baton

@@ -1,0 +1,295 @@
+#include "schema/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "schema/atomic_file.h"
+
+namespace baton {
+namespace {
+
+// A header bigger than this is corrupt, not a real model (upstream's own guard is 100 MB).
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+
+struct DTypeEntry {
+  StDType dtype;
+  const char* name;
+  size_t size;
+};
+constexpr DTypeEntry kDTypes[] = {
+    {StDType::kF64, "F64", 8}, {StDType::kF32, "F32", 4}, {StDType::kF16, "F16", 2},
+    {StDType::kBF16, "BF16", 2}, {StDType::kI64, "I64", 8}, {StDType::kI32, "I32", 4},
+    {StDType::kI16, "I16", 2}, {StDType::kI8, "I8", 1}, {StDType::kU8, "U8", 1},
+    {StDType::kBool, "BOOL", 1},
+};
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <class T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+const char* StDTypeName(StDType dtype) {
+  for (const auto& e : kDTypes) {
+    if (e.dtype == dtype) return e.name;
+  }
+  return "?";
+}
+
+size_t StDTypeSize(StDType dtype) {
+  for (const auto& e : kDTypes) {
+    if (e.dtype == dtype) return e.size;
+  }
+  return 0;
+}
+
+bool ParseStDType(const std::string& name, StDType* out) {
+  for (const auto& e : kDTypes) {
+    if (name == e.name) {
+      *out = e.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t StTensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) ::munmap(map_, map_size_);
+}
+
+const StTensorInfo* SafetensorsFile::Find(const std::string& name) const {
+  for (const auto& t : tensors_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(path + ": no such file");
+    return Status::Io(path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::Io(path + ": cannot stat: " + std::strerror(errno));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  auto corrupt = [&](const std::string& why) {
+    return Status::Data(path + ": not a valid safetensors file: " + why);
+  };
+  if (size < 8) {
+    ::close(fd);
+    return corrupt("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+  }
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return Status::Io(path + ": mmap failed: " + std::strerror(errno));
+
+  std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->map_ = map;
+  file->map_size_ = size;
+  const auto* bytes = static_cast<const uint8_t*>(map);
+
+  const uint64_t header_len = Load<uint64_t>(bytes);
+  if (header_len > kMaxHeaderBytes || header_len > size - 8) {
+    return corrupt("header length " + std::to_string(header_len) + " exceeds the file size " +
+                   std::to_string(size) + " (truncated or not safetensors)");
+  }
+  file->data_ = bytes + 8 + header_len;
+  const uint64_t data_size = size - 8 - header_len;
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt(std::string("header is not JSON: ") + e.what());
+  }
+  if (!header.is_object()) return corrupt("header is not a JSON object");
+
+  try {
+    for (auto it = header.begin(); it != header.end(); ++it) {
+      if (it.key() == "__metadata__") {
+        if (!it->is_object()) return corrupt("__metadata__ is not an object");
+        for (auto m = it->begin(); m != it->end(); ++m) {
+          if (!m->is_string()) return corrupt("__metadata__." + m.key() + " is not a string");
+          file->metadata_[m.key()] = m->get<std::string>();
+        }
+        continue;
+      }
+      const auto& e = *it;
+      StTensorInfo t;
+      t.name = it.key();
+      if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+          !e.contains("data_offsets")) {
+        return corrupt("tensor '" + t.name + "' lacks dtype, shape or data_offsets");
+      }
+      if (!e["dtype"].is_string() || !ParseStDType(e["dtype"].get<std::string>(), &t.dtype)) {
+        return corrupt("tensor '" + t.name + "' has unknown dtype " + e["dtype"].dump());
+      }
+      uint64_t numel = 1;
+      for (const auto& d : e["shape"]) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+          return corrupt("tensor '" + t.name + "' has a bad shape " + e["shape"].dump());
+        }
+        t.shape.push_back(d.get<int64_t>());
+        numel *= static_cast<uint64_t>(t.shape.back());
+      }
+      const auto& off = e["data_offsets"];
+      if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+          !off[1].is_number_unsigned()) {
+        return corrupt("tensor '" + t.name + "' has bad data_offsets " + off.dump());
+      }
+      t.begin = off[0].get<uint64_t>();
+      t.end = off[1].get<uint64_t>();
+      if (t.begin > t.end || t.end > data_size) {
+        return corrupt("tensor '" + t.name + "' bytes [" + std::to_string(t.begin) + ", " +
+                       std::to_string(t.end) + ") lie outside the " + std::to_string(data_size) +
+                       "-byte data section (truncated?)");
+      }
+      if (t.end - t.begin != numel * StDTypeSize(t.dtype)) {
+        return corrupt("tensor '" + t.name + "' holds " + std::to_string(t.end - t.begin) +
+                       " bytes but dtype " + StDTypeName(t.dtype) + " x shape " +
+                       ShapeString(t.shape) + " needs " +
+                       std::to_string(numel * StDTypeSize(t.dtype)));
+      }
+      file->tensors_.push_back(std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt(std::string("bad header: ") + e.what());
+  }
+
+  std::vector<const StTensorInfo*> by_offset;
+  for (const auto& t : file->tensors_) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i]->begin < by_offset[i - 1]->end) {
+      return corrupt("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+                     "' overlap");
+    }
+  }
+  return std::shared_ptr<const SafetensorsFile>(std::move(file));
+}
+
+Result<std::vector<float>> SafetensorsFile::ReadFloat32(
+    const std::string& name, const std::vector<int64_t>* expected_shape) const {
+  const StTensorInfo* t = Find(name);
+  if (t == nullptr) return Status::Data(path_ + ": tensor '" + name + "' is missing");
+  if (expected_shape != nullptr && *expected_shape != t->shape) {
+    return Status::Data(path_ + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
+                        ", expected " + ShapeString(*expected_shape));
+  }
+  const int64_t n = t->numel();
+  std::vector<float> out(static_cast<size_t>(n));
+  const uint8_t* p = Data(*t);
+  switch (t->dtype) {
+    case StDType::kF32: std::memcpy(out.data(), p, n * 4); break;
+    case StDType::kF64: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<double>(p + 8 * i)); break;
+    case StDType::kF16: for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(Load<uint16_t>(p + 2 * i)); break;
+    case StDType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits = uint32_t(Load<uint16_t>(p + 2 * i)) << 16;
+        std::memcpy(&out[i], &bits, 4);
+      }
+      break;
+    case StDType::kI64: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int64_t>(p + 8 * i)); break;
+    case StDType::kI32: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int32_t>(p + 4 * i)); break;
+    case StDType::kI16: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int16_t>(p + 2 * i)); break;
+    case StDType::kI8: for (int64_t i = 0; i < n; ++i) out[i] = float(int8_t(p[i])); break;
+    case StDType::kU8:
+    case StDType::kBool: for (int64_t i = 0; i < n; ++i) out[i] = float(p[i]); break;
+  }
+  return out;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  std::set<std::string> names;
+  for (const auto& t : tensors) {
+    if (t.name == "__metadata__" || !names.insert(t.name).second) {
+      return Status::InvalidArgument(path + ": tensor name '" + t.name + "' is reserved or repeated");
+    }
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
+    const uint64_t nbytes = numel * StDTypeSize(t.dtype);
+    header[t.name] = {{"dtype", StDTypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
+  }
+  std::string text = header.dump();
+  // Pad with spaces so the data section starts 8-byte aligned (as upstream writers do).
+  while ((text.size() + 8) % 8 != 0) text.push_back(' ');
+  return WriteFileAtomic(path, [&](std::FILE* f) -> Status {
+    const uint64_t n = text.size();
+    if (std::fwrite(&n, 8, 1, f) != 1 || std::fwrite(text.data(), 1, n, f) != n) {
+      return Status::Io(path + ": short write of the header");
+    }
+    for (const auto& t : tensors) {
+      uint64_t numel = 1;
+      for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
+      const size_t nbytes = numel * StDTypeSize(t.dtype);
+      if (nbytes > 0 && std::fwrite(t.data, 1, nbytes, f) != nbytes) {
+        return Status::Io(path + ": short write of tensor '" + t.name + "': " + std::strerror(errno));
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace baton

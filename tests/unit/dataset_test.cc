@@ -1,0 +1,184 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "schema/atomic_file.h"
+#include "schema/safetensors.h"
+#include "temp_dir.h"
+#include "trainer/data/dataset_index.h"
+#include "trainer/data/episode_reader.h"
+#include "trainer/data/synth_dataset.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    opt_.out = tmp_ / "ds";
+    opt_.episodes = 6;
+    opt_.seed = 11;
+    opt_.min_frames = 5;
+    opt_.max_frames = 12;
+    ASSERT_TRUE(WriteSynthDataset(opt_).ok());
+  }
+  DatasetIndex Index() {
+    auto r = LoadDatasetIndex(opt_.out);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.value();
+  }
+  void Put(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  testing::TempDir tmp_;
+  SynthOptions opt_;
+};
+
+TEST(EpisodeLengthTest, LatentFramesFromVideoFrames) {
+  EXPECT_EQ(EpisodeLatentFrames(1), 1);
+  EXPECT_EQ(EpisodeLatentFrames(4), 1);
+  EXPECT_EQ(EpisodeLatentFrames(5), 2);
+  EXPECT_EQ(EpisodeLatentFrames(409), 103);
+  EXPECT_EQ(EpisodeLatentFrames(412), 103);
+  EXPECT_EQ(EpisodeLatentFrames(1445), 362);
+}
+
+TEST_F(DatasetTest, SynthIndexHasLengthsInRangeAndExtremes) {
+  const DatasetIndex idx = Index();
+  ASSERT_EQ(idx.episodes.size(), 6u);
+  ASSERT_TRUE(idx.shape.has_value());
+  EXPECT_EQ(idx.shape->channels, 4);
+  EXPECT_EQ(idx.episodes[0].frames, 5);
+  EXPECT_EQ(idx.episodes[1].frames, 12);
+  for (const auto& e : idx.episodes) {
+    EXPECT_GE(e.frames, 5);
+    EXPECT_LE(e.frames, 12);
+    EXPECT_EQ(e.frames, EpisodeLatentFrames(e.n_video));
+  }
+  EXPECT_EQ(idx.BucketKeys()[1], 12);
+}
+
+TEST_F(DatasetTest, IndexNeedsNoEpisodeFile) {
+  fs::remove_all(fs::path(opt_.out) / "episodes");
+  EXPECT_EQ(Index().episodes.size(), 6u);
+}
+
+TEST_F(DatasetTest, SynthIsDeterministicAndRefusesToOverwrite) {
+  SynthOptions again = opt_;
+  again.out = tmp_ / "ds2";
+  ASSERT_TRUE(WriteSynthDataset(again).ok());
+  EXPECT_EQ(ReadFile(opt_.out + "/episodes/ep_000003.safetensors").value(),
+            ReadFile(again.out + "/episodes/ep_000003.safetensors").value());
+  EXPECT_EQ(ReadFile(opt_.out + "/meta/episodes.jsonl").value(),
+            ReadFile(again.out + "/meta/episodes.jsonl").value());
+  const Status st = WriteSynthDataset(opt_);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--overwrite"), std::string::npos);
+}
+
+TEST_F(DatasetTest, ReadEpisodeReturnsShapesAndMaskedChannels) {
+  const DatasetIndex idx = Index();
+  auto ep = ReadEpisode(idx, 1);
+  ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+  const EpisodeData& e = ep.value();
+  EXPECT_EQ(e.frames, 12);
+  EXPECT_EQ(e.latents.size(), size_t(4 * 12 * 8 * 8));
+  EXPECT_EQ(e.actions.size(), size_t(8 * 12 * 4));
+  EXPECT_EQ(e.text.size(), size_t(4 * 16));
+  // Two blobs use action channels 0..3; channels 4..7 are masked and zero.
+  const size_t per_channel = 12 * 4;
+  for (size_t c = 0; c < 8; ++c) {
+    for (size_t k = 0; k < per_channel; ++k) {
+      const float m = e.actions_mask[c * per_channel + k];
+      EXPECT_EQ(m, c < 4 ? 1.0f : 0.0f);
+      if (c >= 4) {
+        EXPECT_EQ(e.actions[c * per_channel + k], 0.0f);
+      }
+    }
+  }
+}
+
+// The structure is learnable: a blob moved by the actions explains the next frame better than
+// the frame itself does (the latents are not noise).
+TEST_F(DatasetTest, LatentsChangeSmoothlyFrameToFrame) {
+  auto e = ReadEpisode(Index(), 1).value();
+  const size_t HW = 64, F = 12;
+  double diff = 0, energy = 0;
+  for (size_t c = 0; c < 4; ++c) {
+    for (size_t f = 0; f + 1 < F; ++f) {
+      for (size_t p = 0; p < HW; ++p) {
+        const double a = e.latents[(c * F + f) * HW + p], b = e.latents[(c * F + f + 1) * HW + p];
+        diff += (a - b) * (a - b);
+        energy += a * a;
+      }
+    }
+  }
+  EXPECT_GT(energy, 0.0);
+  EXPECT_LT(diff, energy) << "consecutive frames are related";
+  EXPECT_GT(diff, 0.01 * energy) << "blobs move";
+}
+
+TEST_F(DatasetTest, MissingEpisodeFileIsADataErrorNamingTheFile) {
+  const DatasetIndex idx = Index();
+  fs::remove(idx.EpisodePath(2));
+  auto r = ReadEpisode(idx, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 65);
+  EXPECT_NE(r.status().message().find(idx.EpisodePath(2)), std::string::npos) << r.status().message();
+}
+
+TEST_F(DatasetTest, TruncatedAndCorruptEpisodeFilesAreDataErrors) {
+  const DatasetIndex idx = Index();
+  const std::string path = idx.EpisodePath(3);
+  const std::string raw = ReadFile(path).value();
+  Put(path, raw.substr(0, raw.size() / 2));
+  auto r = ReadEpisode(idx, 3);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kData);
+  EXPECT_NE(r.status().message().find(path), std::string::npos);
+
+  std::string flipped = raw;
+  flipped[10] = '\x01';  // inside the JSON header
+  Put(path, flipped);
+  r = ReadEpisode(idx, 3);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kData);
+  EXPECT_NE(r.status().message().find(path), std::string::npos);
+}
+
+TEST_F(DatasetTest, EpisodeWhoseFramesDisagreeWithTheIndex) {
+  DatasetIndex idx = Index();
+  idx.episodes[0].n_video += 40;  // 10 more latent frames than the file holds
+  idx.episodes[0].frames = EpisodeLatentFrames(idx.episodes[0].n_video);
+  auto r = ReadEpisode(idx, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("latents hold 5 frames"), std::string::npos) << r.status().message();
+}
+
+TEST_F(DatasetTest, MalformedIndexLinesNameFileAndLine) {
+  const std::string meta = opt_.out + "/meta/episodes.jsonl";
+  std::string text = ReadFile(meta).value();
+  Put(meta, text + "{\"id\": \"x\", \"n_video\": \"ten\", \"file\": \"x\"}\n");
+  auto r = LoadDatasetIndex(opt_.out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 65);
+  EXPECT_NE(r.status().message().find(meta + ":7: episode 'x': missing or non-integer 'n_video'"),
+            std::string::npos)
+      << r.status().message();
+  Put(meta, text + "not json\n");
+  EXPECT_NE(LoadDatasetIndex(opt_.out).status().message().find(meta + ":7: not valid JSON"),
+            std::string::npos);
+  Put(meta, text + text.substr(0, text.find('\n') + 1));
+  EXPECT_NE(LoadDatasetIndex(opt_.out).status().message().find("'ep_000000' repeats"),
+            std::string::npos);
+  Put(meta, "");
+  EXPECT_NE(LoadDatasetIndex(opt_.out).status().message().find("is empty"), std::string::npos);
+  fs::remove(meta);
+  EXPECT_EQ(LoadDatasetIndex(opt_.out).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,140 @@
+#include "trainer/data/dataset_index.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "schema/atomic_file.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+bool DatasetShape::operator==(const DatasetShape& o) const {
+  return channels == o.channels && height == o.height && width == o.width &&
+         action_dim == o.action_dim && action_steps == o.action_steps && text_len == o.text_len &&
+         text_dim == o.text_dim;
+}
+
+std::string DatasetShape::ToString() const {
+  return "latents [" + std::to_string(channels) + ", F, " + std::to_string(height) + ", " +
+         std::to_string(width) + "], actions [" + std::to_string(action_dim) + ", F, " +
+         std::to_string(action_steps) + "], text [" + std::to_string(text_len) + ", " +
+         std::to_string(text_dim) + "]";
+}
+
+std::vector<int64_t> DatasetIndex::BucketKeys() const {
+  std::vector<int64_t> keys;
+  keys.reserve(episodes.size());
+  for (const auto& e : episodes) keys.push_back(BucketKey(e));
+  return keys;
+}
+
+std::string DatasetIndex::EpisodePath(int64_t i) const {
+  return (fs::path(dir) / episodes[static_cast<size_t>(i)].file).string();
+}
+
+std::string EpisodeMetaJson(const EpisodeMeta& e) {
+  return nlohmann::ordered_json{{"id", e.id}, {"n_video", e.n_video}, {"file", e.file}}.dump();
+}
+
+std::string DatasetShapeJson(const DatasetShape& s) {
+  return nlohmann::ordered_json{{"format", "baton-episodes"},
+                                {"version", 1},
+                                {"latent_channels", s.channels},
+                                {"height", s.height},
+                                {"width", s.width},
+                                {"action_dim", s.action_dim},
+                                {"action_steps", s.action_steps},
+                                {"text_len", s.text_len},
+                                {"text_dim", s.text_dim}}
+             .dump(2) +
+         "\n";
+}
+
+namespace {
+
+Result<DatasetShape> LoadInfo(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  DatasetShape s;
+  try {
+    const auto j = nlohmann::json::parse(text.value());
+    auto get = [&](const char* key, int64_t* out) {
+      if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1) {
+        throw std::runtime_error(std::string("key '") + key + "' must be a positive integer");
+      }
+      *out = j[key].get<int64_t>();
+    };
+    get("latent_channels", &s.channels);
+    get("height", &s.height);
+    get("width", &s.width);
+    get("action_dim", &s.action_dim);
+    get("action_steps", &s.action_steps);
+    get("text_len", &s.text_len);
+    get("text_dim", &s.text_dim);
+  } catch (const std::exception& e) {
+    return Status::Data(path + ": " + e.what());
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound(dir + ": no such dataset folder");
+  DatasetIndex index;
+  index.dir = fs::absolute(dir).lexically_normal().string();
+  const std::string meta = (fs::path(index.dir) / "meta" / "episodes.jsonl").string();
+  std::ifstream in(meta);
+  if (!in) {
+    return Status::NotFound(meta + ": missing episode index (a dataset folder holds "
+                            "meta/episodes.jsonl; `baton-train synth-data` writes one)");
+  }
+  std::unordered_set<std::string> ids;
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = meta + ":" + std::to_string(line_no);
+    EpisodeMeta e;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      if (!j.is_object()) return Status::Data(where + ": expected a JSON object per line");
+      if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer())) {
+        return Status::Data(where + ": missing or bad 'id'");
+      }
+      e.id = j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(j["id"].get<int64_t>());
+      if (!j.contains("n_video") || !j["n_video"].is_number_integer()) {
+        return Status::Data(where + ": episode '" + e.id + "': missing or non-integer 'n_video'");
+      }
+      e.n_video = j["n_video"].get<int64_t>();
+      if (e.n_video < 1) {
+        return Status::Data(where + ": episode '" + e.id + "': n_video " +
+                            std::to_string(e.n_video) + " must be >= 1");
+      }
+      if (!j.contains("file") || !j["file"].is_string() || j["file"].get<std::string>().empty()) {
+        return Status::Data(where + ": episode '" + e.id + "': missing or bad 'file'");
+      }
+      e.file = j["file"].get<std::string>();
+    } catch (const nlohmann::json::exception& ex) {
+      return Status::Data(where + ": not valid JSON: " + ex.what());
+    }
+    if (!ids.insert(e.id).second) return Status::Data(where + ": episode id '" + e.id + "' repeats");
+    e.frames = EpisodeLatentFrames(e.n_video);
+    index.episodes.push_back(std::move(e));
+  }
+  if (index.episodes.empty()) return Status::Data(meta + ": the episode index is empty");
+
+  const std::string info = (fs::path(index.dir) / "meta" / "info.json").string();
+  if (fs::exists(info, ec)) {
+    auto shape = LoadInfo(info);
+    if (!shape.ok()) return shape.status();
+    index.shape = shape.value();
+  }
+  return index;
+}
+
+}  // namespace baton

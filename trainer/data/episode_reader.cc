@@ -1,0 +1,69 @@
+#include "trainer/data/episode_reader.h"
+
+#include "schema/safetensors.h"
+
+namespace baton {
+
+Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
+  const EpisodeMeta& meta = index.episodes.at(static_cast<size_t>(i));
+  const std::string path = index.EpisodePath(i);
+  auto opened = SafetensorsFile::Open(path);
+  if (!opened.ok()) {
+    const Status& st = opened.status();
+    // A missing episode file is a broken dataset, not a user typo: data error (exit 65).
+    return Status::Data("episode '" + meta.id + "': " + st.message());
+  }
+  const auto& file = *opened.value();
+  auto bad = [&](const std::string& why) {
+    return Status::Data(path + ": episode '" + meta.id + "': " + why);
+  };
+  const StTensorInfo* lat = file.Find("latents");
+  const StTensorInfo* act = file.Find("actions");
+  const StTensorInfo* mask = file.Find("actions_mask");
+  const StTensorInfo* text = file.Find("text");
+  if (!lat || !act || !mask || !text) {
+    return bad("needs tensors latents, actions, actions_mask and text");
+  }
+  if (lat->shape.size() != 4) return bad("latents must be [C, F, H, W], got " + ShapeString(lat->shape));
+  if (act->shape.size() != 3) return bad("actions must be [A, F, N], got " + ShapeString(act->shape));
+  if (text->shape.size() != 2) return bad("text must be [L, Dt], got " + ShapeString(text->shape));
+  if (lat->shape[1] != meta.frames) {
+    return bad("latents hold " + std::to_string(lat->shape[1]) + " frames but n_video " +
+               std::to_string(meta.n_video) + " in the index means F = " +
+               std::to_string(meta.frames));
+  }
+  if (act->shape[1] != meta.frames) {
+    return bad("actions hold " + std::to_string(act->shape[1]) + " frames, expected " +
+               std::to_string(meta.frames));
+  }
+  if (mask->shape != act->shape) {
+    return bad("actions_mask " + ShapeString(mask->shape) + " differs from actions " +
+               ShapeString(act->shape));
+  }
+
+  EpisodeData ep;
+  ep.index = i;
+  ep.frames = meta.frames;
+  ep.shape = {lat->shape[0], lat->shape[2], lat->shape[3], act->shape[0],
+              act->shape[2], text->shape[0], text->shape[1]};
+  if (index.shape && !(*index.shape == ep.shape)) {
+    return bad("sizes " + ep.shape.ToString() + " differ from meta/info.json's " +
+               index.shape->ToString());
+  }
+  auto read = [&](const char* name, std::vector<float>* out) -> Status {
+    auto r = file.ReadFloat32(name);
+    if (!r.ok()) return r.status();
+    *out = std::move(r).value();
+    return Status::Ok();
+  };
+  BATON_RETURN_IF_ERROR(read("latents", &ep.latents));
+  BATON_RETURN_IF_ERROR(read("actions", &ep.actions));
+  BATON_RETURN_IF_ERROR(read("actions_mask", &ep.actions_mask));
+  BATON_RETURN_IF_ERROR(read("text", &ep.text));
+  for (float m : ep.actions_mask) {
+    if (m != 0.0f && m != 1.0f) return bad("actions_mask holds a value other than 0 or 1");
+  }
+  return ep;
+}
+
+}  // namespace baton

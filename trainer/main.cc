@@ -1,0 +1,39 @@
+// baton-train: the embedded trainer's command line. Subcommands live in trainer/tools/.
+//
+// This is the process boundary of the trainer's fail-fast error style: a FatalError becomes its
+// exit code (65 data, 78 config, ...), a c10::Error or any other exception an internal error (70),
+// and bad usage 64. The launcher decides whether to requeue from these codes.
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "schema/exit_codes.h"
+#include "trainer/fail.h"
+#include "trainer/tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton-train: the packed video-action trainer of baton"};
+  app.require_subcommand(1);
+  baton::CommandFn run;
+  baton::RegisterSynthData(app, &run);
+  baton::RegisterSamplerStats(app, &run);
+  baton::RegisterDataCheck(app, &run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? baton::kExitOk : baton::kExitUsage;
+  }
+  try {
+    return run();
+  } catch (const baton::FatalError& e) {
+    std::cerr << "baton-train: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "baton-train: internal error in libtorch: " << e.what_without_backtrace() << "\n";
+    return baton::kExitInternal;
+  } catch (const std::exception& e) {
+    std::cerr << "baton-train: internal error: " << e.what() << "\n";
+    return baton::kExitInternal;
+  }
+}

@@ -1,0 +1,16 @@
+// The subcommands of baton-train. Each Register* adds one CLI11 subcommand whose callback stores
+// the function main() runs after parsing; that function returns the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace baton {
+
+using CommandFn = std::function<int()>;
+
+void RegisterSynthData(CLI::App& app, CommandFn* selected);
+void RegisterSamplerStats(CLI::App& app, CommandFn* selected);
+void RegisterDataCheck(CLI::App& app, CommandFn* selected);
+
+}  // namespace baton
