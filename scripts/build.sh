@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds everything into build/ (Ninja, ccache, precompiled torch header).
+#   BATON_BUILD_DIR   build folder (default: build)
+#   BATON_CMAKE_ARGS  extra CMake arguments, e.g. "-DCMAKE_PREFIX_PATH=/opt/libtorch -DBATON_CUDA=ON"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BATON_BUILD_DIR:-build}
+# ccache must ignore what differs between PCH builds only in ways that do not matter.
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -G Ninja ${BATON_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -- -j"${BATON_JOBS:-$(nproc)}"
