@@ -1,0 +1,152 @@
+#include "schema/checkpoint_manifest.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "schema/atomic_file.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+Result<std::string> HashFile(const std::string& path, uint64_t* bytes_out) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::NotFound(path + ": missing");
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> buf(1 << 20);
+  uint64_t total = 0;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    XXH3_64bits_update(state, buf.data(), n);
+    total += n;
+  }
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  const uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  if (failed) return Status::Io(path + ": read failed while hashing");
+  if (bytes_out) *bytes_out = total;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016" PRIx64, h);
+  return std::string(hex);
+}
+
+Status WriteManifest(const std::string& dir, CheckpointManifest m,
+                     const std::vector<std::string>& files) {
+  m.files.clear();
+  for (const auto& rel : files) {
+    ManifestFile mf;
+    mf.path = rel;
+    auto h = HashFile((fs::path(dir) / rel).string(), &mf.bytes);
+    if (!h.ok()) return h.status();
+    mf.xxh3 = h.value();
+    m.files.push_back(mf);
+  }
+  nlohmann::ordered_json j{{"format_version", m.format_version},
+                           {"step", m.step},
+                           {"kind", m.kind},
+                           {"world_size", m.world_size},
+                           {"config_hash", m.config_hash},
+                           {"files", nlohmann::ordered_json::array()}};
+  for (const auto& f : m.files) {
+    j["files"].push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", f.xxh3}});
+  }
+  return WriteTextAtomic((fs::path(dir) / kManifestName).string(), j.dump(2) + "\n");
+}
+
+Result<CheckpointManifest> ReadManifest(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kManifestName).string();
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return Status::Data(dir + ": no " + kManifestName + " (the save did not finish)");
+  }
+  CheckpointManifest m;
+  try {
+    const auto j = nlohmann::json::parse(text.value());
+    m.format_version = j.at("format_version").get<int>();
+    m.step = j.at("step").get<int64_t>();
+    m.kind = j.value("kind", "full");
+    m.world_size = j.value("world_size", int64_t{1});
+    m.config_hash = j.value("config_hash", "");
+    for (const auto& f : j.at("files")) {
+      m.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<uint64_t>(),
+                         f.at("xxh3").get<std::string>()});
+    }
+  } catch (const std::exception& e) {
+    return Status::Data(path + ": unreadable manifest: " + e.what());
+  }
+  return m;
+}
+
+Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
+  auto m = ReadManifest(dir);
+  if (!m.ok()) return m.status();
+  if (m->format_version != kCheckpointFormatVersion) {
+    return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
+                        " is not known (this build reads version " +
+                        std::to_string(kCheckpointFormatVersion) + ")");
+  }
+  if (m->files.empty()) return Status::Data(dir + ": the manifest lists no files");
+  for (const auto& f : m->files) {
+    const std::string path = (fs::path(dir) / f.path).string();
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return Status::Data(path + ": listed in the manifest but missing");
+    if (size != f.bytes) {
+      return Status::Data(path + ": size " + std::to_string(size) + " differs from the manifest's " +
+                          std::to_string(f.bytes) + " (truncated or rewritten)");
+    }
+    if (check_hashes) {
+      auto h = HashFile(path);
+      if (!h.ok()) return h.status();
+      if (h.value() != f.xxh3) {
+        return Status::Data(path + ": content hash " + h.value() + " differs from the manifest's " +
+                            f.xxh3 + " (corrupted)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t CheckpointStepFromName(const std::string& name) {
+  static const std::regex kName("checkpoint_step_([0-9]{1,18})");
+  std::smatch m;
+  if (!std::regex_match(name, m, kName)) return -1;
+  return std::stoll(m[1]);
+}
+
+std::vector<CheckpointEntry> ListCheckpoints(const std::string& checkpoints_dir, bool check_hashes) {
+  std::vector<CheckpointEntry> out;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoints_dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
+    if (!e.is_directory()) continue;
+    const int64_t step = CheckpointStepFromName(e.path().filename().string());
+    if (step < 0) continue;
+    CheckpointEntry c;
+    c.path = e.path().string();
+    c.step = step;
+    const Status st = VerifyCheckpoint(c.path, check_hashes);
+    c.valid = st.ok();
+    c.problem = st.ok() ? "" : st.message();
+    if (c.valid) {
+      auto m = ReadManifest(c.path);
+      if (m.ok() && m->step != step) {
+        c.valid = false;
+        c.problem = c.path + ": manifest step " + std::to_string(m->step) + " differs from the name";
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step > b.step; });
+  return out;
+}
+
+}  // namespace baton
