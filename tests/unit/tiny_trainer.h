@@ -1,0 +1,69 @@
+// A tiny float64 model and dataset for the trainer's numerical tests.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "temp_dir.h"
+#include "trainer/data/dataset_index.h"
+#include "trainer/data/episode_reader.h"
+#include "trainer/data/synth_dataset.h"
+#include "trainer/model/video_action_model.h"
+#include "schema/run_config.h"
+
+namespace baton::testing {
+
+struct TinyTrainer {
+  TempDir tmp;
+  DatasetIndex index;
+  RunConfig config;
+  ModelDims dims;
+
+  explicit TinyTrainer(int64_t episodes = 16, int64_t min_frames = 3, int64_t max_frames = 9) {
+    SynthOptions o;
+    o.out = tmp / "ds";
+    o.episodes = episodes;
+    o.seed = 21;
+    o.min_frames = min_frames;
+    o.max_frames = max_frames;
+    o.shape = {/*channels=*/2, /*height=*/4, /*width=*/4, /*action_dim=*/4, /*action_steps=*/2,
+               /*text_len=*/3, /*text_dim=*/8};
+    if (!WriteSynthDataset(o).ok()) std::abort();
+    index = LoadDatasetIndex(o.out).value();
+    config.data.path = o.out;
+    config.data.pad_multiple = 4;
+    config.run.seed = 5;
+    config.run.steps = 10;
+    config.objective.chunk_min = 1;
+    config.objective.chunk_max = 3;
+    config.objective.window_min = 1;
+    config.objective.window_max = 5;
+    config.optim.lr = 1e-3;
+    config.optim.warmup_steps = 0;
+    dims.channels = 2;
+    dims.patch = 2;
+    dims.action_dim = 4;
+    dims.action_steps = 2;
+    dims.text_dim = 8;
+    dims.dim = 24;
+    dims.heads = 2;
+    dims.layers = 2;
+    dims.ffn_dim = 48;
+    dims.freq_dim = 16;
+    dims.zero_init = false;
+  }
+
+  VideoActionModel Model(uint64_t seed = 3) {
+    torch::manual_seed(seed);
+    VideoActionModel m(dims);
+    m->to(torch::kFloat64);
+    return m;
+  }
+
+  std::vector<EpisodeData> Episodes(std::vector<int64_t> ids) {
+    std::vector<EpisodeData> out;
+    for (int64_t i : ids) out.push_back(ReadEpisode(index, i).value());
+    return out;
+  }
+};
+
+}  // namespace baton::testing

@@ -1,0 +1,168 @@
+#include "trainer/dist/process_group.h"
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef BATON_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <regex>
+
+#include "schema/exit_codes.h"
+#include "trainer/fail.h"
+
+namespace baton {
+
+namespace {
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = Env(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0') {
+    BATON_FAIL(kExitConfig, std::string("environment variable ") + name + "='" + v +
+                                "' is not an integer",
+               "unset it or give a number");
+  }
+  return x;
+}
+
+// Seconds to wait for every rank to join or to finish a collective.
+constexpr int kCollectiveTimeoutS = 600;
+// Ports derived from the job id land in [kPortBase, kPortBase + kPortSpan).
+constexpr int kPortBase = 20000, kPortSpan = 20000;
+
+}  // namespace
+
+std::string FirstHostOfNodeList(const std::string& nodelist) {
+  // "prefix[03-05,07]rest,..." -> "prefix03"; "host1,host2" -> "host1".
+  std::smatch m;
+  static const std::regex kBracket("^([^,\\[]*)\\[([0-9]+)[^\\]]*\\]([^,]*)");
+  if (std::regex_search(nodelist, m, kBracket)) return m[1].str() + m[2].str() + m[3].str();
+  return nodelist.substr(0, nodelist.find(','));
+}
+
+DistEnv DistEnvFromEnvironment() {
+  DistEnv e;
+  if (Env("SLURM_PROCID") && Env("SLURM_NTASKS") && Env("SLURM_STEP_ID")) {
+    e.rank = EnvInt("SLURM_PROCID", 0);
+    e.world_size = EnvInt("SLURM_NTASKS", 1);
+    e.local_rank = EnvInt("SLURM_LOCALID", 0);
+    if (const char* nodes = Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST") : Env("SLURM_JOB_NODELIST")) {
+      e.master_addr = FirstHostOfNodeList(nodes);
+    }
+    e.port = kPortBase + int(EnvInt("SLURM_JOB_ID", 0) % kPortSpan);
+  } else {
+    e.rank = EnvInt("RANK", 0);
+    e.world_size = EnvInt("WORLD_SIZE", 1);
+    e.local_rank = EnvInt("LOCAL_RANK", 0);
+  }
+  if (const char* a = Env("MASTER_ADDR")) e.master_addr = a;
+  e.port = int(EnvInt("MASTER_PORT", e.port));
+  if (const char* f = Env("BATON_RDZV_FILE")) e.store_file = f;
+  if (e.world_size < 1 || e.rank < 0 || e.rank >= e.world_size) {
+    BATON_FAIL(kExitConfig,
+               "rank " + std::to_string(e.rank) + " is outside world size " + std::to_string(e.world_size),
+               "check SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE");
+  }
+  return e;
+}
+
+struct ProcessGroupHandle::Impl {
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+};
+
+ProcessGroupHandle::ProcessGroupHandle() = default;
+ProcessGroupHandle::~ProcessGroupHandle() = default;
+
+std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& env, bool cuda) {
+  std::unique_ptr<ProcessGroupHandle> h(new ProcessGroupHandle());
+  h->env_ = env;
+  h->impl_ = std::make_unique<Impl>();
+  if (env.world_size == 1) return h;
+  const auto timeout = std::chrono::seconds(kCollectiveTimeoutS);
+  c10::intrusive_ptr<c10d::Store> store;
+  if (!env.store_file.empty()) {
+    store = c10::make_intrusive<c10d::FileStore>(env.store_file, int(env.world_size));
+  } else {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<uint16_t>(env.port);
+    opts.isServer = env.rank == 0;
+    opts.numWorkers = static_cast<size_t>(env.world_size);
+    opts.timeout = timeout;
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+  }
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("baton", store);
+#ifdef BATON_CUDA
+  if (cuda) {
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    h->impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, int(env.rank),
+                                                              int(env.world_size), opts);
+    return h;
+  }
+#else
+  if (cuda) {
+    BATON_FAIL(kExitConfig, "train.device is cuda but this baton-train was built without CUDA",
+               "rebuild with -DBATON_CUDA=ON against a CUDA libtorch");
+  }
+#endif
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  h->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, int(env.rank),
+                                                            int(env.world_size), opts);
+  return h;
+}
+
+void ProcessGroupHandle::AllReduceSum(const std::vector<torch::Tensor>& tensors) {
+  if (env_.world_size == 1 || tensors.empty()) return;
+  // Bucket consecutive tensors of one dtype, flatten, reduce, copy back.
+  size_t i = 0;
+  while (i < tensors.size()) {
+    std::vector<torch::Tensor> bucket;
+    int64_t bytes = 0;
+    const auto dtype = tensors[i].scalar_type();
+    while (i < tensors.size() && tensors[i].scalar_type() == dtype &&
+           (bucket.empty() || bytes + tensors[i].nbytes() <= size_t(bucket_bytes_))) {
+      bytes += int64_t(tensors[i].nbytes());
+      bucket.push_back(tensors[i]);
+      ++i;
+    }
+    std::vector<torch::Tensor> flat = {torch::cat([&] {
+      std::vector<torch::Tensor> v;
+      for (const auto& t : bucket) v.push_back(t.reshape({-1}));
+      return v;
+    }())};
+    impl_->pg->allreduce(flat, c10d::AllreduceOptions{})->wait();
+    ++calls_;
+    bytes_ += bytes;
+    int64_t off = 0;
+    for (const auto& t : bucket) {
+      const int64_t n = t.numel();
+      t.copy_(flat[0].narrow(0, off, n).view_as(t));
+      off += n;
+    }
+  }
+}
+
+bool ProcessGroupHandle::AnyRank(bool flag) {
+  if (env_.world_size == 1) return flag;
+  std::vector<torch::Tensor> t = {torch::full({1}, flag ? 1.0 : 0.0, torch::kFloat64)};
+  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  return t[0].item<double>() > 0.5;
+}
+
+void ProcessGroupHandle::Barrier() {
+  if (env_.world_size == 1) return;
+  impl_->pg->barrier()->wait();
+}
+
+}  // namespace baton

@@ -1,0 +1,62 @@
+// Data-parallel plumbing: who am I (rank, world size, rendezvous) and the one gradient
+// reduction per optimizer step.
+//
+// Rank and world come from SLURM (SLURM_PROCID, SLURM_NTASKS, the first host of
+// SLURM_JOB_NODELIST, a port derived from SLURM_JOB_ID) or, outside SLURM, from torchrun-style
+// RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT. BATON_RDZV_FILE selects a FileStore instead of
+// TCP (tests). Gloo on CPU, NCCL on CUDA builds. GradientSync flattens every gradient (plus a few
+// scalars to log) into buckets and all-reduces each bucket once per optimizer step — never per
+// micro-step. Not thread-safe.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace baton {
+
+struct DistEnv {
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int port = 29500;
+  std::string store_file;  // when set, a FileStore at this path
+  int64_t local_rank = 0;
+};
+
+// Reads the environment; fails fast (config error) on inconsistent values.
+DistEnv DistEnvFromEnvironment();
+
+// First host of a SLURM node list: "gpu[03-05,07],cpu1" -> "gpu03".
+std::string FirstHostOfNodeList(const std::string& nodelist);
+
+class ProcessGroupHandle {
+ public:
+  // world_size 1 needs no process group (and opens no socket).
+  static std::unique_ptr<ProcessGroupHandle> Create(const DistEnv& env, bool cuda);
+  ~ProcessGroupHandle();
+
+  int64_t rank() const { return env_.rank; }
+  int64_t world_size() const { return env_.world_size; }
+
+  // Sum-all-reduce of `tensors` in place, flattened into buckets of at most `bucket_bytes`.
+  void AllReduceSum(const std::vector<torch::Tensor>& tensors);
+  // Logical OR of a flag across ranks (used to agree on stopping).
+  bool AnyRank(bool flag);
+  void Barrier();
+
+  int64_t allreduce_calls() const { return calls_; }
+  int64_t allreduce_bytes() const { return bytes_; }
+
+ private:
+  struct Impl;
+  ProcessGroupHandle();
+  DistEnv env_;
+  std::unique_ptr<Impl> impl_;  // the c10d group; empty when world_size == 1
+  int64_t bucket_bytes_ = 25 << 20;          // bytes per flattened all-reduce bucket
+  int64_t calls_ = 0, bytes_ = 0;
+};
+
+}  // namespace baton

@@ -1,0 +1,62 @@
+// TrainStepper: one optimizer step — micro-steps of forward/loss/backward, one gradient
+// all-reduce, clip, AdamW update — and the figures the progress line and the events report.
+//
+// The caller hands over the step's micro-batches for this rank and the global count of valid
+// frames of the whole step (all micro-steps, all ranks; the sampler plan is a pure function, so
+// it is known without communication). Gradients accumulate over micro-steps in .grad and are
+// summed across ranks once, together with the step's loss sums and token counts (one bucketed
+// reduction per step). Not thread-safe; owns no data, borrows model, optimizer and group.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "schema/run_config.h"
+#include "trainer/data/pad_collate.h"
+#include "trainer/dist/process_group.h"
+#include "trainer/model/video_action_model.h"
+#include "trainer/optim/adamw.h"
+
+namespace baton {
+
+struct MicroProfile {
+  int64_t tokens = 0;       // tokens in the packed row (valid + padded frames)
+  double fwd_bwd_s = 0.0;
+  int64_t peak_bytes = 0;   // process peak RSS on CPU, peak allocated on CUDA
+};
+
+struct StepStats {
+  double loss = 0, loss_video = 0, loss_action = 0;  // global, per valid frame
+  double grad_norm = 0, lr = 0, seconds = 0;
+  int64_t tokens = 0, padded_tokens = 0, samples = 0;  // global
+  int64_t valid_frames = 0, padded_frames = 0;          // global
+  std::vector<MicroProfile> micro;                      // this rank, when profiling
+};
+
+class TrainStepper {
+ public:
+  TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
+               const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
+               torch::Device device);
+
+  StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
+                 double global_valid_frames, double lr, bool profile);
+
+ private:
+  VideoActionModel model_;
+  AdamW* optimizer_;
+  ProcessGroupHandle* group_;
+  RunConfig config_;
+  DatasetShape shape_;
+  torch::Dtype dtype_;
+  torch::Device device_;
+};
+
+// Model sizes from the config and the dataset.
+ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
+
+// Peak resident set size of this process, bytes.
+int64_t PeakRssBytes();
+
+}  // namespace baton
