@@ -1,10 +1,11 @@
 // baton: the orchestrator's command line (never links libtorch).
 //
 // Each subcommand returns an exit code from a Status: 0 ok, 64 usage, 78 config, 66 unknown run,
-// 69 SLURM unavailable, ... (schema/exit_codes.h).
+// 69 SLURM unavailable, ... (schema/exit_codes.h). Commands live in one file each (commands.h).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "orchestrator/cli/commands.h"
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
 
@@ -32,18 +33,26 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "baton 0.1.0");
   app.require_subcommand(1);
 
+  int rc = baton::kExitUsage;
   std::string config_path;
   bool print = false;
   CLI::App* validate = app.add_subcommand("validate", "Check a run config and print problems");
   validate->add_option("config", config_path, "Run config (YAML)")->required();
   validate->add_flag("--print", print, "Print the resolved config (every key, absolute paths)");
+  validate->callback([&] { rc = Validate(config_path, print); });
+
+  baton::AddSubmitCommand(app, &rc);
+  baton::AddLaunchCommand(app, &rc);
+  baton::AddQueryCommands(app, &rc);
+  baton::AddCancelCommand(app, &rc);
+  baton::AddWatchCommand(app, &rc);
+  baton::AddManifestCommand(app, &rc);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? baton::kExitOk : baton::kExitUsage;
+    const int code = app.exit(e);
+    return code == 0 ? baton::kExitOk : baton::kExitUsage;
   }
-  if (validate->parsed()) return Validate(config_path, print);
-  return baton::kExitUsage;
+  return rc;
 }

@@ -1,0 +1,17 @@
+// The subcommands of `baton`. Each Add*Command registers one or more CLI11 subcommands whose
+// callback stores the command's process exit code in *rc (schema/exit_codes.h). main.cc only
+// wires them up. Single-threaded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace baton {
+
+void AddSubmitCommand(CLI::App& app, int* rc);      // submit_cmd.cc
+void AddLaunchCommand(CLI::App& app, int* rc);      // launch_cmd.cc
+void AddQueryCommands(CLI::App& app, int* rc);      // query_cmds.cc: ls, show, attempts, checkpoints
+void AddCancelCommand(CLI::App& app, int* rc);      // cancel_cmd.cc
+void AddWatchCommand(CLI::App& app, int* rc);       // watch_cmd.cc
+void AddManifestCommand(CLI::App& app, int* rc);    // manifest_cmd.cc (hidden; test helper)
+
+}  // namespace baton

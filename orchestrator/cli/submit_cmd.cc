@@ -1,0 +1,75 @@
+// `baton submit CFG [--name N] [--dry-run] [--json]` (submitter.h does the work).
+#include <iostream>
+#include <memory>
+
+#include "orchestrator/cli/cli_context.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/slurm/real_slurm_client.h"
+#include "orchestrator/submit/submitter.h"
+#include "schema/events.h"
+#include "schema/run_config.h"
+
+namespace baton {
+
+namespace {
+
+struct SubmitOptions {
+  std::string config;
+  std::string name;
+  bool dry_run = false;
+  bool json = false;
+};
+
+int RunSubmit(const SubmitOptions& o) {
+  SubmitRequest req;
+  req.config_path = o.config;
+  req.name = o.name;
+  req.dry_run = o.dry_run;
+  req.baton_bin = SelfPath();
+  req.baton_home = BatonHome();
+  RealSlurmClient slurm;
+  std::unique_ptr<Store> store;
+  if (!o.dry_run) {
+    // Validate before touching $BATON_HOME: a bad config must not even create the database.
+    Result<RunConfig> config = LoadRunConfig(o.config);
+    if (!config.ok()) return ReportError(config.status());
+    Result<std::unique_ptr<Store>> opened = OpenDefaultStore();
+    if (!opened.ok()) return ReportError(opened.status());
+    store = std::move(opened).value();
+  }
+  Result<SubmitResult> r = SubmitRun(store.get(), slurm, req, UnixTimeNow());
+  if (!r.ok()) return ReportError(r.status());
+  if (o.dry_run) {
+    if (o.json) {
+      std::cout << nlohmann::json{{"run_id", nullptr}, {"job_id", nullptr}, {"name", r->name},
+                                  {"run_dir", r->run_dir}, {"script", r->script}}.dump(2)
+                << "\n";
+    } else {
+      std::cout << r->script;
+    }
+    return 0;
+  }
+  if (o.json) {
+    std::cout << nlohmann::json{{"run_id", r->run_id}, {"job_id", r->job_id}, {"name", r->name},
+                                {"run_dir", r->run_dir}}.dump()
+              << "\n";
+  } else {
+    std::cout << "run " << r->run_id << " (" << r->name << ") submitted as SLURM job "
+              << r->job_id << "\n  run dir: " << r->run_dir << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App& app, int* rc) {
+  auto o = std::make_shared<SubmitOptions>();
+  CLI::App* cmd = app.add_subcommand("submit", "Validate a run config and submit it with sbatch");
+  cmd->add_option("config", o->config, "Run config (YAML)")->required();
+  cmd->add_option("--name", o->name, "Run name (default: run.name)");
+  cmd->add_flag("--dry-run", o->dry_run, "Print the batch script; submit nothing");
+  cmd->add_flag("--json", o->json, "Print {\"run_id\": .., \"job_id\": ..}");
+  cmd->callback([o, rc] { *rc = RunSubmit(*o); });
+}
+
+}  // namespace baton

@@ -1,0 +1,83 @@
+// `baton watch [--interval S] [--once] [--json]`: ingest every active run's events and
+// reconcile its job with SLURM, in a loop. One line per change; with --json one JSON object per
+// pass. SLURM being down is a warning in the loop and exit 69 with --once.
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "orchestrator/cli/cli_context.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/slurm/real_slurm_client.h"
+#include "schema/events.h"
+
+namespace baton {
+
+namespace {
+
+struct WatchOptions {
+  double interval_s = 5.0;
+  bool once = false;
+  bool json = false;
+};
+
+// One pass. Returns the SLURM status (kUnavailable when down); store errors too.
+Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
+  Result<std::vector<RunRecord>> runs = store.ListActiveRuns();
+  if (!runs.ok()) return runs.status();
+  IngestStats total;
+  for (const RunRecord& run : *runs) {
+    Result<IngestStats> s = IngestRun(store, run);
+    if (!s.ok()) return s.status();
+    total.Add(*s);
+  }
+  for (const std::string& w : total.warnings) std::cerr << "baton: warning: " << w << "\n";
+  std::vector<std::string> changes;
+  Status st = ReconcileAll(store, slurm, UnixTimeNow(), &changes);
+  if (json) {
+    std::cout << nlohmann::json{{"time", UnixTimeNow()},
+                                {"active_runs", runs->size()},
+                                {"records", total.records},
+                                {"steps", total.steps},
+                                {"bad_lines", total.bad_lines},
+                                {"changes", changes},
+                                {"error", st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}}
+                     .dump()
+              << std::endl;
+  } else {
+    for (const std::string& c : changes) std::cout << c << "\n";
+    if (total.records > 0) {
+      std::cout << "ingested " << total.records << " records (" << total.steps << " steps) from "
+                << runs->size() << " active runs" << std::endl;
+    }
+  }
+  return st;
+}
+
+int RunWatch(const WatchOptions& o) {
+  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
+  if (!store.ok()) return ReportError(store.status());
+  RealSlurmClient slurm;
+  while (true) {
+    Status st = WatchPass(**store, slurm, o.json);
+    if (o.once) return st.ok() ? 0 : ReportError(st);
+    if (!st.ok()) std::cerr << "baton: warning: " << st.ToString() << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000)));
+  }
+}
+
+}  // namespace
+
+void AddWatchCommand(CLI::App& app, int* rc) {
+  auto o = std::make_shared<WatchOptions>();
+  CLI::App* cmd = app.add_subcommand("watch", "Ingest events and reconcile SLURM states in a loop");
+  cmd->add_option("--interval", o->interval_s, "Seconds between passes (default 5)")
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_flag("--once", o->once, "One pass, then exit");
+  cmd->add_flag("--json", o->json, "One JSON object per pass");
+  cmd->callback([o, rc] { *rc = RunWatch(*o); });
+}
+
+}  // namespace baton

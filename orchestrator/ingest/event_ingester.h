@@ -1,0 +1,58 @@
+// Event ingestion: <run_dir>/events/*.jsonl (docs/events.md) into the store, idempotently.
+//
+// Each events file has a byte cursor in ingest_cursors. A pass reads the file from its cursor in
+// chunks; the rows a chunk produces and the cursor advanced past that chunk's last complete line
+// commit in one transaction, so a crash (or a failed write) at any point either keeps the whole
+// chunk or none of it — re-ingesting never duplicates a row. A last line without its '\n' (a
+// writer still busy, or killed mid-write) is left for the next pass. Complete lines that are not
+// valid records are skipped, counted in ingest_cursors.bad_lines and reported, never retried.
+//
+// Files are applied in the order their attempts happened (job id, then restart count, both
+// numerically), which is what the store's superseded marking relies on.
+// Stateless functions over a Store; thread-compatible (one Store per thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/store/store.h"
+
+namespace baton {
+
+struct IngestStats {
+  int64_t files = 0;      // event files looked at
+  int64_t records = 0;    // records applied
+  int64_t steps = 0;      // of which step records
+  int64_t bad_lines = 0;  // complete lines skipped as invalid
+  int64_t bytes = 0;      // bytes consumed
+  std::vector<std::string> warnings;  // one per bad line (file:offset: why)
+
+  void Add(const IngestStats& o);
+};
+
+struct IngestOptions {
+  // Bytes read (and committed) per transaction. Bounds memory and lock hold time.
+  int64_t chunk_bytes = 8 << 20;
+  // Test hook: called after each record is applied, inside the open transaction (a test makes
+  // it _exit() to simulate a crash between rows and the cursor).
+  std::function<void(int64_t records_in_chunk)> after_record;
+};
+
+// "<job>.<restart>.jsonl" files of `run_dir`/events, in attempt order. Absolute paths.
+std::vector<std::string> ListEventFiles(const std::string& run_dir);
+
+// Splits "<job>.<restart>.jsonl"; false for any other name.
+bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart);
+
+// Ingests every events file of `run` from its cursor.
+[[nodiscard]] Result<IngestStats> IngestRun(Store& store, const RunRecord& run,
+                                            const IngestOptions& options = {});
+
+// One file (must be one of `run`'s).
+[[nodiscard]] Result<IngestStats> IngestFile(Store& store, const RunRecord& run,
+                                             const std::string& path,
+                                             const IngestOptions& options = {});
+
+}  // namespace baton

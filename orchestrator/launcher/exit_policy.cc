@@ -1,0 +1,60 @@
+#include "orchestrator/launcher/exit_policy.h"
+
+#include "schema/exit_codes.h"
+
+namespace baton {
+
+ExitDecision DecideAfterExit(const ExitContext& ctx) {
+  const std::string code = "exit code " + std::to_string(ctx.exit_code);
+  if (ctx.exit_code == kExitOk) return {"done", "completed", "trainer reached its target"};
+  if (ctx.exit_code == kExitConfig) return {"fail", "config_error", code + ": config error, not requeued"};
+  if (ctx.exit_code == kExitData) return {"fail", "data_error", code + ": data error, not requeued"};
+
+  // Earlier attempts: everything but the last entry (this attempt).
+  const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
+  if (ctx.exit_code == kExitRequeue || ctx.stop_signalled) {
+    int64_t preempt_requeues = 1;  // this one
+    for (size_t i = 0; i < n_past; ++i) {
+      const PastAttempt& a = ctx.history[i];
+      if (a.action == "requeue" && a.reason == "preempted") ++preempt_requeues;
+    }
+    if (preempt_requeues > ctx.max_restarts) {
+      return {"fail", "restart_budget",
+              code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
+                  " preemption requeues already used max_restarts=" +
+                  std::to_string(ctx.max_restarts)};
+    }
+    return {"requeue", "preempted",
+            code + ": stopped on a signal, requeue " + std::to_string(preempt_requeues) + " of " +
+                std::to_string(ctx.max_restarts)};
+  }
+
+  // A crash. Crash loop: this and the attempts before it that crashed without progress.
+  int streak = 0;
+  for (size_t i = ctx.history.size(); i-- > 0;) {
+    const PastAttempt& a = ctx.history[i];
+    const bool is_this = i + 1 == ctx.history.size();
+    if (a.made_progress()) break;
+    if (!is_this && a.reason == "preempted") continue;
+    ++streak;
+  }
+  if (streak >= kCrashLoopLimit) {
+    return {"fail", "no_progress",
+            code + ": " + std::to_string(streak) +
+                " attempts in a row crashed without finishing an optimizer step"};
+  }
+  int64_t crashes = 1;
+  for (size_t i = 0; i < n_past; ++i) {
+    if (ctx.history[i].reason == "crashed") ++crashes;
+  }
+  if (crashes > ctx.max_failures) {
+    return {"fail", "failure_budget",
+            code + ": crash " + std::to_string(crashes) + " exceeds max_failures=" +
+                std::to_string(ctx.max_failures)};
+  }
+  return {"requeue", "crashed",
+          code + ": crash " + std::to_string(crashes) + " of max_failures=" +
+              std::to_string(ctx.max_failures) + ", requeue"};
+}
+
+}  // namespace baton

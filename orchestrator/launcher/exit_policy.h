@@ -1,0 +1,43 @@
+// DecideAfterExit: what the launcher does when the trainer exits (DESIGN.md "Trainer exit codes").
+//
+//   0                      -> done (completed)
+//   78 / 65                -> fail (config_error / data_error), never requeued
+//   75, or any exit while the job was being stopped (the launcher got the warning signal)
+//                          -> requeue (preempted) while preemption requeues <= max_restarts,
+//                             else fail (restart_budget)
+//   anything else          -> a crash: fail (no_progress) when the last kCrashLoopLimit attempts
+//                             all ended without finishing a step; else requeue while crashes
+//                             <= max_failures, else fail (failure_budget)
+// Pure function; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "orchestrator/launcher/attempt_history.h"
+
+namespace baton {
+
+// Attempts in a row that crash without finishing a single optimizer step before the run is
+// FAILED as a crash loop (preempted attempts neither count nor break the streak).
+inline constexpr int kCrashLoopLimit = 3;
+
+struct ExitDecision {
+  std::string action;  // requeue | done | fail
+  std::string reason;  // completed | preempted | crashed | config_error | data_error |
+                       // failure_budget | restart_budget | no_progress
+  std::string detail;  // one line for logs
+};
+
+struct ExitContext {
+  int exit_code = 0;
+  bool stop_signalled = false;      // the launcher received the warning/stop signal
+  std::vector<PastAttempt> history; // every attempt of the run; the last one is this attempt
+  int64_t max_restarts = 0;
+  int64_t max_failures = 0;
+};
+
+ExitDecision DecideAfterExit(const ExitContext& ctx);
+
+}  // namespace baton

@@ -1,0 +1,227 @@
+#include "orchestrator/launcher/launcher.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/launcher/attempt_history.h"
+#include "orchestrator/launcher/exit_policy.h"
+#include "orchestrator/launcher/trainer_process.h"
+#include "orchestrator/slurm/process_runner.h"
+#include "schema/events.h"
+#include "schema/exit_codes.h"
+#include "schema/run_config.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace baton {
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+void LogSignal(int sig) {
+  std::cerr << "baton launch: forwarded " << (sig == SIGUSR1   ? "SIGUSR1"
+                                              : sig == SIGUSR2 ? "SIGUSR2"
+                                              : sig == SIGTERM ? "SIGTERM"
+                                                               : "SIGINT")
+            << " to the trainer\n";
+}
+
+bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
+  for (const char* x : xs) {
+    if (s == x) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string FindTrainerBinary() {
+  const std::string explicit_bin = Env("BATON_TRAIN_BIN");
+  if (!explicit_bin.empty()) return FindExecutable(explicit_bin);
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& p : {self.parent_path() / "baton-train",
+                            self.parent_path().parent_path() / "trainer" / "baton-train"}) {
+    const std::string found = FindExecutable(p.string());
+    if (!found.empty()) return found;
+  }
+  return "";
+}
+
+LaunchEnvironment LaunchEnvironmentFromProcess() {
+  LaunchEnvironment env;
+  env.job_id = Env("SLURM_JOB_ID");
+  env.in_allocation = !env.job_id.empty();
+  if (!env.in_allocation) env.job_id = "local-" + std::to_string(std::time(nullptr));
+  const std::string restart = Env("SLURM_RESTART_COUNT");
+  env.restart_count = restart.empty() ? 0 : std::atoll(restart.c_str());
+  env.nodes = Env("SLURM_JOB_NODELIST");
+  if (env.nodes.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    env.nodes = host;
+  }
+  env.use_srun = env.in_allocation && Env("BATON_NO_SRUN") != "1";
+  env.trainer_bin = FindTrainerBinary();
+  return env;
+}
+
+std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std::string& run_dir,
+                                        const ResumeDecision& d, const std::string& events_path) {
+  std::vector<std::string> argv;
+  if (env.use_srun) {
+    // --kill-on-bad-exit: one rank dying takes the others down instead of leaving them hung
+    // in a collective until the time limit.
+    argv = {"srun", "--kill-on-bad-exit=1"};
+  }
+  const std::vector<std::string> train = {
+      env.trainer_bin, "train",
+      "--config", run_dir + "/run.yaml",
+      "--run-dir", run_dir,
+      "--resume", d.checkpoint.empty() ? "none" : d.checkpoint,
+      "--expect-mode", d.mode,
+      "--expect-step0", std::to_string(d.step0),
+      "--resume-warmup", std::to_string(d.resume_warmup_steps),
+      "--events", events_path};
+  argv.insert(argv.end(), train.begin(), train.end());
+  return argv;
+}
+
+int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmClient& slurm,
+           std::ostream& log) {
+  std::error_code ec;
+  const std::string run_dir = fs::absolute(run_dir_in, ec).lexically_normal().string();
+  const std::string events_path =
+      run_dir + "/events/" + EventsFileName(env.job_id, env.restart_count);
+  log << "baton launch: run dir " << run_dir << ", job " << env.job_id << " restart "
+      << env.restart_count << " on " << env.nodes << "\n";
+
+  EventWriter events;
+  if (Status st = events.Open(events_path, "launcher"); !st.ok()) {
+    log << "baton launch: " << st.ToString() << "\n";
+    return st.exit_code();
+  }
+  const json ids = {{"job_id", env.job_id}, {"restart_count", env.restart_count}};
+  auto write_end = [&](int exit_code, const std::string& action, const std::string& reason) {
+    json r = ids;
+    r["exit_code"] = exit_code;
+    r["action"] = action;
+    r["reason"] = reason;
+    if (Status st = events.Write(event_type::kAttemptEnd, r, /*sync=*/true); !st.ok()) {
+      log << "baton launch: " << st.ToString() << "\n";
+    }
+  };
+
+  // 1. The frozen config. A broken one is never requeued.
+  Result<RunConfig> config = LoadRunConfig(run_dir + "/run.yaml");
+  if (!config.ok()) {
+    log << "baton launch: " << config.status().ToString() << "\n";
+    write_end(config.status().exit_code(), "fail",
+              config.status().code() == Code::kConfig ? "config_error" : "data_error");
+    return config.status().exit_code();
+  }
+
+  // 2. Resume decision.
+  Result<ResumeDecision> decision = DecideResume(run_dir + "/checkpoints", *config);
+  if (!decision.ok()) {
+    log << "baton launch: " << decision.status().ToString() << "\n";
+    write_end(decision.status().exit_code(), "fail", "data_error");
+    return decision.status().exit_code();
+  }
+  for (const std::string& s : decision->skipped) {
+    log << "baton launch: skipping invalid checkpoint " << s << "\n";
+  }
+  log << "baton launch: mode " << decision->mode << ", step0 " << decision->step0
+      << ", resume warmup " << decision->resume_warmup_steps
+      << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
+  json start = ids;
+  start["nodes"] = env.nodes;
+  start["checkpoint"] = decision->checkpoint.empty() ? json(nullptr) : json(decision->checkpoint);
+  start["mode"] = decision->mode;
+  start["step0"] = decision->step0;
+  start["resume_warmup_steps"] = decision->resume_warmup_steps;
+  start["skipped_checkpoints"] = decision->skipped;
+  if (Status st = events.Write(event_type::kAttemptStart, start, /*sync=*/true); !st.ok()) {
+    log << "baton launch: " << st.ToString() << "\n";
+    return st.exit_code();
+  }
+
+  // 3. The trainer.
+  if (env.trainer_bin.empty()) {
+    log << "baton launch: no trainer binary (set BATON_TRAIN_BIN or install baton-train next to "
+           "baton)\n";
+    write_end(kExitUnavailable, "fail", "launch_error");
+    return kExitUnavailable;
+  }
+  const std::vector<std::string> argv = TrainerCommand(env, run_dir, *decision, events_path);
+  log << "baton launch: " << CommandLine(argv) << "\n" << std::flush;
+  Result<TrainerExit> exit = RunTrainerProcess(argv, LogSignal);
+  if (!exit.ok()) {
+    log << "baton launch: " << exit.status().ToString() << "\n";
+    write_end(exit.status().exit_code(), "fail", "launch_error");
+    return exit.status().exit_code();
+  }
+  log << "baton launch: trainer exited with code " << exit->exit_code << "\n";
+
+  // 4. What next.
+  ExitContext ctx;
+  ctx.exit_code = exit->exit_code;
+  ctx.stop_signalled = !exit->forwarded.empty();
+  ctx.history = ReadAttemptHistory(run_dir);
+  if (ctx.history.empty() || ctx.history.back().events_path != events_path) {
+    PastAttempt self;  // should not happen: our own file is there
+    self.events_path = events_path;
+    self.step0 = decision->step0;
+    ctx.history.push_back(self);
+  }
+  ctx.max_restarts = config->slurm.max_restarts;
+  ctx.max_failures = config->slurm.max_failures;
+  ExitDecision next = DecideAfterExit(ctx);
+
+  if (next.action == "requeue" && env.in_allocation) {
+    Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
+    const std::string state = job.ok() && job->has_value() ? (*job)->state : "";
+    if (state == "CANCELLED") {
+      next = {"fail", "cancelled", "the job was cancelled; not requeued"};
+    } else if (OneOf(state, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"})) {
+      // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
+      // worse, count twice.
+      log << "baton launch: " << next.detail << "; SLURM already requeued job " << env.job_id
+          << " (" << state << ")\n";
+      write_end(exit->exit_code, next.action, next.reason);
+      return kExitRequeue;
+    }
+  }
+  log << "baton launch: " << next.action << " (" << next.reason << "): " << next.detail << "\n";
+  // attempt_end goes first: `scontrol requeue` may kill this script before it returns.
+  write_end(exit->exit_code, next.action, next.reason);
+  if (next.action == "done") return kExitOk;
+  if (next.action == "fail") return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
+
+  if (!env.in_allocation) {
+    log << "baton launch: not inside a SLURM job; nothing to requeue\n";
+    return kExitRequeue;
+  }
+  Status st = slurm.Requeue(env.job_id);
+  if (!st.ok()) {
+    log << "baton launch: requeue failed: " << st.ToString() << "\n";
+    write_end(exit->exit_code, "fail", "requeue_failed");
+    return st.exit_code();
+  }
+  log << "baton launch: requeued job " << env.job_id << "\n";
+  return kExitRequeue;
+}
+
+}  // namespace baton

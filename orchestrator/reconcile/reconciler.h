@@ -1,0 +1,40 @@
+// Reconcile: SLURM's view of a run's job (scontrol show job) into attempt end reasons and the
+// run's status, for what the event files cannot say (a job killed before its launcher wrote
+// attempt_end, a job cancelled from outside, a job SLURM requeued on its own, a job gone).
+//
+// Ingest first, then reconcile: events are the source of truth for what the trainer and the
+// launcher did; reconcile only fills gaps and never moves a run out of a terminal status.
+// The mapping (docs/orchestrator.md):
+//   PENDING/REQUEUED/REQUEUE_HOLD  -> REQUEUED once the run had an attempt, else PENDING
+//   RUNNING/CONFIGURING            -> RUNNING
+//   PREEMPTED, NODE_FAIL           -> open attempt preempted / node_failure; run REQUEUED
+//                                     (SLURM requeues: PreemptMode=REQUEUE and --requeue)
+//   COMPLETED                      -> COMPLETED when the last attempt reached the target,
+//                                     else FAILED naming the step it stopped at
+//   FAILED/OUT_OF_MEMORY/BOOT_FAIL -> open attempt crashed; run FAILED
+//   TIMEOUT                        -> open attempt timeout; run FAILED
+//   CANCELLED                      -> open attempt cancelled; run CANCELLED
+//   job unknown to SLURM           -> COMPLETED if the target was reached, else FAILED
+// An attempt whose restart count is below the job's Restarts was requeued by SLURM: it is
+// closed as preempted if it has no end yet. Stateless functions; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "orchestrator/slurm/slurm_client.h"
+#include "orchestrator/store/store.h"
+
+namespace baton {
+
+// Reconciles one run (skips terminal runs and runs without a job). Appends a line per change
+// to `changes` when given.
+[[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
+                                  double now, std::vector<std::string>* changes = nullptr);
+
+// Every non-terminal run. Stops at the first kUnavailable (SLURM down); other per-run errors
+// are collected and the first returned after trying all runs.
+[[nodiscard]] Status ReconcileAll(Store& store, SlurmClient& slurm, double now,
+                                  std::vector<std::string>* changes = nullptr);
+
+}  // namespace baton

@@ -1,0 +1,63 @@
+#include "orchestrator/slurm/fake_slurm_client.h"
+
+namespace baton {
+
+Status FakeSlurmClient::DownError(const char* command) const {
+  return Status::Unavailable(std::string("'") + command +
+                             "': the SLURM controller is not reachable: Unable to contact slurm "
+                             "controller (connect failure)");
+}
+
+Result<std::string> FakeSlurmClient::Submit(const std::string& script_path) {
+  if (down) return DownError("sbatch");
+  if (!reject_message.empty()) return Status::Config("sbatch rejected " + script_path + ": " + reject_message);
+  const std::string id = std::to_string(next_id_++);
+  JobInfo info;
+  info.job_id = id;
+  info.state = "PENDING";
+  info.reason = "None";
+  jobs_[id] = info;
+  submitted.push_back(script_path);
+  return id;
+}
+
+Result<std::optional<JobInfo>> FakeSlurmClient::GetJob(const std::string& job_id) {
+  if (down) return DownError("scontrol show job");
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return std::optional<JobInfo>();
+  return std::optional<JobInfo>(it->second);
+}
+
+Status FakeSlurmClient::Requeue(const std::string& job_id) {
+  if (down) return DownError("scontrol requeue");
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Status::Unavailable("scontrol requeue " + job_id + ": Invalid job id specified");
+  it->second.state = "PENDING";
+  it->second.reason = "BeginTime";
+  it->second.restarts += 1;
+  requeued.push_back(job_id);
+  return Status::Ok();
+}
+
+Status FakeSlurmClient::Cancel(const std::string& job_id) {
+  if (down) return DownError("scancel");
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) it->second.state = "CANCELLED";
+  cancelled.push_back(job_id);
+  return Status::Ok();
+}
+
+void FakeSlurmClient::SetState(const std::string& job_id, const std::string& state,
+                               const std::string& reason) {
+  JobInfo& j = jobs_[job_id];
+  j.job_id = job_id;
+  j.state = state;
+  j.reason = reason;
+}
+
+JobInfo* FakeSlurmClient::job(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+}  // namespace baton

@@ -1,0 +1,40 @@
+// FakeSlurmClient: an in-memory SLURM for unit tests of submit, reconcile and the launcher.
+//
+// Jobs get ids 1000, 1001, ...; tests move them between states with SetState() and read what
+// was asked of SLURM (submitted scripts, requeues, cancels). `down` makes every call fail with
+// kUnavailable as a stopped controller does. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "orchestrator/slurm/slurm_client.h"
+
+namespace baton {
+
+class FakeSlurmClient : public SlurmClient {
+ public:
+  Result<std::string> Submit(const std::string& script_path) override;
+  Result<std::optional<JobInfo>> GetJob(const std::string& job_id) override;
+  Status Requeue(const std::string& job_id) override;
+  Status Cancel(const std::string& job_id) override;
+
+  // Test controls.
+  void SetState(const std::string& job_id, const std::string& state, const std::string& reason = "");
+  void Forget(const std::string& job_id) { jobs_.erase(job_id); }  // aged out of scontrol
+  JobInfo* job(const std::string& job_id);
+
+  bool down = false;                    // controller unreachable
+  std::string reject_message;           // non-empty: sbatch rejects with this
+  std::vector<std::string> submitted;   // script paths, in order
+  std::vector<std::string> requeued;    // job ids
+  std::vector<std::string> cancelled;   // job ids
+
+ private:
+  Status DownError(const char* command) const;
+  int next_id_ = 1000;
+  std::map<std::string, JobInfo> jobs_;
+};
+
+}  // namespace baton

@@ -1,0 +1,100 @@
+#include "orchestrator/slurm/real_slurm_client.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "orchestrator/slurm/process_runner.h"
+
+namespace baton {
+
+namespace {
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+// Runs a SLURM command; kUnavailable when it is missing, timed out or the controller is down.
+Result<ProcessResult> RunSlurm(const std::vector<std::string>& argv, double timeout_s) {
+  Result<ProcessResult> r = RunProcess(argv, timeout_s);
+  if (!r.ok()) return r.status().Annotate(argv[0]);
+  if (r->timed_out) {
+    return Status::Unavailable("'" + CommandLine(argv) + "' did not answer within " +
+                               std::to_string(static_cast<int>(timeout_s)) +
+                               " s; is the SLURM controller up? (scontrol ping)");
+  }
+  if (r->exit_code != 0 && LooksLikeControllerDown(r->err)) {
+    return Status::Unavailable("'" + CommandLine(argv) +
+                               "': the SLURM controller is not reachable: " + Trim(r->err));
+  }
+  return r;
+}
+
+}  // namespace
+
+double SlurmCommandTimeout() {
+  const char* v = std::getenv("BATON_SLURM_TIMEOUT_S");
+  if (v != nullptr && *v != '\0') {
+    const double t = std::atof(v);
+    if (t > 0) return t;
+  }
+  return 60.0;
+}
+
+Result<std::string> RealSlurmClient::Submit(const std::string& script_path) {
+  const std::vector<std::string> argv = {"sbatch", "--parsable", script_path};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Config("sbatch rejected " + script_path + ": " + Trim(r->err));
+  }
+  // --parsable prints "jobid" or "jobid;cluster".
+  std::string id = Trim(r->out);
+  id = id.substr(0, id.find(';'));
+  if (id.empty() || id.find_first_not_of("0123456789_") != std::string::npos) {
+    return Status::Internal("sbatch --parsable printed no job id: '" + Trim(r->out) + "'");
+  }
+  return id;
+}
+
+Result<std::optional<JobInfo>> RealSlurmClient::GetJob(const std::string& job_id) {
+  const std::vector<std::string> argv = {"scontrol", "-o", "show", "job", job_id};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    if (r->err.find("Invalid job id") != std::string::npos) return std::optional<JobInfo>();
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
+  }
+  // An array or heterogeneous job prints several lines; the first is the job itself.
+  const std::string first = r->out.substr(0, r->out.find('\n'));
+  if (Trim(first).empty()) return std::optional<JobInfo>();
+  return std::optional<JobInfo>(ParseScontrolJob(first));
+}
+
+Status RealSlurmClient::Requeue(const std::string& job_id) {
+  const std::vector<std::string> argv = {"scontrol", "requeue", job_id};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
+  }
+  return Status::Ok();
+}
+
+Status RealSlurmClient::Cancel(const std::string& job_id) {
+  const std::vector<std::string> argv = {"scancel", job_id};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    if (r->err.find("Invalid job id") != std::string::npos ||
+        r->err.find("already completing or completed") != std::string::npos) {
+      return Status::Ok();  // nothing left to cancel
+    }
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton

@@ -1,0 +1,59 @@
+// SlurmClient: the one seam between baton and SLURM's commands.
+//
+// Only implementations of this interface run sbatch, scontrol, squeue or scancel (sacct is not
+// used: the dev cluster has no accounting, and scontrol sees finished jobs for MinJobAge).
+// RealSlurmClient runs the commands (real_slurm_client.h); FakeSlurmClient is an in-memory
+// cluster for unit tests (fake_slurm_client.h). Every failure to reach SLURM is
+// Code::kUnavailable (exit 69) with a message naming the command. Implementations are not
+// required to be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schema/status.h"
+
+namespace baton {
+
+// What `scontrol show job` says about one job.
+struct JobInfo {
+  std::string job_id;
+  std::string state;        // JobState: PENDING, RUNNING, COMPLETED, FAILED, PREEMPTED, ...
+  std::string reason;       // Reason (e.g. BeginTime after a requeue, Resources)
+  int64_t restarts = 0;     // Restarts (== SLURM_RESTART_COUNT of the next start)
+  std::string exit_code;    // ExitCode "0:0" (status:signal)
+  std::string nodes;        // NodeList
+  std::string partition;
+  std::map<std::string, std::string> fields;  // everything, for diagnostics
+};
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+
+  // sbatch --parsable SCRIPT; the job id. kUnavailable when sbatch is missing or the controller
+  // is down; kConfig when SLURM rejects the job (bad partition, resources, ...).
+  [[nodiscard]] virtual Result<std::string> Submit(const std::string& script_path) = 0;
+
+  // scontrol show job JOB; nullopt when SLURM no longer knows the job (it aged out).
+  [[nodiscard]] virtual Result<std::optional<JobInfo>> GetJob(const std::string& job_id) = 0;
+
+  // scontrol requeue JOB.
+  [[nodiscard]] virtual Status Requeue(const std::string& job_id) = 0;
+
+  // scancel JOB.
+  [[nodiscard]] virtual Status Cancel(const std::string& job_id) = 0;
+};
+
+// Parses one line of `scontrol -o show job` ("JobId=12 JobName=x ... JobState=RUNNING ...").
+// Values may contain spaces (Command=, Reason=); a token starts a new field only when it looks
+// like "Key=" with Key made of letters, digits, ':' and '/'.
+JobInfo ParseScontrolJob(const std::string& line);
+
+// True for messages that mean the controller could not be reached (so kUnavailable).
+bool LooksLikeControllerDown(const std::string& stderr_text);
+
+}  // namespace baton

@@ -1,0 +1,108 @@
+// Plain records the store reads and writes: runs, attempts, steps, micro-steps, checkpoints.
+//
+// These mirror the tables of schema/sql/ (docs/store.md) and are what the CLI, reconcile, ingest
+// and (later) the HTTP layer pass around; none of them speaks SQL. Value types; thread-compatible.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace baton {
+
+enum class RunStatus { kPending, kRunning, kRequeued, kCompleted, kFailed, kCancelled };
+
+const char* RunStatusName(RunStatus status);              // "PENDING", ...
+std::optional<RunStatus> ParseRunStatus(const std::string& name);
+// COMPLETED, FAILED and CANCELLED never change again (ingest and reconcile leave them alone).
+bool IsTerminal(RunStatus status);
+
+inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();  // SQL NULL
+
+struct RunRecord {
+  int64_t id = 0;
+  std::string name;
+  RunStatus status = RunStatus::kPending;
+  std::string reason;
+  std::string config;          // frozen run.yaml text
+  std::string config_source;   // the file given to `baton submit`
+  std::string run_dir;
+  int64_t target_steps = 0;
+  int64_t max_restarts = 0;
+  int64_t max_failures = 0;
+  std::string job_id;          // '' until sbatch answered
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+struct AttemptRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string job_id;
+  int64_t restart_count = 0;
+  std::string nodes;
+  std::optional<double> started_at;
+  std::optional<double> ended_at;
+  std::string slurm_state;
+  std::optional<int64_t> exit_code;
+  std::string action;              // requeue | done | fail | ''
+  std::string end_reason;          // see docs/store.md
+  std::string trainer_end_reason;  // segment_end reason
+  std::string resume_mode;         // fresh | exact | weights_only
+  std::string checkpoint;
+  std::optional<int64_t> step0;
+  std::optional<int64_t> last_step;
+  int64_t resume_warmup_steps = 0;
+  std::optional<int64_t> warmup_until;
+  std::optional<int64_t> world_size;
+  std::string config_hash;
+};
+
+// One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).
+struct StepRecord {
+  int64_t run_id = 0;
+  int64_t attempt_id = 0;
+  int64_t step = 0;
+  double time = 0;
+  double lr = kNoValue;
+  double loss = kNoValue;
+  double loss_video = kNoValue;
+  double loss_action = kNoValue;
+  double grad_norm = kNoValue;
+  int64_t tokens = 0;
+  int64_t padded_tokens = 0;
+  int64_t samples = 0;
+  int64_t valid_frames = 0;
+  int64_t padded_frames = 0;
+  double step_time_s = kNoValue;
+  double tokens_per_s = kNoValue;
+  bool in_warmup = false;
+  int64_t epoch = 0;
+  bool superseded = false;  // set by the store, never by the caller
+};
+
+struct MicrostepRecord {
+  int64_t run_id = 0;
+  int64_t attempt_id = 0;
+  int64_t step = 0;
+  int64_t micro = 0;
+  int64_t tokens = 0;
+  double fwd_bwd_s = kNoValue;
+  int64_t peak_bytes = 0;
+};
+
+struct CheckpointRecord {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  std::optional<int64_t> attempt_id;
+  std::string path;
+  int64_t bytes = 0;
+  double seconds = kNoValue;
+  std::string reason;  // periodic | final | signal
+  bool valid = true;
+  double time = 0;
+};
+
+}  // namespace baton

@@ -1,0 +1,178 @@
+#include "orchestrator/store/sqlite_db.h"
+
+#include <limits>
+
+namespace baton {
+
+namespace {
+
+// SQLITE_BUSY after the busy timeout means another writer held the lock too long: the database
+// is there but not available now. Everything else is an I/O or internal problem.
+Status FromSqlite(sqlite3* db, int rc, const std::string& what) {
+  const std::string msg = what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Unavailable(msg + " (the database is locked by another baton process)");
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return Status::Io(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Data(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+}  // namespace
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::Bind(int i, int64_t v) {
+  const int rc = sqlite3_bind_int64(stmt_, i, v);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Statement& Statement::Bind(int i, double v) {
+  if (std::isnan(v)) return BindNull(i);
+  const int rc = sqlite3_bind_double(stmt_, i, v);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Statement& Statement::Bind(int i, const std::string& v) {
+  const int rc = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Statement& Statement::BindNull(int i) {
+  const int rc = sqlite3_bind_null(stmt_, i);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Status Statement::Error(int rc) const {
+  return FromSqlite(db_, rc, std::string("sqlite: ") + sqlite3_sql(stmt_));
+}
+
+Result<bool> Statement::Step() {
+  if (bind_error_ != SQLITE_OK) return Error(bind_error_);
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(rc);
+}
+
+Status Statement::Run() {
+  while (true) {
+    Result<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Ok();
+  }
+}
+
+bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::Double(int col) const {
+  return IsNull(col) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(stmt_, col);
+}
+std::string Statement::Text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+           : std::string();
+}
+std::optional<int64_t> Statement::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+std::optional<double> Statement::OptDouble(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Double(col);
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  bind_error_ = SQLITE_OK;
+}
+
+SqliteDb::~SqliteDb() {
+  cache_.clear();  // finalize every statement before closing
+  sqlite3_close(db_);
+}
+
+Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int busy_timeout_ms) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = FromSqlite(raw, rc, path + ": cannot open the database");
+    sqlite3_close(raw);
+    return st;
+  }
+  std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
+  sqlite3_busy_timeout(raw, busy_timeout_ms);
+  sqlite3_extended_result_codes(raw, 1);
+  // WAL: readers (the web UI, `baton ls`) never block the writer (`baton watch`) and vice versa.
+  // synchronous=NORMAL is durable across process crashes in WAL mode, which is what we need.
+  BATON_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+  BATON_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL"));
+  BATON_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+  return db;
+}
+
+Status SqliteDb::Exec(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string what = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    Status st = FromSqlite(nullptr, rc, path_ + ": " + what);
+    return st;
+  }
+  return Status::Ok();
+}
+
+Result<Statement*> SqliteDb::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return FromSqlite(db_, rc, "sqlite: cannot prepare: " + sql);
+    it = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first;
+  }
+  it->second->Reset();
+  return it->second.get();
+}
+
+Result<Transaction> Transaction::Begin(SqliteDb& db) {
+  BATON_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+  return Transaction(&db);
+}
+
+Status Transaction::Commit() {
+  if (db_ == nullptr) return Status::Internal("sqlite: commit of a finished transaction");
+  Status st = db_->Exec("COMMIT");
+  if (!st.ok()) return st;  // still active: the destructor rolls back
+  db_ = nullptr;
+  return Status::Ok();
+}
+
+void Transaction::Rollback() {
+  if (db_ == nullptr) return;
+  if (db_->InTransaction()) (void)db_->Exec("ROLLBACK");
+  db_ = nullptr;
+}
+
+Transaction::~Transaction() { Rollback(); }
+
+}  // namespace baton

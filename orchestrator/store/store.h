@@ -1,0 +1,128 @@
+// Store: baton's run history in SQLite — the only code in baton that speaks SQL.
+//
+// Opens $BATON_HOME/baton.db (default ~/.baton/baton.db), applies the numbered migrations of
+// schema/sql/ (embedded at build time) up to PRAGMA user_version, and offers typed reads and
+// writes over runs, attempts, steps, micro-steps, checkpoints and ingest cursors (docs/store.md).
+//
+// Writes that must land together run inside one Write() transaction (BEGIN IMMEDIATE; rolled
+// back unless committed). Methods named *InTx expect the caller to hold that transaction; the
+// others open their own. One Store is one SQLite connection: not thread-safe; open one per
+// thread (WAL lets readers and the single writer proceed concurrently across processes).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/store/records.h"
+#include "orchestrator/store/sqlite_db.h"
+#include "schema/status.h"
+
+namespace baton {
+
+// $BATON_HOME, or ~/.baton when unset.
+std::string BatonHome();
+// BatonHome() + "/baton.db".
+std::string DefaultDbPath();
+
+// Milliseconds a writer waits for another writer's lock before giving up (Code::kUnavailable).
+inline constexpr int kBusyTimeoutMs = 10000;
+
+struct NewRun {
+  std::string name;
+  std::string config;
+  std::string config_source;
+  std::string run_dir;
+  int64_t target_steps = 0;
+  int64_t max_restarts = 0;
+  int64_t max_failures = 0;
+};
+
+// A window over one run's step rows, in step order (then attempt order).
+struct StepQuery {
+  int64_t from_step = 0;             // inclusive
+  int64_t to_step = INT64_MAX;       // inclusive
+  bool include_superseded = false;   // false = the effective series
+  int64_t limit = 100000;
+  int64_t offset = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating folders and the file) and migrates. Code::kIo when the folder or file cannot
+  // be created, kData when the file is not a baton database or is newer than this binary.
+  [[nodiscard]] static Result<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // Schema version after migrations (PRAGMA user_version).
+  [[nodiscard]] Result<int64_t> SchemaVersion();
+  // Highest migration compiled into this binary.
+  static int64_t LatestSchemaVersion();
+
+  // Runs `body` inside BEGIN IMMEDIATE; commits when it returns Ok, rolls back otherwise.
+  [[nodiscard]] Status Write(const std::function<Status()>& body);
+  [[nodiscard]] Result<Transaction> Begin() { return Transaction::Begin(*db_); }
+
+  // ---- runs
+  [[nodiscard]] Result<int64_t> CreateRunInTx(const NewRun& run, double now);
+  // The run folder and frozen config, once the id (part of the folder name) is known.
+  [[nodiscard]] Status SetRunDirInTx(int64_t run_id, const std::string& run_dir,
+                                     const std::string& config);
+  [[nodiscard]] Status SetRunJobInTx(int64_t run_id, const std::string& job_id, double now);
+  // Sets status and reason unconditionally (baton cancel, reconcile decisions).
+  [[nodiscard]] Status SetRunStatusInTx(int64_t run_id, RunStatus status, const std::string& reason,
+                                        double now);
+  // Same, but leaves a terminal run (COMPLETED/FAILED/CANCELLED) as it is.
+  [[nodiscard]] Status SetActiveRunStatusInTx(int64_t run_id, RunStatus status,
+                                              const std::string& reason, double now);
+  [[nodiscard]] Result<RunRecord> GetRun(int64_t run_id);
+  // A run by id ("12") or by name (the newest run with that name). Code::kNotFound otherwise.
+  [[nodiscard]] Result<RunRecord> FindRun(const std::string& id_or_name);
+  // Newest first.
+  [[nodiscard]] Result<std::vector<RunRecord>> ListRuns(int64_t limit = 1000, int64_t offset = 0);
+  // Runs whose status is not terminal (what watch ingests and reconciles).
+  [[nodiscard]] Result<std::vector<RunRecord>> ListActiveRuns();
+
+  // ---- attempts
+  // The attempt id for (run, job, restart), inserting an empty row when new.
+  [[nodiscard]] Result<int64_t> EnsureAttemptInTx(int64_t run_id, const std::string& job_id,
+                                                  int64_t restart_count);
+  // Writes every column of `a` (by a.id).
+  [[nodiscard]] Status UpdateAttemptInTx(const AttemptRecord& a);
+  [[nodiscard]] Result<AttemptRecord> GetAttempt(int64_t attempt_id);
+  // In the order they happened.
+  [[nodiscard]] Result<std::vector<AttemptRecord>> ListAttempts(int64_t run_id);
+
+  // ---- steps
+  // Inserts (or replaces, by attempt and step) a step row, marks rows of earlier attempts at the
+  // same step superseded (or this one, when a later attempt already has the step) and raises the
+  // attempt's last_step.
+  [[nodiscard]] Status InsertStepInTx(const StepRecord& s);
+  [[nodiscard]] Result<std::vector<StepRecord>> ListSteps(int64_t run_id, const StepQuery& q = {});
+  [[nodiscard]] Result<int64_t> CountSteps(int64_t run_id, bool include_superseded);
+
+  [[nodiscard]] Status InsertMicrostepInTx(const MicrostepRecord& m);
+  [[nodiscard]] Result<std::vector<MicrostepRecord>> ListMicrosteps(int64_t run_id);
+
+  // ---- checkpoints
+  [[nodiscard]] Status UpsertCheckpointInTx(const CheckpointRecord& c);
+  // Newest step first.
+  [[nodiscard]] Result<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id);
+
+  // ---- ingest cursors
+  // Bytes of `path` already ingested (0 when never seen).
+  [[nodiscard]] Result<int64_t> CursorInTx(const std::string& path);
+  [[nodiscard]] Status SetCursorInTx(const std::string& path, int64_t run_id, int64_t offset,
+                                     int64_t bad_lines_added, double now);
+
+  SqliteDb& db() { return *db_; }
+
+ private:
+  explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  [[nodiscard]] Status Migrate();
+  std::unique_ptr<SqliteDb> db_;
+};
+
+}  // namespace baton

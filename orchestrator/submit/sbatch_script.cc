@@ -1,0 +1,122 @@
+#include "orchestrator/submit/sbatch_script.h"
+
+#include <cctype>
+#include <sstream>
+
+#include "orchestrator/embedded/embedded_files.h"
+
+namespace baton {
+
+namespace {
+
+// Characters allowed in a value written into an #SBATCH line.
+bool SafeForSbatch(const std::string& v) {
+  for (char c : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+          c == ',' || c == ':' || c == '+' || c == '/' || c == '[' || c == ']')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string Slugify(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+    if (out.size() >= 40) break;
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "run" : out;
+}
+
+Result<std::string> RenderTemplate(const std::string& template_text,
+                                   const std::map<std::string, std::string>& values) {
+  std::istringstream in(template_text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.rfind("{{?", 0) == 0) {
+      const size_t close = line.find("}}");
+      if (close == std::string::npos) return Status::Internal("sbatch template: unclosed {{?");
+      const std::string key = line.substr(3, close - 3);
+      auto it = values.find(key);
+      if (it == values.end()) return Status::Internal("sbatch template: unknown key " + key);
+      if (it->second.empty()) continue;
+      line = line.substr(close + 2);
+    }
+    std::string rendered;
+    size_t pos = 0;
+    while (true) {
+      const size_t open = line.find("{{", pos);
+      if (open == std::string::npos) {
+        rendered += line.substr(pos);
+        break;
+      }
+      const size_t close = line.find("}}", open);
+      if (close == std::string::npos) return Status::Internal("sbatch template: unclosed {{");
+      const std::string key = line.substr(open + 2, close - open - 2);
+      auto it = values.find(key);
+      if (it == values.end()) return Status::Internal("sbatch template: unknown key " + key);
+      rendered += line.substr(pos, open - pos) + it->second;
+      pos = close + 2;
+    }
+    out += rendered + "\n";
+  }
+  return out;
+}
+
+Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p) {
+  const SlurmSection& s = c.slurm;
+  const std::map<std::string, std::string> checked = {
+      {"slurm.partition", s.partition}, {"slurm.qos", s.qos},       {"slurm.account", s.account},
+      {"slurm.time", s.time},           {"slurm.signal", s.signal}, {"run.dir", p.run_dir}};
+  for (const auto& [key, value] : checked) {
+    if (!SafeForSbatch(value)) {
+      return Status::Config(c.source + ": " + key + ": '" + value +
+                            "' has characters that cannot go into an #SBATCH line (allowed: "
+                            "letters, digits and _-.,:+/[])");
+    }
+  }
+  const std::map<std::string, std::string> values = {
+      {"RUN_ID", p.run_id},
+      {"RUN_NAME", p.run_name},
+      {"JOB_NAME", "baton-" + p.run_id + "-" + Slugify(p.run_name)},
+      {"RUN_DIR", p.run_dir},
+      {"RUN_DIR_Q", ShellQuote(p.run_dir)},
+      {"BATON_BIN_Q", ShellQuote(p.baton_bin)},
+      {"SIGNAL", s.signal},
+      {"SIGNAL_LEAD_S", std::to_string(s.signal_lead_s)},
+      {"NODES", std::to_string(s.nodes)},
+      {"NTASKS_PER_NODE", std::to_string(s.ntasks_per_node)},
+      {"CPUS_PER_TASK", std::to_string(s.cpus_per_task)},
+      {"TIME", s.time},
+      {"PARTITION", s.partition},
+      {"QOS", s.qos},
+      {"ACCOUNT", s.account},
+      {"GPUS_PER_NODE", s.gpus_per_node > 0 ? std::to_string(s.gpus_per_node) : ""},
+  };
+  const std::vector<EmbeddedFile>& files = SbatchTemplateFiles();
+  if (files.empty()) return Status::Internal("no embedded sbatch template");
+  return RenderTemplate(files[0].text, values);
+}
+
+}  // namespace baton

@@ -1,0 +1,38 @@
+// The batch script of a run, rendered from slurm/sbatch.sh.in (embedded at build time).
+//
+// Every value that lands in an #SBATCH line is checked against a conservative character set
+// (a partition name cannot smuggle in a newline and a second command); paths in the command
+// line are shell-quoted. Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "schema/run_config.h"
+#include "schema/status.h"
+
+namespace baton {
+
+struct SbatchParams {
+  std::string run_id;     // "12" (or "dry-run")
+  std::string run_name;
+  std::string run_dir;    // absolute
+  std::string baton_bin;  // absolute path of the baton that will run `baton launch`
+};
+
+// Renders `template_text` with `values`: "{{KEY}}" is replaced, lines starting "{{?KEY}}" are
+// dropped when values[KEY] is empty. An unknown key is kInternal (a template/code mismatch).
+[[nodiscard]] Result<std::string> RenderTemplate(const std::string& template_text,
+                                                 const std::map<std::string, std::string>& values);
+
+// The rendered sbatch.sh for a run. kConfig naming the key when a value is not safe.
+[[nodiscard]] Result<std::string> RenderSbatchScript(const RunConfig& config,
+                                                     const SbatchParams& params);
+
+// 'text' quoted for bash.
+std::string ShellQuote(const std::string& text);
+
+// "My Run #3" -> "my-run-3" (at most 40 characters; "run" when nothing is left).
+std::string Slugify(const std::string& name);
+
+}  // namespace baton

@@ -1,0 +1,150 @@
+#include "orchestrator/submit/submitter.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "orchestrator/submit/sbatch_script.h"
+#include "schema/atomic_file.h"
+#include "schema/run_config.h"
+
+namespace fs = std::filesystem;
+
+namespace baton {
+
+namespace {
+
+Status CheckName(const std::string& name, const std::string& where) {
+  if (name.empty()) return Status::InvalidArgument(where + ": the run name is empty");
+  if (name.size() > 100) return Status::InvalidArgument(where + ": the run name is longer than 100 characters");
+  if (name.find_first_not_of("0123456789") == std::string::npos) {
+    return Status::InvalidArgument(where + ": run name '" + name +
+                                   "' is all digits and would be mistaken for a run id");
+  }
+  for (char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument(where + ": the run name has a control character");
+    }
+  }
+  return Status::Ok();
+}
+
+// Removes what a failed submit created: the whole folder when this call made it, else only the
+// files it wrote.
+class Cleanup {
+ public:
+  ~Cleanup() {
+    if (!armed_) return;
+    std::error_code ec;
+    if (created_dir_) {
+      fs::remove_all(dir_, ec);
+    } else {
+      for (const std::string& f : files_) fs::remove_all(f, ec);
+    }
+  }
+  void SetDir(const std::string& dir, bool created) {
+    dir_ = dir;
+    created_dir_ = created;
+  }
+  void AddFile(const std::string& path) { files_.push_back(path); }
+  void Disarm() { armed_ = false; }
+
+ private:
+  bool armed_ = true;
+  bool created_dir_ = false;
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+}  // namespace
+
+Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
+                               double now) {
+  Result<RunConfig> loaded = LoadRunConfig(req.config_path);
+  if (!loaded.ok()) return loaded.status();
+  RunConfig config = std::move(loaded).value();
+  SubmitResult out;
+  out.name = req.name.empty() ? config.run.name : req.name;
+  BATON_RETURN_IF_ERROR(CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
+  config.run.name = out.name;
+
+  if (req.dry_run) {
+    // No id yet: "NEW" stands in for it in the folder name and the job name.
+    out.run_dir = !config.run.dir.empty() ? config.run.dir
+                                          : req.baton_home + "/runs/NEW-" + Slugify(out.name);
+    config.run.dir = out.run_dir;
+    Result<std::string> script = RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin});
+    if (!script.ok()) return script.status();
+    out.script = *script;
+    return out;
+  }
+  if (store == nullptr) return Status::Internal("submit without a store");
+
+  Result<Transaction> tx = store->Begin();
+  if (!tx.ok()) return tx.status();
+  NewRun row;
+  row.name = out.name;
+  row.config_source = fs::absolute(req.config_path).string();
+  // A unique placeholder until the id is known (run_dir is UNIQUE).
+  row.run_dir = "(submitting " + std::to_string(now) + ")";
+  row.target_steps = config.run.steps;
+  row.max_restarts = config.slurm.max_restarts;
+  row.max_failures = config.slurm.max_failures;
+  row.config = "";
+  Result<int64_t> id = store->CreateRunInTx(row, now);
+  if (!id.ok()) return id.status();
+  out.run_id = *id;
+  out.run_dir = !config.run.dir.empty()
+                    ? config.run.dir
+                    : req.baton_home + "/runs/" + std::to_string(*id) + "-" + Slugify(out.name);
+  out.run_dir = fs::absolute(out.run_dir).lexically_normal().string();
+  while (out.run_dir.size() > 1 && out.run_dir.back() == '/') out.run_dir.pop_back();
+  config.run.dir = out.run_dir;
+
+  // The folder: new, or an existing one that holds no run yet.
+  Cleanup cleanup;
+  std::error_code ec;
+  const bool existed = fs::exists(out.run_dir, ec);
+  if (existed && (fs::exists(out.run_dir + "/run.yaml", ec) || fs::exists(out.run_dir + "/events", ec))) {
+    return Status::Config(req.config_path + ": run.dir: '" + out.run_dir +
+                          "' already holds a run (run.yaml or events/); choose another folder");
+  }
+  cleanup.SetDir(out.run_dir, !existed);
+  for (const char* sub : {"", "/logs", "/events", "/checkpoints"}) {
+    const std::string d = out.run_dir + sub;
+    const bool had = fs::exists(d, ec);
+    fs::create_directories(d, ec);
+    if (ec) return Status::Io(d + ": cannot create the run folder: " + ec.message());
+    if (!had && *sub) cleanup.AddFile(d);
+  }
+
+  // Freeze the resolved config and render the script.
+  const std::string frozen = ToYaml(config);
+  Result<std::string> script =
+      RenderSbatchScript(config, {std::to_string(*id), out.name, out.run_dir, req.baton_bin});
+  if (!script.ok()) return script.status();
+  out.script = *script;
+  cleanup.AddFile(out.run_dir + "/run.yaml");
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(out.run_dir + "/run.yaml", frozen));
+  const std::string script_path = out.run_dir + "/sbatch.sh";
+  cleanup.AddFile(script_path);
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, out.script));
+  ::chmod(script_path.c_str(), 0755);
+
+  // Store the row's real values, then sbatch, then the job id — all in this transaction.
+  BATON_RETURN_IF_ERROR(store->SetRunDirInTx(*id, out.run_dir, frozen));
+  Result<std::string> job = slurm.Submit(script_path);
+  if (!job.ok()) return job.status();
+  out.job_id = *job;
+  Status st = store->SetRunJobInTx(*id, out.job_id, now);
+  if (st.ok()) st = tx->Commit();
+  if (!st.ok()) {
+    // The job exists but the run does not: take the job back rather than leave an orphan.
+    (void)slurm.Cancel(out.job_id);
+    return st.Annotate("recording job " + out.job_id + " (cancelled it)");
+  }
+  cleanup.Disarm();
+  return out;
+}
+
+}  // namespace baton

@@ -1,0 +1,41 @@
+// SubmitRun: `baton submit` without the command line — validate, create the run, render and
+// submit its batch script, record the job.
+//
+// All or nothing: the run row is inserted inside one BEGIN IMMEDIATE transaction that also
+// records the job id, and sbatch runs inside it. If validation, the run directory, the script or
+// sbatch fails, the transaction rolls back and the files this call created are removed, so a
+// failed submit leaves no run row and no run directory. (If the commit itself fails after sbatch
+// succeeded, the job is cancelled.) The write lock is held for the duration of one sbatch call
+// (normally well under a second; other writers wait up to the busy timeout).
+// Thread-compatible.
+#pragma once
+
+#include <string>
+
+#include "orchestrator/slurm/slurm_client.h"
+#include "orchestrator/store/store.h"
+#include "schema/status.h"
+
+namespace baton {
+
+struct SubmitRequest {
+  std::string config_path;
+  std::string name;        // overrides run.name when not empty
+  bool dry_run = false;    // render only: no row, no folder, no sbatch
+  std::string baton_bin;   // absolute path written into sbatch.sh
+  std::string baton_home;  // where runs/ lives (BatonHome())
+};
+
+struct SubmitResult {
+  int64_t run_id = 0;      // 0 for a dry run
+  std::string name;
+  std::string job_id;      // "" for a dry run
+  std::string run_dir;
+  std::string script;      // the rendered sbatch.sh
+};
+
+// `store` may be null for a dry run.
+[[nodiscard]] Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm,
+                                             const SubmitRequest& request, double now);
+
+}  // namespace baton
