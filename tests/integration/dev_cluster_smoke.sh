@@ -10,7 +10,8 @@
 #      under the same job id, runs again after the urgent job with SLURM_RESTART_COUNT=1, and
 #      completes. The 120 s requeue hold is cut with `scontrol update jobid=N StartTime=now`
 #      (docs/slurm_dev_cluster.md), so the test takes about 20 s.
-# Exit 0 on success; 1 on a failed check; 2 if the cluster is not up or busy.
+# Exit 0 on success; 1 on a failed check; 2 if the cluster is not up, or still busy with other
+# jobs after SMOKE_IDLE_WAIT seconds (default 120).
 set -euo pipefail
 
 TMP=$(mktemp -d /tmp/baton-smoke.XXXXXX)
@@ -69,11 +70,17 @@ parts=$(sinfo -h -o '%P' | tr '\n' ' ')
 [[ " $parts " == *" debug* "* && " $parts " == *" urgent "* ]] ||
     { echo "FAIL  expected partitions 'debug*' and 'urgent', sinfo says: $parts" >&2; exit 2; }
 CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
-if [[ -n $(squeue -h -t RUNNING,PENDING,COMPLETING -o '%i') ]]; then
-    echo "FAIL  the cluster has jobs already (squeue); this test needs it idle" >&2
-    squeue >&2
-    exit 2
-fi
+# The preemption check takes every CPU and preempts debug jobs: wait for other jobs to finish.
+idle_wait=${SMOKE_IDLE_WAIT:-120}
+deadline=$((SECONDS + idle_wait))
+while [[ -n $(squeue -h -o '%i') ]]; do
+    if ((SECONDS >= deadline)); then
+        echo "FAIL  the cluster still has jobs after ${idle_wait}s (squeue); this test needs it idle" >&2
+        squeue >&2
+        exit 2
+    fi
+    sleep 1
+done
 ok "cluster up: partitions ${parts% }, ${CPUS} CPUs"
 
 # ------------------------------------------------------------------ 2. a plain job completes
