@@ -18,6 +18,12 @@ int main(int argc, char** argv) {
   baton::RegisterSynthData(app, &run);
   baton::RegisterSamplerStats(app, &run);
   baton::RegisterDataCheck(app, &run);
+  baton::RegisterTrain(app, &run);
+  baton::RegisterLrSchedule(app, &run);
+  baton::RegisterVerifyPacking(app, &run);
+  baton::RegisterOneStep(app, &run);
+  baton::RegisterTensorDiff(app, &run);
+  baton::RegisterCkpt(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,5 +12,11 @@ using CommandFn = std::function<int()>;
 void RegisterSynthData(CLI::App& app, CommandFn* selected);
 void RegisterSamplerStats(CLI::App& app, CommandFn* selected);
 void RegisterDataCheck(CLI::App& app, CommandFn* selected);
+void RegisterTrain(CLI::App& app, CommandFn* selected);
+void RegisterLrSchedule(CLI::App& app, CommandFn* selected);
+void RegisterVerifyPacking(CLI::App& app, CommandFn* selected);
+void RegisterOneStep(CLI::App& app, CommandFn* selected);
+void RegisterTensorDiff(CLI::App& app, CommandFn* selected);
+void RegisterCkpt(CLI::App& app, CommandFn* selected);
 
 }  // namespace baton

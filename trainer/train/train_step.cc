@@ -43,7 +43,8 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
       device_(device) {}
 
 StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
-                             double global_frames, double lr, bool profile) {
+                             double global_frames, double lr, bool profile,
+                             bool stop_requested) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const ModelDims dims = model_->dims();
@@ -81,7 +82,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     to_reduce.push_back(s.param.grad());
   }
   auto sums = torch::tensor({video_sum, action_sum, tokens, padded_tokens, samples, valid_frames,
-                             padded_frames},
+                             padded_frames, stop_requested ? 1.0 : 0.0},
                             torch::kFloat64)
                   .to(dtype_ == torch::kBFloat16 ? torch::kFloat32 : dtype_)
                   .to(device_);
@@ -106,6 +107,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   st.samples = int64_t(a[4] + 0.5);
   st.valid_frames = int64_t(a[5] + 0.5);
   st.padded_frames = int64_t(a[6] + 0.5);
+  st.stop = a[7] > 0.5;
   st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return st;
 }

@@ -32,6 +32,7 @@ struct StepStats {
   int64_t tokens = 0, padded_tokens = 0, samples = 0;  // global
   int64_t valid_frames = 0, padded_frames = 0;          // global
   std::vector<MicroProfile> micro;                      // this rank, when profiling
+  bool stop = false;  // some rank asked to stop (agreed in the step's one reduction)
 };
 
 class TrainStepper {
@@ -40,8 +41,9 @@ class TrainStepper {
                const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
                torch::Device device);
 
+  // `stop_requested`: this rank got a stop signal; every rank learns it in StepStats::stop.
   StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
-                 double global_valid_frames, double lr, bool profile);
+                 double global_valid_frames, double lr, bool profile, bool stop_requested = false);
 
  private:
   VideoActionModel model_;

@@ -1,0 +1,290 @@
+#include "trainer/ckpt/checkpoint.h"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <filesystem>
+#include <unistd.h>
+
+#include "schema/atomic_file.h"
+#include "schema/checkpoint_manifest.h"
+#include "schema/exit_codes.h"
+#include "schema/safetensors.h"
+#include "trainer/fail.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kWeightsFile = "transformer/diffusion_pytorch_model.safetensors";
+constexpr const char* kModelConfigFile = "transformer/config.json";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStateFile = "trainer_state.json";
+
+StDType ToStDType(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat64: return StDType::kF64;
+    case torch::kFloat32: return StDType::kF32;
+    case torch::kBFloat16: return StDType::kBF16;
+    case torch::kFloat16: return StDType::kF16;
+    case torch::kInt64: return StDType::kI64;
+    default: break;
+  }
+  BATON_FAIL(kExitInternal, std::string("checkpoint: unsupported dtype ") + c10::toString(t), "");
+}
+
+torch::ScalarType ToTorch(StDType t) {
+  switch (t) {
+    case StDType::kF64: return torch::kFloat64;
+    case StDType::kF32: return torch::kFloat32;
+    case StDType::kBF16: return torch::kBFloat16;
+    case StDType::kF16: return torch::kFloat16;
+    case StDType::kI64: return torch::kInt64;
+    case StDType::kI32: return torch::kInt32;
+    default: return torch::kUInt8;
+  }
+}
+
+// Tensors held on the CPU and contiguous for the life of a write.
+struct HeldTensors {
+  std::vector<torch::Tensor> keep;
+  std::vector<StTensorRef> refs;
+  void Add(const std::string& name, const torch::Tensor& t) {
+    keep.push_back(t.detach().to(torch::kCPU).contiguous());
+    refs.push_back({name, ToStDType(keep.back().scalar_type()), keep.back().sizes().vec(),
+                    keep.back().data_ptr()});
+  }
+};
+
+void CheckOk(const Status& st, const std::string& hint) {
+  if (!st.ok()) FailAt(__FILE__, __LINE__, st, hint);
+}
+
+torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
+                         const std::vector<int64_t>& shape) {
+  const StTensorInfo* t = f.Find(name);
+  if (t == nullptr) {
+    BATON_FAIL(kExitData, f.path() + ": tensor '" + name + "' is missing",
+               "the checkpoint was written by another model or is damaged");
+  }
+  if (t->shape != shape) {
+    BATON_FAIL(kExitConfig,
+               f.path() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
+                   " but the model has " + ShapeString(shape),
+               "the checkpoint belongs to a model of other sizes; check model.* in the config");
+  }
+  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorch(t->dtype)).clone();
+}
+
+std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
+  auto r = SafetensorsFile::Open(path);
+  if (!r.ok()) {
+    FailAt(__FILE__, __LINE__, kExitData, r.status().ToString(),
+           "the checkpoint is damaged; use --resume auto to fall back to an older one");
+  }
+  return r.value();
+}
+
+}  // namespace
+
+nlohmann::json TrainerState::ToJson() const {
+  return nlohmann::ordered_json{
+      {"format_version", kCheckpointFormatVersion},
+      {"step", step},
+      {"sampler", {{"epoch", epoch}, {"batch", batch}, {"micro_index", micro_index},
+                   {"plan", plan}, {"batch_size", batch_size}}},
+      {"grad_accum", grad_accum},
+      {"world_size", world_size},
+      {"rng", {{"scheme", "philox4x32-10 counter streams keyed by (seed, purpose, step, episode)"},
+               {"seed", seed}}},
+      {"lr_schedule", {{"base_lr", base_lr}, {"warmup_steps", warmup_steps}, {"step0", lr_step0},
+                       {"resume_warmup", resume_warmup}, {"last_lr", last_lr}}},
+      {"config_hash", config_hash},
+      {"dtype", dtype}};
+}
+
+TrainerState TrainerState::FromJson(const nlohmann::json& j) {
+  TrainerState s;
+  s.step = j.at("step").get<int64_t>();
+  const auto& sm = j.at("sampler");
+  s.epoch = sm.at("epoch").get<int64_t>();
+  s.batch = sm.at("batch").get<int64_t>();
+  s.micro_index = sm.at("micro_index").get<int64_t>();
+  s.plan = sm.at("plan").get<std::string>();
+  s.batch_size = sm.at("batch_size").get<int64_t>();
+  s.grad_accum = j.at("grad_accum").get<int64_t>();
+  s.world_size = j.at("world_size").get<int64_t>();
+  s.seed = j.at("rng").at("seed").get<int64_t>();
+  const auto& lr = j.at("lr_schedule");
+  s.base_lr = lr.at("base_lr").get<double>();
+  s.warmup_steps = lr.at("warmup_steps").get<int64_t>();
+  s.lr_step0 = lr.at("step0").get<int64_t>();
+  s.resume_warmup = lr.at("resume_warmup").get<int64_t>();
+  s.last_lr = lr.at("last_lr").get<double>();
+  s.config_hash = j.at("config_hash").get<std::string>();
+  s.dtype = j.at("dtype").get<std::string>();
+  return s;
+}
+
+nlohmann::ordered_json ModelConfigJson(const ModelDims& d) {
+  return {{"_class_name", "BatonVideoActionModel"},
+          {"in_channels", d.channels},     {"patch_size", d.patch},
+          {"action_dim", d.action_dim},    {"action_steps", d.action_steps},
+          {"text_dim", d.text_dim},        {"dim", d.dim},
+          {"num_heads", d.heads},          {"num_layers", d.layers},
+          {"ffn_dim", d.ffn_dim},          {"freq_dim", d.freq_dim},
+          {"rope_theta", d.rope_theta},    {"eps", d.eps}};
+}
+
+std::string ConfigHash(const ModelDims& d) {
+  const std::string text = ModelConfigJson(d).dump();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016" PRIx64, XXH3_64bits(text.data(), text.size()));
+  return hex;
+}
+
+SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
+                          const AdamW& optimizer, const TrainerState& state,
+                          const CheckpointSection& retention, const SaveHooks& hooks) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(checkpoints_dir, ec);
+  // Only one trainer (rank 0) writes here, so any .partial is a save that was cut short.
+  for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0) fs::remove_all(e.path(), ec);
+  }
+  const fs::path final_dir = fs::path(checkpoints_dir) / (kCheckpointPrefix + std::to_string(state.step));
+  const fs::path partial = final_dir.string() + kPartialSuffix;
+  fs::create_directories(partial / "transformer", ec);
+  if (ec) BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(), "check disk space and permissions");
+
+  {
+    HeldTensors w;
+    for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
+    CheckOk(WriteSafetensors((partial / kWeightsFile).string(), w.refs, {{"format", "pt"}}),
+            "check disk space");
+  }
+  CheckOk(WriteTextAtomic((partial / kModelConfigFile).string(), ModelConfigJson(model->dims()).dump(2) + "\n"),
+          "check disk space");
+  if (hooks.mid_file) hooks.mid_file();
+  {
+    HeldTensors o;
+    for (const auto& s : optimizer.state()) {
+      o.Add("exp_avg." + s.name, s.exp_avg);
+      o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
+      o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
+    }
+    CheckOk(WriteSafetensors((partial / kOptimizerFile).string(), o.refs), "check disk space");
+  }
+  CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"), "check disk space");
+  if (hooks.before_manifest) hooks.before_manifest();
+  CheckpointManifest m;
+  m.step = state.step;
+  m.kind = "full";
+  m.world_size = state.world_size;
+  m.config_hash = state.config_hash;
+  const std::vector<std::string> files = {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
+  CheckOk(WriteManifest(partial.string(), m, files), "check disk space");
+  CheckOk(FsyncDir((partial / "transformer").string()), "");
+  CheckOk(FsyncDir(partial.string()), "");
+  if (hooks.before_rename) hooks.before_rename();
+  if (fs::exists(final_dir, ec)) {  // re-saving a step (a resume redid it): replace whole
+    const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
+    fs::rename(final_dir, old, ec);
+    fs::rename(partial, final_dir, ec);
+    fs::remove_all(old);
+  } else {
+    fs::rename(partial, final_dir, ec);
+  }
+  if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
+  CheckOk(FsyncDir(checkpoints_dir), "");
+
+  SaveResult r;
+  r.path = final_dir.string();
+  for (const auto& f : files) r.bytes += int64_t(fs::file_size(final_dir / f, ec));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ApplyRetention(checkpoints_dir, retention);
+  return r;
+}
+
+std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
+                                        const CheckpointSection& retention) {
+  std::vector<std::string> removed;
+  int64_t kept_recent = 0;
+  // Sizes only: hashing every old checkpoint on every save would cost more than the save.
+  for (const auto& c : ListCheckpoints(checkpoints_dir, /*check_hashes=*/false)) {
+    if (!c.valid) continue;  // invalid folders never count and are left for inspection
+    const bool recent = kept_recent < retention.keep_last;
+    const bool milestone = retention.keep_every > 0 && c.step % retention.keep_every == 0;
+    if (recent) ++kept_recent;
+    if (recent || milestone) continue;
+    std::error_code ec;
+    fs::remove_all(c.path, ec);
+    if (!ec) removed.push_back(c.path);
+  }
+  return removed;
+}
+
+TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
+                            LoadMode mode) {
+  const bool has_manifest = fs::exists(fs::path(dir) / kManifestName);
+  if (mode == LoadMode::kFull || has_manifest) {
+    const Status st = VerifyCheckpoint(dir);
+    if (!st.ok()) FailAt(__FILE__, __LINE__, kExitData, st.ToString(), "resume from another checkpoint (--resume auto skips invalid ones)");
+  }
+  TrainerState state;
+  const fs::path state_path = fs::path(dir) / kStateFile;
+  if (mode == LoadMode::kFull) {
+    // The model must match exactly: name every differing key.
+    auto text = ReadFile((fs::path(dir) / kModelConfigFile).string());
+    if (!text.ok()) FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(), "");
+    const auto saved = nlohmann::json::parse(text.value(), nullptr, false);
+    const auto mine = nlohmann::json(ModelConfigJson(model->dims()));
+    std::string diff;
+    for (auto it = mine.begin(); it != mine.end(); ++it) {
+      if (!saved.is_object() || !saved.contains(it.key()) || saved[it.key()] != *it) {
+        diff += (diff.empty() ? "" : ", ") + it.key() + " " +
+                (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
+                " vs " + it->dump();
+      }
+    }
+    if (!diff.empty()) {
+      BATON_FAIL(kExitConfig, dir + " was written by another model config: " + diff + " (checkpoint vs run)",
+                 "fix model.* in the config, or resume weights only (--resume-mode weights_only) to load matching tensors");
+    }
+    auto st_text = ReadFile(state_path.string());
+    if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");
+    try {
+      state = TrainerState::FromJson(nlohmann::json::parse(st_text.value()));
+    } catch (const std::exception& e) {
+      BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(), "");
+    }
+  } else {
+    const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
+    if (step < 0) {
+      BATON_FAIL(kExitConfig, dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
+                 "rename the folder or pass an explicit checkpoint_step_<N> path");
+    }
+    state.step = step;
+  }
+
+  torch::NoGradGuard no_grad;
+  auto weights = OpenOrFail((fs::path(dir) / kWeightsFile).string());
+  for (auto& p : model->named_parameters()) {
+    p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec()));
+  }
+  if (mode == LoadMode::kFull && optimizer != nullptr) {
+    auto opt = OpenOrFail((fs::path(dir) / kOptimizerFile).string());
+    for (auto& s : optimizer->state()) {
+      s.exp_avg.copy_(ReadTensor(*opt, "exp_avg." + s.name, s.exp_avg.sizes().vec()));
+      s.exp_avg_sq.copy_(ReadTensor(*opt, "exp_avg_sq." + s.name, s.exp_avg_sq.sizes().vec()));
+      s.step = ReadTensor(*opt, "step." + s.name, {1}).item<int64_t>();
+    }
+  }
+  return state;
+}
+
+}  // namespace baton

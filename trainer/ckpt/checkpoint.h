@@ -1,0 +1,76 @@
+// Full-state checkpoints: everything a resumed run needs to continue bit for bit.
+//
+//   checkpoint_step_<N>/
+//     transformer/diffusion_pytorch_model.safetensors   weights (master dtype: F32, or F64 runs)
+//     transformer/config.json                           model sizes (upstream-compatible path)
+//     optimizer.safetensors     exp_avg.<p>, exp_avg_sq.<p>, step.<p> for every parameter
+//     trainer_state.json        step, sampler cursor, RNG scheme, LR schedule, world size, hashes
+//     MANIFEST.json             written last: sizes and XXH3 hashes of the files above
+//
+// Save writes into checkpoint_step_<N>.partial/, fsyncs every file and the folder, renames, and
+// fsyncs the parent; then applies retention (keep the last K and every M-th, never the newest
+// valid one; .partial and invalid folders never count). Load verifies the manifest first and
+// refuses a checkpoint of another model config (naming the differing keys) unless the caller
+// asks for weights only. Format: docs/checkpoint_format.md. Not thread-safe.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "schema/run_config.h"
+#include "trainer/model/video_action_model.h"
+#include "trainer/optim/adamw.h"
+
+namespace baton {
+
+struct TrainerState {
+  int64_t step = 0;           // finished optimizer steps
+  int64_t micro_index = 0;    // micro-batches consumed per rank since the run began
+  int64_t epoch = 0, batch = 0;  // sampler cursor of the next micro-batch on each rank
+  int64_t world_size = 1;
+  int64_t batch_size = 0, grad_accum = 0;
+  std::string plan;
+  int64_t seed = 0;
+  double base_lr = 0, last_lr = 0;
+  int64_t warmup_steps = 0, lr_step0 = 0, resume_warmup = 0;
+  std::string config_hash;   // of the model section + dataset sizes
+  std::string dtype;
+  nlohmann::json ToJson() const;
+  static TrainerState FromJson(const nlohmann::json& j);
+};
+
+// The parts of a config a checkpoint must match to be loaded as a full state.
+nlohmann::ordered_json ModelConfigJson(const ModelDims& dims);
+std::string ConfigHash(const ModelDims& dims);
+
+struct SaveResult {
+  std::string path;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// `before_manifest`/`before_rename` are fault-injection points for tests (may be empty).
+struct SaveHooks {
+  std::function<void()> mid_file, before_manifest, before_rename;
+};
+
+SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
+                          const AdamW& optimizer, const TrainerState& state,
+                          const CheckpointSection& retention, const SaveHooks& hooks = {});
+
+// Applies keep_last / keep_every under `checkpoints_dir`; returns the folders removed.
+std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
+                                        const CheckpointSection& retention);
+
+enum class LoadMode { kFull, kWeightsOnly };
+
+// Loads weights (and, for kFull, the optimizer state) and returns the trainer state (for
+// kWeightsOnly from a folder without trainer_state.json: step from the folder name). Fails fast:
+// exit 65 for a corrupt checkpoint, 78 for a config mismatch.
+TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
+                            LoadMode mode);
+
+}  // namespace baton

@@ -1,0 +1,100 @@
+// `baton-train one-step`: one optimizer step over an explicit list of episodes, on however many
+// ranks the environment says, then rank 0 saves the updated weights and the reduced gradients.
+// It is how tests show that batch x accum splits and 1 vs 2 ranks give the same update: the
+// episodes are dealt as micro-batches of --batch-size, micro-batch i to rank i % world.
+#include <cstdio>
+#include <memory>
+
+#include "schema/exit_codes.h"
+#include "schema/safetensors.h"
+#include "trainer/data/dataset_index.h"
+#include "trainer/data/pad_collate.h"
+#include "trainer/dist/process_group.h"
+#include "trainer/fail.h"
+#include "trainer/optim/adamw.h"
+#include "trainer/tools/commands.h"
+#include "trainer/train/train_step.h"
+
+namespace baton {
+
+namespace {
+struct Args {
+  std::string config, out;
+  int64_t first = 0, count = 16, batch = 4, step = 0;
+};
+}  // namespace
+
+void RegisterOneStep(CLI::App& app, CommandFn* selected) {
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("one-step", "One optimizer step over explicit episodes; save the result");
+  cmd->add_option("--config", a->config, "Run config (YAML); train.dtype float64 for exact checks")->required();
+  cmd->add_option("--first", a->first, "First episode index")->capture_default_str();
+  cmd->add_option("--count", a->count, "Episodes in the step")->capture_default_str();
+  cmd->add_option("--batch-size", a->batch, "Episodes per micro-batch")->capture_default_str();
+  cmd->add_option("--step", a->step, "Step index (keys the per-episode draws)")->capture_default_str();
+  cmd->add_option("--out", a->out, "Safetensors file for weights and gradients (rank 0)")->required();
+  cmd->callback([=] {
+    *selected = [=]() -> int {
+      RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(a->config), "fix the config");
+      const DistEnv env = DistEnvFromEnvironment();
+      if (a->batch < 1 || a->count < 1 || a->count % (a->batch * env.world_size) != 0) {
+        std::fprintf(stderr, "baton-train one-step: --count must be a multiple of --batch-size x world size\n");
+        return kExitUsage;
+      }
+      auto group = ProcessGroupHandle::Create(env, false);
+      auto loaded = LoadDatasetIndex(config.data.path);
+      if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
+      const DatasetIndex index = std::move(loaded).value();
+      if (a->first < 0 || a->first + a->count > int64_t(index.episodes.size())) {
+        std::fprintf(stderr, "baton-train one-step: episodes %lld..%lld are outside the dataset of %zu\n",
+                     (long long)a->first, (long long)(a->first + a->count - 1), index.episodes.size());
+        return kExitUsage;
+      }
+      const torch::Dtype dtype = config.train.dtype == DType::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+      double frames = 0;
+      std::vector<PaddedBatch> mine;
+      DatasetShape shape;
+      const int64_t micro = a->count / a->batch;
+      for (int64_t m = 0; m < micro; ++m) {
+        std::vector<EpisodeData> eps;
+        for (int64_t b = 0; b < a->batch; ++b) {
+          eps.push_back(BATON_VALUE_OR_FAIL(ReadEpisode(index, a->first + m * a->batch + b), ""));
+          frames += double(eps.back().frames);
+          shape = eps.back().shape;
+        }
+        if (m % env.world_size == env.rank) mine.push_back(PadCollate(eps, config.data.pad_multiple));
+      }
+      torch::manual_seed(uint64_t(config.run.seed));
+      ModelDims dims = MakeModelDims(config, shape);
+      dims.zero_init = false;
+      VideoActionModel model(dims);
+      model->to(dtype);
+      std::vector<std::pair<std::string, torch::Tensor>> named;
+      for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
+      AdamW opt(named, config.optim);
+      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU);
+      const StepStats st = stepper.Step(mine, a->step, frames, config.optim.lr, false);
+      if (env.rank == 0) {
+        std::vector<torch::Tensor> keep;
+        std::vector<StTensorRef> refs;
+        for (const auto& [name, p] : named) {
+          for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), p.detach()),
+                                         std::make_pair(std::string("grad."), p.grad())}) {
+            keep.push_back(t.contiguous());
+            refs.push_back({prefix + name, dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32,
+                            keep.back().sizes().vec(), keep.back().data_ptr()});
+          }
+        }
+        BATON_CHECK_OK(WriteSafetensors(a->out, refs), "check the --out folder");
+        std::printf("one step over %lld episodes (%lld micro-batches of %lld on %lld rank(s)): loss %.15g, "
+                    "grad norm %.15g, %lld all-reduce call(s), %lld bytes\n",
+                    (long long)a->count, (long long)micro, (long long)a->batch, (long long)env.world_size,
+                    st.loss, st.grad_norm, (long long)group->allreduce_calls(),
+                    (long long)group->allreduce_bytes());
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace baton

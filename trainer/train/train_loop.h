@@ -1,0 +1,30 @@
+// The training run of `baton-train train`: config, data, model, optimizer, resume, loop,
+// shutdown — in that order, like llm.c's main. Returns the process exit code: 0 at the target
+// step, 75 after a stop signal (checkpointed; requeue me), 78 config, 65 data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace baton {
+
+struct TrainOptions {
+  std::string config_path;
+  std::string run_dir;        // overrides run.dir
+  std::string events_path;    // default <run_dir>/events/<job>.<restart>.jsonl
+  std::string resume = "auto";  // auto | none | <checkpoint folder>
+  std::string resume_mode;    // "" = from the checkpoint; weights_only forces a weights-only load
+  // The launcher's decision, checked against the checkpoint (a contradiction is exit 78).
+  std::string expect_mode;    // fresh | exact | weights_only
+  int64_t expect_step0 = -1;
+  int64_t resume_warmup = -1;  // -1 = optim.resume_warmup_steps
+  // Testing: stop as if signalled once this many steps of this segment are done (0 = never);
+  // die by SIGKILL at a save point (mid_file | before_manifest | before_rename).
+  int64_t stop_after = 0;
+  std::string fault;
+  int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
+};
+
+int Train(const TrainOptions& options);
+
+}  // namespace baton
