@@ -25,8 +25,11 @@ int RunCancel(const CancelOptions& o) {
   if (!run.ok()) return ReportError(run.status());
   if (IsTerminal(run->status)) {
     if (o.json) {
-      std::cout << nlohmann::json{{"run_id", run->id}, {"status", RunStatusName(run->status)},
-                                  {"changed", false}}.dump() << "\n";
+      std::cout << nlohmann::json{{"run_id", run->id},
+                                  {"status", RunStatusName(run->status)},
+                                  {"changed", false}}
+                       .dump()
+                << "\n";
     } else {
       std::cout << "run " << run->id << " (" << run->name << ") is already "
                 << RunStatusName(run->status) << "\n";
@@ -43,8 +46,12 @@ int RunCancel(const CancelOptions& o) {
   });
   if (!st.ok()) return ReportError(st);
   if (o.json) {
-    std::cout << nlohmann::json{{"run_id", run->id}, {"job_id", run->job_id},
-                                {"status", "CANCELLED"}, {"changed", true}}.dump() << "\n";
+    std::cout << nlohmann::json{{"run_id", run->id},
+                                {"job_id", run->job_id},
+                                {"status", "CANCELLED"},
+                                {"changed", true}}
+                     .dump()
+              << "\n";
   } else {
     std::cout << "run " << run->id << " (" << run->name << ") cancelled"
               << (run->job_id.empty() ? "" : " (scancel " + run->job_id + ")") << "\n";

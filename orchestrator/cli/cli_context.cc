@@ -108,9 +108,9 @@ json AttemptJson(const AttemptRecord& a, int index) {
 }
 
 json CheckpointJson(const CheckpointRecord& c) {
-  return json{{"step", c.step},         {"path", c.path},
-              {"bytes", c.bytes},       {"seconds", NullableDouble(c.seconds)},
-              {"reason", c.reason},     {"valid", c.valid},
+  return json{{"step", c.step},     {"path", c.path},
+              {"bytes", c.bytes},   {"seconds", NullableDouble(c.seconds)},
+              {"reason", c.reason}, {"valid", c.valid},
               {"time", c.time}};
 }
 

@@ -26,7 +26,8 @@ struct ManifestOptions {
 
 int RunManifestWrite(const ManifestOptions& o) {
   std::error_code ec;
-  if (!fs::is_directory(o.dir, ec)) return ReportError(Status::NotFound(o.dir + ": no such folder"));
+  if (!fs::is_directory(o.dir, ec))
+    return ReportError(Status::NotFound(o.dir + ": no such folder"));
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(o.dir, ec)) {
     if (!e.is_regular_file()) continue;

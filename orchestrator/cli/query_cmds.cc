@@ -63,7 +63,8 @@ int RunLs(const QueryOptions& o) {
       if (!attempts.ok()) return ReportError(attempts.status());
       j["attempts"] = attempts->size();
       j["last_step"] = attempts->empty() || !attempts->back().last_step
-                           ? json(nullptr) : json(*attempts->back().last_step);
+                           ? json(nullptr)
+                           : json(*attempts->back().last_step);
       out.push_back(j);
     }
     std::cout << out.dump(2) << "\n";
@@ -80,7 +81,8 @@ int RunLs(const QueryOptions& o) {
                     std::to_string(attempts->size()), r.job_id.empty() ? "-" : r.job_id,
                     FormatTime(r.created_at), r.reason});
   }
-  PrintTable(std::cout, {"ID", "NAME", "STATUS", "STEP", "ATTEMPTS", "JOB", "CREATED", "REASON"}, rows);
+  PrintTable(std::cout, {"ID", "NAME", "STATUS", "STEP", "ATTEMPTS", "JOB", "CREATED", "REASON"},
+             rows);
   return 0;
 }
 
@@ -94,10 +96,10 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts) {
                     a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes,
                     FormatTime(a.started_at)});
   }
-  PrintTable(std::cout,
-             {"ATTEMPT", "JOB.RESTART", "STEPS", "RESUME", "WARMUP", "END", "EXIT", "NODES",
-              "STARTED"},
-             rows);
+  PrintTable(
+      std::cout,
+      {"ATTEMPT", "JOB.RESTART", "STEPS", "RESUME", "WARMUP", "END", "EXIT", "NODES", "STARTED"},
+      rows);
 }
 
 int RunShow(const QueryOptions& o) {
@@ -223,8 +225,9 @@ void AddQueryCommands(CLI::App& app, int* rc) {
   cmd->callback([ls, rc] { *rc = RunLs(*ls); });
 
   auto show = std::make_shared<QueryOptions>();
-  AddRunCommand(app, "show", "A run's status and its attempt table", show)
-      ->callback([show, rc] { *rc = RunShow(*show); });
+  AddRunCommand(app, "show", "A run's status and its attempt table", show)->callback([show, rc] {
+    *rc = RunShow(*show);
+  });
   auto attempts = std::make_shared<QueryOptions>();
   AddRunCommand(app, "attempts", "A run's attempts (one per SLURM job start)", attempts)
       ->callback([attempts, rc] { *rc = RunAttempts(*attempts); });

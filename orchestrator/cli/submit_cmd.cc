@@ -41,8 +41,12 @@ int RunSubmit(const SubmitOptions& o) {
   if (!r.ok()) return ReportError(r.status());
   if (o.dry_run) {
     if (o.json) {
-      std::cout << nlohmann::json{{"run_id", nullptr}, {"job_id", nullptr}, {"name", r->name},
-                                  {"run_dir", r->run_dir}, {"script", r->script}}.dump(2)
+      std::cout << nlohmann::json{{"run_id", nullptr},
+                                  {"job_id", nullptr},
+                                  {"name", r->name},
+                                  {"run_dir", r->run_dir},
+                                  {"script", r->script}}
+                       .dump(2)
                 << "\n";
     } else {
       std::cout << r->script;
@@ -50,12 +54,15 @@ int RunSubmit(const SubmitOptions& o) {
     return 0;
   }
   if (o.json) {
-    std::cout << nlohmann::json{{"run_id", r->run_id}, {"job_id", r->job_id}, {"name", r->name},
-                                {"run_dir", r->run_dir}}.dump()
+    std::cout << nlohmann::json{{"run_id", r->run_id},
+                                {"job_id", r->job_id},
+                                {"name", r->name},
+                                {"run_dir", r->run_dir}}
+                     .dump()
               << "\n";
   } else {
-    std::cout << "run " << r->run_id << " (" << r->name << ") submitted as SLURM job "
-              << r->job_id << "\n  run dir: " << r->run_dir << "\n";
+    std::cout << "run " << r->run_id << " (" << r->name << ") submitted as SLURM job " << r->job_id
+              << "\n  run dir: " << r->run_dir << "\n";
   }
   return 0;
 }

@@ -43,7 +43,8 @@ Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
                                 {"steps", total.steps},
                                 {"bad_lines", total.bad_lines},
                                 {"changes", changes},
-                                {"error", st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}}
+                                {"error",
+                                 st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}}
                      .dump()
               << std::endl;
   } else {
@@ -64,7 +65,8 @@ int RunWatch(const WatchOptions& o) {
     Status st = WatchPass(**store, slurm, o.json);
     if (o.once) return st.ok() ? 0 : ReportError(st);
     if (!st.ok()) std::cerr << "baton: warning: " << st.ToString() << "\n";
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000)));
   }
 }
 

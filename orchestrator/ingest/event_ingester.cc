@@ -67,7 +67,8 @@ class RecordApplier {
     if (!attempt_id.ok()) return attempt_id.status();
 
     if (type == event_type::kStep) {
-      if (!r.contains("step") || !r["step"].is_number()) return Status::Data("step without \"step\"");
+      if (!r.contains("step") || !r["step"].is_number())
+        return Status::Data("step without \"step\"");
       StepRecord s;
       s.run_id = run_.id;
       s.attempt_id = *attempt_id;
@@ -85,7 +86,8 @@ class RecordApplier {
       s.padded_frames = IntOr(r, "padded_frames", 0);
       s.step_time_s = NumOr(r, "step_time_s", kNoValue);
       s.tokens_per_s = NumOr(r, "tokens_per_s", kNoValue);
-      s.in_warmup = r.contains("in_warmup") && r["in_warmup"].is_boolean() && r["in_warmup"].get<bool>();
+      s.in_warmup =
+          r.contains("in_warmup") && r["in_warmup"].is_boolean() && r["in_warmup"].get<bool>();
       s.epoch = IntOr(r, "epoch", 0);
       *was_step = true;
       return store_.InsertStepInTx(s);
@@ -162,12 +164,14 @@ class RecordApplier {
       }
       if (a->action == "fail") {
         return store_.SetActiveRunStatusInTx(
-            run_.id, RunStatus::kFailed, a->end_reason + at_step + " (exit code " +
-            (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")", time);
+            run_.id, RunStatus::kFailed,
+            a->end_reason + at_step + " (exit code " +
+                (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")",
+            time);
       }
       if (a->action == "requeue") {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
-                                             a->end_reason + at_step, time);
+        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued, a->end_reason + at_step,
+                                             time);
       }
       return Status::Ok();
     }
@@ -302,8 +306,8 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
       }
       if (st.code() == Code::kData) {
         ++bad;
-        stats.warnings.push_back(path + ":" + std::to_string(line_offset) + ": skipped: " +
-                                 st.message());
+        stats.warnings.push_back(path + ":" + std::to_string(line_offset) +
+                                 ": skipped: " + st.message());
         continue;
       }
       BATON_RETURN_IF_ERROR(st);
@@ -313,7 +317,8 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
       if (options.after_record) options.after_record(in_chunk);
     }
     const int64_t consumed = static_cast<int64_t>(end) + 1;
-    BATON_RETURN_IF_ERROR(store.SetCursorInTx(path, run.id, *cursor + consumed, bad, UnixTimeNow()));
+    BATON_RETURN_IF_ERROR(
+        store.SetCursorInTx(path, run.id, *cursor + consumed, bad, UnixTimeNow()));
     BATON_RETURN_IF_ERROR(tx->Commit());
     stats.bytes += consumed;
     stats.bad_lines += bad;

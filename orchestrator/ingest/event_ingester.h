@@ -22,11 +22,11 @@
 namespace baton {
 
 struct IngestStats {
-  int64_t files = 0;      // event files looked at
-  int64_t records = 0;    // records applied
-  int64_t steps = 0;      // of which step records
-  int64_t bad_lines = 0;  // complete lines skipped as invalid
-  int64_t bytes = 0;      // bytes consumed
+  int64_t files = 0;                  // event files looked at
+  int64_t records = 0;                // records applied
+  int64_t steps = 0;                  // of which step records
+  int64_t bad_lines = 0;              // complete lines skipped as invalid
+  int64_t bytes = 0;                  // bytes consumed
   std::vector<std::string> warnings;  // one per bad line (file:offset: why)
 
   void Add(const IngestStats& o);

@@ -16,11 +16,11 @@ struct PastAttempt {
   std::string job_id;
   int64_t restart_count = 0;
   std::string events_path;
-  int64_t step0 = 0;                  // attempt_start (or segment_start) step0
-  std::optional<int64_t> last_step;   // highest step / segment_end step seen
-  bool ended = false;                 // has an attempt_end
-  std::string action;                 // attempt_end action
-  std::string reason;                 // attempt_end reason
+  int64_t step0 = 0;                 // attempt_start (or segment_start) step0
+  std::optional<int64_t> last_step;  // highest step / segment_end step seen
+  bool ended = false;                // has an attempt_end
+  std::string action;                // attempt_end action
+  std::string reason;                // attempt_end reason
   std::optional<int64_t> exit_code;
 
   bool made_progress() const { return last_step && *last_step > step0; }

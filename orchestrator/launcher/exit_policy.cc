@@ -7,8 +7,10 @@ namespace baton {
 ExitDecision DecideAfterExit(const ExitContext& ctx) {
   const std::string code = "exit code " + std::to_string(ctx.exit_code);
   if (ctx.exit_code == kExitOk) return {"done", "completed", "trainer reached its target"};
-  if (ctx.exit_code == kExitConfig) return {"fail", "config_error", code + ": config error, not requeued"};
-  if (ctx.exit_code == kExitData) return {"fail", "data_error", code + ": data error, not requeued"};
+  if (ctx.exit_code == kExitConfig)
+    return {"fail", "config_error", code + ": config error, not requeued"};
+  if (ctx.exit_code == kExitData)
+    return {"fail", "data_error", code + ": data error, not requeued"};
 
   // Earlier attempts: everything but the last entry (this attempt).
   const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
@@ -19,10 +21,10 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
       if (a.action == "requeue" && a.reason == "preempted") ++preempt_requeues;
     }
     if (preempt_requeues > ctx.max_restarts) {
-      return {"fail", "restart_budget",
-              code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
-                  " preemption requeues already used max_restarts=" +
-                  std::to_string(ctx.max_restarts)};
+      return {
+          "fail", "restart_budget",
+          code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
+              " preemption requeues already used max_restarts=" + std::to_string(ctx.max_restarts)};
     }
     return {"requeue", "preempted",
             code + ": stopped on a signal, requeue " + std::to_string(preempt_requeues) + " of " +
@@ -49,12 +51,12 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
   }
   if (crashes > ctx.max_failures) {
     return {"fail", "failure_budget",
-            code + ": crash " + std::to_string(crashes) + " exceeds max_failures=" +
-                std::to_string(ctx.max_failures)};
+            code + ": crash " + std::to_string(crashes) +
+                " exceeds max_failures=" + std::to_string(ctx.max_failures)};
   }
   return {"requeue", "crashed",
-          code + ": crash " + std::to_string(crashes) + " of max_failures=" +
-              std::to_string(ctx.max_failures) + ", requeue"};
+          code + ": crash " + std::to_string(crashes) +
+              " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
 }
 
 }  // namespace baton

@@ -32,8 +32,8 @@ struct ExitDecision {
 
 struct ExitContext {
   int exit_code = 0;
-  bool stop_signalled = false;      // the launcher received the warning/stop signal
-  std::vector<PastAttempt> history; // every attempt of the run; the last one is this attempt
+  bool stop_signalled = false;       // the launcher received the warning/stop signal
+  std::vector<PastAttempt> history;  // every attempt of the run; the last one is this attempt
   int64_t max_restarts = 0;
   int64_t max_failures = 0;
 };

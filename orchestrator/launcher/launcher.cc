@@ -30,10 +30,11 @@ std::string Env(const char* name) {
 }
 
 void LogSignal(int sig) {
-  std::cerr << "baton launch: forwarded " << (sig == SIGUSR1   ? "SIGUSR1"
-                                              : sig == SIGUSR2 ? "SIGUSR2"
-                                              : sig == SIGTERM ? "SIGTERM"
-                                                               : "SIGINT")
+  std::cerr << "baton launch: forwarded "
+            << (sig == SIGUSR1   ? "SIGUSR1"
+                : sig == SIGUSR2 ? "SIGUSR2"
+                : sig == SIGTERM ? "SIGTERM"
+                                 : "SIGINT")
             << " to the trainer\n";
 }
 
@@ -87,14 +88,14 @@ std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std:
     argv = {"srun", "--kill-on-bad-exit=1"};
   }
   const std::vector<std::string> train = {
-      env.trainer_bin, "train",
-      "--config", run_dir + "/run.yaml",
-      "--run-dir", run_dir,
-      "--resume", d.checkpoint.empty() ? "none" : d.checkpoint,
-      "--expect-mode", d.mode,
-      "--expect-step0", std::to_string(d.step0),
+      env.trainer_bin,   "train",
+      "--config",        run_dir + "/run.yaml",
+      "--run-dir",       run_dir,
+      "--resume",        d.checkpoint.empty() ? "none" : d.checkpoint,
+      "--expect-mode",   d.mode,
+      "--expect-step0",  std::to_string(d.step0),
       "--resume-warmup", std::to_string(d.resume_warmup_steps),
-      "--events", events_path};
+      "--events",        events_path};
   argv.insert(argv.end(), train.begin(), train.end());
   return argv;
 }

@@ -19,12 +19,12 @@
 namespace baton {
 
 struct LaunchEnvironment {
-  std::string job_id;         // SLURM_JOB_ID, or "local-<unix seconds>" outside SLURM
-  int64_t restart_count = 0;  // SLURM_RESTART_COUNT
-  std::string nodes;          // SLURM_JOB_NODELIST
-  bool in_allocation = false; // SLURM_JOB_ID is set
-  bool use_srun = false;      // in an allocation and BATON_NO_SRUN is not 1
-  std::string trainer_bin;    // FindTrainerBinary()
+  std::string job_id;          // SLURM_JOB_ID, or "local-<unix seconds>" outside SLURM
+  int64_t restart_count = 0;   // SLURM_RESTART_COUNT
+  std::string nodes;           // SLURM_JOB_NODELIST
+  bool in_allocation = false;  // SLURM_JOB_ID is set
+  bool use_srun = false;       // in an allocation and BATON_NO_SRUN is not 1
+  std::string trainer_bin;     // FindTrainerBinary()
 };
 
 // The trainer: $BATON_TRAIN_BIN, else baton-train next to this baton, else

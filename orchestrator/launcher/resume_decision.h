@@ -19,8 +19,8 @@
 namespace baton {
 
 struct ResumeDecision {
-  std::string mode = "fresh";     // fresh | exact | weights_only
-  std::string checkpoint;         // absolute folder, "" for fresh
+  std::string mode = "fresh";  // fresh | exact | weights_only
+  std::string checkpoint;      // absolute folder, "" for fresh
   int64_t step0 = 0;
   int64_t resume_warmup_steps = 0;
   std::vector<std::string> skipped;  // "<folder>: <why>" for each newer checkpoint not used

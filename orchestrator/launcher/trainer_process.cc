@@ -30,7 +30,8 @@ constexpr int kPollMs = 200;
 
 }  // namespace
 
-Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv, void (*on_signal)(int)) {
+Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv,
+                                      void (*on_signal)(int)) {
   if (argv.empty()) return Status::Internal("RunTrainerProcess: empty argv");
   const std::string exe = FindExecutable(argv[0]);
   if (exe.empty()) return Status::Unavailable("'" + argv[0] + "' not found or not executable");

@@ -16,9 +16,9 @@
 namespace baton {
 
 struct TrainerExit {
-  int exit_code = -1;             // exit status, or 128 + signal when killed by one
-  int term_signal = 0;            // the signal that killed it (0 when it exited)
-  std::vector<int> forwarded;     // signals forwarded, in order
+  int exit_code = -1;          // exit status, or 128 + signal when killed by one
+  int term_signal = 0;         // the signal that killed it (0 when it exited)
+  std::vector<int> forwarded;  // signals forwarded, in order
 };
 
 // `on_signal` (optional) is called from the wait loop (not from a handler) for each forwarded

@@ -37,7 +37,8 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
       if (run->status == status && run->reason == reason) return Status::Ok();
       if (changes) {
         changes->push_back("run " + std::to_string(run->id) + ": " + RunStatusName(run->status) +
-                           " -> " + RunStatusName(status) + (reason.empty() ? "" : " (" + reason + ")"));
+                           " -> " + RunStatusName(status) +
+                           (reason.empty() ? "" : " (" + reason + ")"));
       }
       return store.SetActiveRunStatusInTx(run->id, status, reason, now);
     };
@@ -66,10 +67,9 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
       if (last && last->action.empty() && last->end_reason.empty()) {
         BATON_RETURN_IF_ERROR(close_attempt(*last, "UNKNOWN", "lost"));
       }
-      return set_status(RunStatus::kFailed, "SLURM job " + run->job_id +
-                                                " is gone and the run stopped at step " +
-                                                StepText(last) + " of " +
-                                                std::to_string(run->target_steps));
+      return set_status(RunStatus::kFailed,
+                        "SLURM job " + run->job_id + " is gone and the run stopped at step " +
+                            StepText(last) + " of " + std::to_string(run->target_steps));
     }
     const JobInfo& j = **job;
 
@@ -86,8 +86,8 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     const std::string& s = j.state;
     if (OneOf(s, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})) {
       if (attempts->empty()) return set_status(RunStatus::kPending, "");
-      return set_status(RunStatus::kRequeued, run->status == RunStatus::kRequeued ? run->reason
-                                                                                  : "requeued");
+      return set_status(RunStatus::kRequeued,
+                        run->status == RunStatus::kRequeued ? run->reason : "requeued");
     }
     if (OneOf(s, {"RUNNING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"})) {
       if (current && current->slurm_state != s) {
@@ -99,12 +99,14 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     if (s == "COMPLETING") return Status::Ok();  // wait for the final state
     if (s == "PREEMPTED" || s == "NODE_FAIL") {
       if (current) {
-        BATON_RETURN_IF_ERROR(close_attempt(*current, s, s == "NODE_FAIL" ? "node_failure" : "preempted"));
+        BATON_RETURN_IF_ERROR(
+            close_attempt(*current, s, s == "NODE_FAIL" ? "node_failure" : "preempted"));
       }
       return set_status(RunStatus::kRequeued, s == "NODE_FAIL" ? "node_failure" : "preempted");
     }
     if (s == "COMPLETED") {
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, reached_target ? "completed" : "crashed"));
+      if (current)
+        BATON_RETURN_IF_ERROR(close_attempt(*current, s, reached_target ? "completed" : "crashed"));
       if ((last && last->action == "done") || reached_target) {
         return set_status(RunStatus::kCompleted, "");
       }
@@ -117,12 +119,13 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     }
     if (s == "TIMEOUT") {
       if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, "timeout"));
-      return set_status(RunStatus::kFailed, "job " + j.job_id + " hit its time limit at step " +
-                                                StepText(last));
+      return set_status(RunStatus::kFailed,
+                        "job " + j.job_id + " hit its time limit at step " + StepText(last));
     }
     if (OneOf(s, {"FAILED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})) {
       if (current) {
-        BATON_RETURN_IF_ERROR(close_attempt(*current, s, s == "BOOT_FAIL" ? "node_failure" : "crashed"));
+        BATON_RETURN_IF_ERROR(
+            close_attempt(*current, s, s == "BOOT_FAIL" ? "node_failure" : "crashed"));
       }
       if (last && last->action == "fail") return Status::Ok();  // ingest has the reason
       return set_status(RunStatus::kFailed, "job " + j.job_id + " " + s + " (exit code " +

@@ -10,7 +10,8 @@ Status FakeSlurmClient::DownError(const char* command) const {
 
 Result<std::string> FakeSlurmClient::Submit(const std::string& script_path) {
   if (down) return DownError("sbatch");
-  if (!reject_message.empty()) return Status::Config("sbatch rejected " + script_path + ": " + reject_message);
+  if (!reject_message.empty())
+    return Status::Config("sbatch rejected " + script_path + ": " + reject_message);
   const std::string id = std::to_string(next_id_++);
   JobInfo info;
   info.job_id = id;
@@ -31,7 +32,8 @@ Result<std::optional<JobInfo>> FakeSlurmClient::GetJob(const std::string& job_id
 Status FakeSlurmClient::Requeue(const std::string& job_id) {
   if (down) return DownError("scontrol requeue");
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return Status::Unavailable("scontrol requeue " + job_id + ": Invalid job id specified");
+  if (it == jobs_.end())
+    return Status::Unavailable("scontrol requeue " + job_id + ": Invalid job id specified");
   it->second.state = "PENDING";
   it->second.reason = "BeginTime";
   it->second.restarts += 1;

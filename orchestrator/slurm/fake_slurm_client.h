@@ -21,15 +21,16 @@ class FakeSlurmClient : public SlurmClient {
   Status Cancel(const std::string& job_id) override;
 
   // Test controls.
-  void SetState(const std::string& job_id, const std::string& state, const std::string& reason = "");
+  void SetState(const std::string& job_id, const std::string& state,
+                const std::string& reason = "");
   void Forget(const std::string& job_id) { jobs_.erase(job_id); }  // aged out of scontrol
   JobInfo* job(const std::string& job_id);
 
-  bool down = false;                    // controller unreachable
-  std::string reject_message;           // non-empty: sbatch rejects with this
-  std::vector<std::string> submitted;   // script paths, in order
-  std::vector<std::string> requeued;    // job ids
-  std::vector<std::string> cancelled;   // job ids
+  bool down = false;                   // controller unreachable
+  std::string reject_message;          // non-empty: sbatch rejects with this
+  std::vector<std::string> submitted;  // script paths, in order
+  std::vector<std::string> requeued;   // job ids
+  std::vector<std::string> cancelled;  // job ids
 
  private:
   Status DownError(const char* command) const;

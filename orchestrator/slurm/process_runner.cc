@@ -61,7 +61,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, double ti
                                "); is SLURM installed on this machine?");
   }
   int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Io(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return Status::Io(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
@@ -100,14 +101,15 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, double ti
   ::close(exec_pipe[1]);
 
   ProcessResult result;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[4096];
   while (open_fds > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now()).count();
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
     if (left <= 0) {
       result.timed_out = true;
       ::kill(-pid, SIGKILL);
@@ -134,7 +136,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, double ti
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   int exec_errno = 0;
-  const bool exec_failed = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  const bool exec_failed =
+      ::read(exec_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   ::close(exec_pipe[0]);
   if (exec_failed) {
     return Status::Unavailable("cannot run '" + exe + "': " + std::strerror(exec_errno));

@@ -67,8 +67,9 @@ JobInfo ParseScontrolJob(const std::string& line) {
 bool LooksLikeControllerDown(const std::string& s) {
   for (const char* needle :
        {"Unable to contact slurm controller", "Socket timed out", "Connection refused",
-        "connect failure", "Could not establish a configuration source", "Zero Bytes were transmitted",
-        "Communication connection failure", "Unable to establish controller machine"}) {
+        "connect failure", "Could not establish a configuration source",
+        "Zero Bytes were transmitted", "Communication connection failure",
+        "Unable to establish controller machine"}) {
     if (s.find(needle) != std::string::npos) return true;
   }
   return false;

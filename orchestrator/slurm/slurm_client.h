@@ -21,11 +21,11 @@ namespace baton {
 // What `scontrol show job` says about one job.
 struct JobInfo {
   std::string job_id;
-  std::string state;        // JobState: PENDING, RUNNING, COMPLETED, FAILED, PREEMPTED, ...
-  std::string reason;       // Reason (e.g. BeginTime after a requeue, Resources)
-  int64_t restarts = 0;     // Restarts (== SLURM_RESTART_COUNT of the next start)
-  std::string exit_code;    // ExitCode "0:0" (status:signal)
-  std::string nodes;        // NodeList
+  std::string state;      // JobState: PENDING, RUNNING, COMPLETED, FAILED, PREEMPTED, ...
+  std::string reason;     // Reason (e.g. BeginTime after a requeue, Resources)
+  int64_t restarts = 0;   // Restarts (== SLURM_RESTART_COUNT of the next start)
+  std::string exit_code;  // ExitCode "0:0" (status:signal)
+  std::string nodes;      // NodeList
   std::string partition;
   std::map<std::string, std::string> fields;  // everything, for diagnostics
 };

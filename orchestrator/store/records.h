@@ -14,7 +14,7 @@ namespace baton {
 
 enum class RunStatus { kPending, kRunning, kRequeued, kCompleted, kFailed, kCancelled };
 
-const char* RunStatusName(RunStatus status);              // "PENDING", ...
+const char* RunStatusName(RunStatus status);  // "PENDING", ...
 std::optional<RunStatus> ParseRunStatus(const std::string& name);
 // COMPLETED, FAILED and CANCELLED never change again (ingest and reconcile leave them alone).
 bool IsTerminal(RunStatus status);
@@ -26,13 +26,13 @@ struct RunRecord {
   std::string name;
   RunStatus status = RunStatus::kPending;
   std::string reason;
-  std::string config;          // frozen run.yaml text
-  std::string config_source;   // the file given to `baton submit`
+  std::string config;         // frozen run.yaml text
+  std::string config_source;  // the file given to `baton submit`
   std::string run_dir;
   int64_t target_steps = 0;
   int64_t max_restarts = 0;
   int64_t max_failures = 0;
-  std::string job_id;          // '' until sbatch answered
+  std::string job_id;  // '' until sbatch answered
   double created_at = 0;
   double updated_at = 0;
 };

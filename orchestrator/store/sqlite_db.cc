@@ -46,7 +46,8 @@ Statement& Statement::Bind(int i, double v) {
 }
 
 Statement& Statement::Bind(int i, const std::string& v) {
-  const int rc = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  const int rc =
+      sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
@@ -110,9 +111,9 @@ SqliteDb::~SqliteDb() {
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int busy_timeout_ms) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status st = FromSqlite(raw, rc, path + ": cannot open the database");
     sqlite3_close(raw);

@@ -105,12 +105,18 @@ StepRecord ReadStep(const Statement& s) {
 
 const char* RunStatusName(RunStatus status) {
   switch (status) {
-    case RunStatus::kPending: return "PENDING";
-    case RunStatus::kRunning: return "RUNNING";
-    case RunStatus::kRequeued: return "REQUEUED";
-    case RunStatus::kCompleted: return "COMPLETED";
-    case RunStatus::kFailed: return "FAILED";
-    case RunStatus::kCancelled: return "CANCELLED";
+    case RunStatus::kPending:
+      return "PENDING";
+    case RunStatus::kRunning:
+      return "RUNNING";
+    case RunStatus::kRequeued:
+      return "REQUEUED";
+    case RunStatus::kCompleted:
+      return "COMPLETED";
+    case RunStatus::kFailed:
+      return "FAILED";
+    case RunStatus::kCancelled:
+      return "CANCELLED";
   }
   return "FAILED";
 }
@@ -224,24 +230,22 @@ Result<int64_t> Store::CreateRunInTx(const NewRun& run, double now) {
   return db_->LastInsertId();
 }
 
-Status Store::SetRunDirInTx(int64_t run_id, const std::string& run_dir,
-                            const std::string& config) {
+Status Store::SetRunDirInTx(int64_t run_id, const std::string& run_dir, const std::string& config) {
   Result<Statement*> s = db_->Prepare("UPDATE runs SET run_dir = ?2, config = ?3 WHERE id = ?1");
   if (!s.ok()) return s.status();
   return (*s)->Bind(1, run_id).Bind(2, run_dir).Bind(3, config).Run();
 }
 
 Status Store::SetRunJobInTx(int64_t run_id, const std::string& job_id, double now) {
-  Result<Statement*> s =
-      db_->Prepare("UPDATE runs SET job_id = ?2, updated_at = ?3 WHERE id = ?1");
+  Result<Statement*> s = db_->Prepare("UPDATE runs SET job_id = ?2, updated_at = ?3 WHERE id = ?1");
   if (!s.ok()) return s.status();
   return (*s)->Bind(1, run_id).Bind(2, job_id).Bind(3, now).Run();
 }
 
 Status Store::SetRunStatusInTx(int64_t run_id, RunStatus status, const std::string& reason,
                                double now) {
-  Result<Statement*> s = db_->Prepare(
-      "UPDATE runs SET status = ?2, reason = ?3, updated_at = ?4 WHERE id = ?1");
+  Result<Statement*> s =
+      db_->Prepare("UPDATE runs SET status = ?2, reason = ?3, updated_at = ?4 WHERE id = ?1");
   if (!s.ok()) return s.status();
   return (*s)->Bind(1, run_id).Bind(2, RunStatusName(status)).Bind(3, reason).Bind(4, now).Run();
 }
@@ -269,8 +273,8 @@ Result<RunRecord> Store::GetRun(int64_t run_id) {
 
 Result<RunRecord> Store::FindRun(const std::string& id_or_name) {
   if (id_or_name.empty()) return Status::NotFound("empty run name");
-  const bool numeric = id_or_name.find_first_not_of("0123456789") == std::string::npos &&
-                       id_or_name.size() < 19;
+  const bool numeric =
+      id_or_name.find_first_not_of("0123456789") == std::string::npos && id_or_name.size() < 19;
   if (numeric) {
     Result<RunRecord> r = GetRun(std::stoll(id_or_name));
     if (r.ok() || r.status().code() != Code::kNotFound) return r;
@@ -304,9 +308,9 @@ Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit, int64_t offset) {
 }
 
 Result<std::vector<RunRecord>> Store::ListActiveRuns() {
-  Result<Statement*> s = db_->Prepare(
-      std::string("SELECT ") + kRunColumns +
-      " FROM runs WHERE status IN ('PENDING', 'RUNNING', 'REQUEUED') ORDER BY id");
+  Result<Statement*> s =
+      db_->Prepare(std::string("SELECT ") + kRunColumns +
+                   " FROM runs WHERE status IN ('PENDING', 'RUNNING', 'REQUEUED') ORDER BY id");
   if (!s.ok()) return s.status();
   std::vector<RunRecord> out;
   while (true) {
@@ -329,8 +333,8 @@ Result<int64_t> Store::EnsureAttemptInTx(int64_t run_id, const std::string& job_
   Result<bool> row = (*find)->Step();
   if (!row.ok()) return row.status();
   if (*row) return (*find)->Int(0);
-  Result<Statement*> ins = db_->Prepare(
-      "INSERT INTO attempts (run_id, job_id, restart_count) VALUES (?1, ?2, ?3)");
+  Result<Statement*> ins =
+      db_->Prepare("INSERT INTO attempts (run_id, job_id, restart_count) VALUES (?1, ?2, ?3)");
   if (!ins.ok()) return ins.status();
   BATON_RETURN_IF_ERROR((*ins)->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Run());
   return db_->LastInsertId();
@@ -468,7 +472,8 @@ Status Store::InsertMicrostepInTx(const MicrostepRecord& m) {
       "INSERT OR REPLACE INTO microsteps (run_id, attempt_id, step, micro, tokens, fwd_bwd_s, "
       "peak_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!s.ok()) return s.status();
-  return (*s)->Bind(1, m.run_id)
+  return (*s)
+      ->Bind(1, m.run_id)
       .Bind(2, m.attempt_id)
       .Bind(3, m.step)
       .Bind(4, m.micro)
@@ -509,7 +514,8 @@ Status Store::UpsertCheckpointInTx(const CheckpointRecord& c) {
       "INSERT OR REPLACE INTO checkpoints (run_id, step, attempt_id, path, bytes, seconds, reason, "
       "valid, time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   if (!s.ok()) return s.status();
-  return (*s)->Bind(1, c.run_id)
+  return (*s)
+      ->Bind(1, c.run_id)
       .Bind(2, c.step)
       .Bind(3, c.attempt_id)
       .Bind(4, c.path)
@@ -565,7 +571,12 @@ Status Store::SetCursorInTx(const std::string& path, int64_t run_id, int64_t off
       "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (path) DO UPDATE SET offset = excluded.offset, "
       "bad_lines = bad_lines + excluded.bad_lines, updated_at = excluded.updated_at");
   if (!s.ok()) return s.status();
-  return (*s)->Bind(1, path).Bind(2, run_id).Bind(3, offset).Bind(4, bad_lines_added).Bind(5, now)
+  return (*s)
+      ->Bind(1, path)
+      .Bind(2, run_id)
+      .Bind(3, offset)
+      .Bind(4, bad_lines_added)
+      .Bind(5, now)
       .Run();
 }
 

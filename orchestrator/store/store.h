@@ -43,9 +43,9 @@ struct NewRun {
 
 // A window over one run's step rows, in step order (then attempt order).
 struct StepQuery {
-  int64_t from_step = 0;             // inclusive
-  int64_t to_step = INT64_MAX;       // inclusive
-  bool include_superseded = false;   // false = the effective series
+  int64_t from_step = 0;            // inclusive
+  int64_t to_step = INT64_MAX;      // inclusive
+  bool include_superseded = false;  // false = the effective series
   int64_t limit = 100000;
   int64_t offset = 0;
 };

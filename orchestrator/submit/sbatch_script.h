@@ -14,7 +14,7 @@
 namespace baton {
 
 struct SbatchParams {
-  std::string run_id;     // "12" (or "dry-run")
+  std::string run_id;  // "12" (or "dry-run")
   std::string run_name;
   std::string run_dir;    // absolute
   std::string baton_bin;  // absolute path of the baton that will run `baton launch`

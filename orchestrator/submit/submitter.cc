@@ -16,7 +16,8 @@ namespace {
 
 Status CheckName(const std::string& name, const std::string& where) {
   if (name.empty()) return Status::InvalidArgument(where + ": the run name is empty");
-  if (name.size() > 100) return Status::InvalidArgument(where + ": the run name is longer than 100 characters");
+  if (name.size() > 100)
+    return Status::InvalidArgument(where + ": the run name is longer than 100 characters");
   if (name.find_first_not_of("0123456789") == std::string::npos) {
     return Status::InvalidArgument(where + ": run name '" + name +
                                    "' is all digits and would be mistaken for a run id");
@@ -65,7 +66,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   RunConfig config = std::move(loaded).value();
   SubmitResult out;
   out.name = req.name.empty() ? config.run.name : req.name;
-  BATON_RETURN_IF_ERROR(CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
+  BATON_RETURN_IF_ERROR(
+      CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
   config.run.name = out.name;
 
   if (req.dry_run) {
@@ -73,7 +75,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
     out.run_dir = !config.run.dir.empty() ? config.run.dir
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
     config.run.dir = out.run_dir;
-    Result<std::string> script = RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin});
+    Result<std::string> script =
+        RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin});
     if (!script.ok()) return script.status();
     out.script = *script;
     return out;
@@ -105,7 +108,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   Cleanup cleanup;
   std::error_code ec;
   const bool existed = fs::exists(out.run_dir, ec);
-  if (existed && (fs::exists(out.run_dir + "/run.yaml", ec) || fs::exists(out.run_dir + "/events", ec))) {
+  if (existed &&
+      (fs::exists(out.run_dir + "/run.yaml", ec) || fs::exists(out.run_dir + "/events", ec))) {
     return Status::Config(req.config_path + ": run.dir: '" + out.run_dir +
                           "' already holds a run (run.yaml or events/); choose another folder");
   }

@@ -27,11 +27,11 @@ struct SubmitRequest {
 };
 
 struct SubmitResult {
-  int64_t run_id = 0;      // 0 for a dry run
+  int64_t run_id = 0;  // 0 for a dry run
   std::string name;
-  std::string job_id;      // "" for a dry run
+  std::string job_id;  // "" for a dry run
   std::string run_dir;
-  std::string script;      // the rendered sbatch.sh
+  std::string script;  // the rendered sbatch.sh
 };
 
 // `store` may be null for a dry run.

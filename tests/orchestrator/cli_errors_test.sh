@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `baton` error paths users hit: unknown run (66), malformed YAML (78), a missing sbatch (69),
+# a SLURM controller that is down (69) — each with a clear message and nothing half-written
+# (no run row, no run folder). Needs no running SLURM: the "down" controller is a slurm.conf
+# pointing at a port nobody listens on.
+# usage: cli_errors_test.sh BATON SOURCE_DIR
+source "$(dirname "$0")/../cli/lib.sh"
+baton=$1
+export BATON_HOME=$tmp/home
+export BATON_SLURM_TIMEOUT_S=30
+
+no_runs() { # nothing in the database, no run folders
+  expect_exit 0 "$baton" ls --json --no-sync
+  [ "$(printf '%s' "$out" | tr -d ' \n')" = "[]" ] || fail "runs were recorded: $out"
+  [ -z "$(ls -A "$BATON_HOME/runs" 2>/dev/null)" ] || fail "run folders left: $(ls "$BATON_HOME/runs")"
+  checks=$((checks + 1))
+}
+
+mkdir -p "$tmp/data"
+printf 'run: {name: e, steps: 5}\ndata: {path: data}\n' >"$tmp/ok.yaml"
+
+# Malformed YAML and invalid values: exit 78, nothing written (not even the database).
+printf 'run: {steps: 10\n' >"$tmp/bad.yaml"
+expect_exit 78 "$baton" submit "$tmp/bad.yaml"
+expect_in "$err" "malformed YAML"
+[ ! -e "$BATON_HOME/baton.db" ] || fail "a config error created the database"
+printf 'run: {steps: 0}\ndata: {path: data}\n' >"$tmp/zero.yaml"
+expect_exit 78 "$baton" submit "$tmp/zero.yaml"
+expect_in "$err" "run.steps"
+expect_exit 64 "$baton" submit
+expect_exit 64 "$baton" submit "$tmp/ok.yaml" --name 123
+no_runs
+
+# Unknown run, by id and by name.
+for cmd in show attempts checkpoints cancel; do
+  expect_exit 66 "$baton" "$cmd" 4242
+  expect_in "$err" "no run with id or name '4242'"
+done
+expect_exit 66 "$baton" show no-such-run --json
+expect_in "$err" "no-such-run"
+
+# A missing sbatch.
+expect_exit 69 env PATH= "$baton" submit "$tmp/ok.yaml"
+expect_in "$err" "'sbatch' not found in PATH"
+no_runs
+
+# A controller that is down (its port is closed).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$tmp/down.conf" <<CONF
+ClusterName=baton-down
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$port
+AuthType=auth/none
+CredType=cred/none
+MessageTimeout=2
+NodeName=localhost CPUs=1 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES State=UP
+CONF
+expect_exit 69 env SLURM_CONF="$tmp/down.conf" "$baton" submit "$tmp/ok.yaml"
+expect_in "$err" "SLURM controller is not reachable"
+no_runs
+
+# --dry-run needs no SLURM and writes nothing.
+expect_exit 0 env PATH= "$baton" submit "$tmp/ok.yaml" --dry-run
+expect_in "$out" "#SBATCH --requeue"
+expect_in "$out" "launch"
+no_runs
+echo "$checks passed, 0 failed"

@@ -1,0 +1,240 @@
+// Ingest: idempotent by byte cursor, torn last lines, crash mid-ingest, superseded steps.
+#include "orchestrator/ingest/event_ingester.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+namespace baton {
+namespace {
+
+using testing::Append;
+using testing::EndLine;
+using testing::MakeRun;
+using testing::OpenStore;
+using testing::StartLine;
+using testing::StepLine;
+using testing::TempDir;
+
+// Everything ingest writes, as text, for before/after comparisons.
+std::string Dump(Store& store, int64_t run_id) {
+  std::string out;
+  // Copies, not references into the temporary Result (Result::value()&& returns T&&).
+  const std::vector<AttemptRecord> attempts = store.ListAttempts(run_id).value();
+  const std::vector<StepRecord> steps =
+      store.ListSteps(run_id, {0, INT64_MAX, true, 1 << 20, 0}).value();
+  const std::vector<CheckpointRecord> checkpoints = store.ListCheckpoints(run_id).value();
+  for (const AttemptRecord& a : attempts) {
+    out += "attempt " + a.job_id + "." + std::to_string(a.restart_count) + " " + a.resume_mode +
+           " " + std::to_string(a.step0.value_or(-1)) + " " +
+           std::to_string(a.last_step.value_or(-1)) + " " + a.action + " " + a.end_reason + "\n";
+  }
+  for (const StepRecord& s : steps) {
+    out += "step " + std::to_string(s.attempt_id) + " " + std::to_string(s.step) + " " +
+           std::to_string(s.loss) + " " + std::to_string(s.superseded) + "\n";
+  }
+  for (const CheckpointRecord& c : checkpoints) {
+    out += "ckpt " + std::to_string(c.step) + " " + c.path + "\n";
+  }
+  out += "status " + std::string(RunStatusName(store.GetRun(run_id).value().status)) + "\n";
+  return out;
+}
+
+TEST(Ingest, ParsesEventsFileNames) {
+  std::string job;
+  int64_t restart = -1;
+  EXPECT_TRUE(ParseEventsFileName("123.4.jsonl", &job, &restart));
+  EXPECT_EQ(job, "123");
+  EXPECT_EQ(restart, 4);
+  EXPECT_TRUE(ParseEventsFileName("local-99.0.jsonl", &job, &restart));
+  EXPECT_FALSE(ParseEventsFileName("123.jsonl", &job, &restart));
+  EXPECT_FALSE(ParseEventsFileName("123.x.jsonl", &job, &restart));
+  EXPECT_FALSE(ParseEventsFileName("123.1.json", &job, &restart));
+}
+
+TEST(Ingest, ListsFilesInAttemptOrder) {
+  TempDir tmp;
+  for (const char* f :
+       {"10.0.jsonl", "9.1.jsonl", "9.0.jsonl", "9.10.jsonl", "9.2.jsonl", "x.txt"}) {
+    Append(tmp / (std::string("events/") + f), "");
+  }
+  std::vector<std::string> files = ListEventFiles(tmp.path());
+  ASSERT_EQ(files.size(), 5u);
+  EXPECT_NE(files[0].find("9.0.jsonl"), std::string::npos);
+  EXPECT_NE(files[1].find("9.1.jsonl"), std::string::npos);
+  EXPECT_NE(files[2].find("9.2.jsonl"), std::string::npos);
+  EXPECT_NE(files[3].find("9.10.jsonl"), std::string::npos);
+  EXPECT_NE(files[4].find("10.0.jsonl"), std::string::npos);
+}
+
+TEST(Ingest, IsIdempotent) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  std::string text = StartLine("fresh", 0);
+  for (int s = 1; s <= 5; ++s) text += StepLine(s);
+  text += EndLine("done", "completed", 0);
+  Append(tmp / "run/events/7.0.jsonl", text);
+  IngestStats first = IngestRun(*store, run).value();
+  EXPECT_EQ(first.records, 7);
+  EXPECT_EQ(first.steps, 5);
+  const std::string before = Dump(*store, run.id);
+  IngestStats second = IngestRun(*store, run).value();
+  EXPECT_EQ(second.records, 0);
+  EXPECT_EQ(Dump(*store, run.id), before);
+  EXPECT_EQ(store->GetRun(run.id).value().status, RunStatus::kCompleted);
+}
+
+TEST(Ingest, LeavesATornLastLineForTheNextPass) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  const std::string path = tmp / "run/events/7.0.jsonl";
+  const std::string line = StepLine(2);
+  Append(path, StartLine("fresh", 0) + StepLine(1) + line.substr(0, 20));  // torn mid-line
+  EXPECT_EQ(IngestRun(*store, run).value().steps, 1);
+  EXPECT_EQ(store->CountSteps(run.id, true).value(), 1);
+  Append(path, line.substr(20));  // the writer finishes the line
+  IngestStats s = IngestRun(*store, run).value();
+  EXPECT_EQ(s.steps, 1);
+  EXPECT_EQ(s.bad_lines, 0);
+  EXPECT_EQ(store->CountSteps(run.id, true).value(), 2);
+}
+
+TEST(Ingest, SkipsAndCountsBadLinesWithoutBlocking) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  Append(tmp / "run/events/7.0.jsonl", StartLine("fresh", 0) + "not json\n" +
+                                           "{\"type\":\"step\"}\n" + "{\"no\":\"type\"}\n" +
+                                           StepLine(1));
+  IngestStats s = IngestRun(*store, run).value();
+  EXPECT_EQ(s.bad_lines, 3);
+  EXPECT_EQ(s.steps, 1);
+  EXPECT_EQ(s.warnings.size(), 3u);
+  EXPECT_EQ(IngestRun(*store, run).value().bad_lines, 0);  // not retried
+}
+
+TEST(Ingest, SmallChunksGiveTheSameRows) {
+  TempDir tmp;
+  std::string text = StartLine("fresh", 0);
+  for (int s = 1; s <= 200; ++s) text += StepLine(s, s * 0.5);
+  text += EndLine("requeue", "preempted", 75);
+  auto a = OpenStore(tmp / "a.db");
+  auto b = OpenStore(tmp / "b.db");
+  RunRecord ra = MakeRun(*a, tmp / "run");
+  RunRecord rb = MakeRun(*b, tmp / "run");
+  Append(tmp / "run/events/7.0.jsonl", text);
+  ASSERT_TRUE(IngestRun(*a, ra).ok());
+  IngestOptions small;
+  small.chunk_bytes = 4096;  // many transactions
+  ASSERT_TRUE(IngestRun(*b, rb, small).ok());
+  EXPECT_EQ(Dump(*a, ra.id), Dump(*b, rb.id));
+  EXPECT_EQ(a->GetRun(ra.id).value().status, RunStatus::kRequeued);
+}
+
+// A process killed between writing rows and committing the cursor: the rows vanish with the
+// transaction, and the next pass writes each exactly once.
+TEST(Ingest, ACrashMidIngestDuplicatesNothing) {
+  TempDir tmp;
+  std::string text = StartLine("fresh", 0);
+  for (int s = 1; s <= 300; ++s) text += StepLine(s);
+  text += EndLine("done", "completed", 0);
+  Append(tmp / "run/events/7.0.jsonl", text);
+  int64_t run_id = 0;
+  {
+    auto store = OpenStore(tmp / "baton.db");
+    run_id = MakeRun(*store, tmp / "run").id;
+  }
+  for (int crash_after : {1, 57, 150}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = Store::Open(tmp / "baton.db");
+      if (!store.ok()) ::_exit(3);
+      RunRecord run = (*store)->GetRun(run_id).value();
+      IngestOptions o;
+      o.chunk_bytes = 8192;  // several chunks: earlier ones commit, the crashing one does not
+      o.after_record = [crash_after](int64_t n) {
+        if (n == crash_after) ::_exit(9);
+      };
+      (void)IngestRun(**store, run, o);
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+  }
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = store->GetRun(run_id).value();
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  EXPECT_EQ(store->CountSteps(run_id, true).value(), 300);
+  EXPECT_EQ(store->ListAttempts(run_id).value().size(), 1u);
+  EXPECT_EQ(store->GetRun(run_id).value().status, RunStatus::kCompleted);
+
+  // Same rows as a clean ingest into a fresh database.
+  auto clean = OpenStore(tmp / "clean.db");
+  RunRecord crun = MakeRun(*clean, tmp / "run");
+  ASSERT_TRUE(IngestRun(*clean, crun).ok());
+  EXPECT_EQ(Dump(*store, run_id), Dump(*clean, crun.id));
+}
+
+TEST(Ingest, ResumedStepsSupersedeTheEarlierAttempt) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run", "r", 8);
+  std::string first = StartLine("fresh", 0);
+  for (int s = 1; s <= 6; ++s) first += StepLine(s, 1.0);
+  first += EndLine("requeue", "crashed", 1);  // crashed after 6, last checkpoint at 4
+  std::string second = StartLine("exact", 4);
+  for (int s = 5; s <= 8; ++s) second += StepLine(s, 2.0);
+  second += EndLine("done", "completed", 0);
+  Append(tmp / "run/events/7.0.jsonl", first);
+  Append(tmp / "run/events/7.1.jsonl", second);
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  std::vector<StepRecord> all = store->ListSteps(run.id, {0, INT64_MAX, true, 100, 0}).value();
+  EXPECT_EQ(all.size(), 10u);
+  int superseded = 0;
+  for (const StepRecord& s : all) {
+    if (s.superseded) {
+      ++superseded;
+      EXPECT_TRUE(s.step == 5 || s.step == 6);
+      EXPECT_DOUBLE_EQ(s.loss, 1.0);
+    }
+  }
+  EXPECT_EQ(superseded, 2);
+  std::vector<StepRecord> effective = store->ListSteps(run.id).value();
+  ASSERT_EQ(effective.size(), 8u);
+  EXPECT_DOUBLE_EQ(effective[4].loss, 2.0);  // step 5 from the resumed attempt
+  std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].end_reason, "crashed");
+  EXPECT_EQ(attempts[1].resume_mode, "exact");
+  EXPECT_EQ(attempts[1].step0, 4);
+  EXPECT_EQ(attempts[1].last_step, 8);
+  EXPECT_EQ(store->GetRun(run.id).value().status, RunStatus::kCompleted);
+}
+
+TEST(Ingest, RecordsCheckpointsAndFailures) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  Append(
+      tmp / "run/events/7.0.jsonl",
+      StartLine("fresh", 0) + StepLine(1) +
+          "{\"type\":\"checkpoint\",\"time\":1,\"source\":\"trainer\",\"step\":1,\"path\":\"/c/1\","
+          "\"bytes\":10,\"seconds\":0.5,\"reason\":\"periodic\"}\n" +
+          EndLine("fail", "config_error", 78));
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  std::vector<CheckpointRecord> c = store->ListCheckpoints(run.id).value();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].path, "/c/1");
+  RunRecord r = store->GetRun(run.id).value();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_NE(r.reason.find("config_error"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,266 @@
+// Launcher: resume decision over hand-made checkpoints, exit policy, the trainer command, and
+// one whole attempt with a shell "trainer" outside SLURM.
+#include "orchestrator/launcher/launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "orchestrator/launcher/exit_policy.h"
+#include "orchestrator/launcher/resume_decision.h"
+#include "orchestrator/slurm/fake_slurm_client.h"
+#include "schema/checkpoint_manifest.h"
+#include "test_util.h"
+
+namespace baton {
+namespace {
+
+using testing::Append;
+using testing::TempDir;
+
+// checkpoint_step_<step> with one file and a manifest of `kind`.
+std::string MakeCheckpoint(const TempDir& tmp, int64_t step, const std::string& kind = "full") {
+  const std::string dir = tmp / ("checkpoints/checkpoint_step_" + std::to_string(step));
+  Append(dir + "/weights.bin", "weights " + std::to_string(step));
+  CheckpointManifest m;
+  m.step = step;
+  m.kind = kind;
+  EXPECT_TRUE(WriteManifest(dir, m, {"weights.bin"}).ok());
+  return dir;
+}
+
+RunConfig Config() {
+  RunConfig c;
+  c.optim.resume_warmup_steps = 50;
+  return c;
+}
+
+TEST(ResumeDecision, FreshWithoutCheckpoints) {
+  TempDir tmp;
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
+  EXPECT_EQ(d.mode, "fresh");
+  EXPECT_EQ(d.step0, 0);
+  EXPECT_EQ(d.checkpoint, "");
+  EXPECT_EQ(d.resume_warmup_steps, 0);
+}
+
+TEST(ResumeDecision, ExactFromTheNewestFullCheckpoint) {
+  TempDir tmp;
+  MakeCheckpoint(tmp, 100);
+  const std::string newest = MakeCheckpoint(tmp, 200);
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
+  EXPECT_EQ(d.mode, "exact");
+  EXPECT_EQ(d.step0, 200);
+  EXPECT_EQ(d.checkpoint, newest);
+  EXPECT_EQ(d.resume_warmup_steps, 0);
+  EXPECT_TRUE(d.skipped.empty());
+}
+
+TEST(ResumeDecision, WeightsOnlyGetsTheResumeWarmup) {
+  TempDir tmp;
+  MakeCheckpoint(tmp, 3000, "weights_only");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
+  EXPECT_EQ(d.mode, "weights_only");
+  EXPECT_EQ(d.step0, 3000);
+  EXPECT_EQ(d.resume_warmup_steps, 50);
+}
+
+TEST(ResumeDecision, SkipsInvalidNewerCheckpointsAndSaysWhy) {
+  TempDir tmp;
+  const std::string good = MakeCheckpoint(tmp, 100);
+  const std::string corrupt = MakeCheckpoint(tmp, 200);
+  Append(corrupt + "/weights.bin", "X");  // size no longer matches
+  Append(tmp / "checkpoints/checkpoint_step_300/weights.bin", "no manifest: torn save");
+  Append(tmp / "checkpoints/checkpoint_step_400.partial/weights.bin", "never renamed");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
+  EXPECT_EQ(d.mode, "exact");
+  EXPECT_EQ(d.step0, 100);
+  EXPECT_EQ(d.checkpoint, good);
+  ASSERT_EQ(d.skipped.size(), 2u);
+  EXPECT_NE(d.skipped[0].find("checkpoint_step_300"), std::string::npos);
+  EXPECT_NE(d.skipped[1].find("checkpoint_step_200"), std::string::npos);
+}
+
+PastAttempt Attempt(int64_t step0, std::optional<int64_t> last, const std::string& action = "",
+                    const std::string& reason = "") {
+  PastAttempt a;
+  a.step0 = step0;
+  a.last_step = last;
+  a.action = action;
+  a.reason = reason;
+  a.ended = !action.empty();
+  return a;
+}
+
+ExitDecision Decide(int code, std::vector<PastAttempt> history, bool signalled = false,
+                    int64_t max_restarts = 100, int64_t max_failures = 3) {
+  ExitContext c;
+  c.exit_code = code;
+  c.stop_signalled = signalled;
+  c.history = std::move(history);
+  c.max_restarts = max_restarts;
+  c.max_failures = max_failures;
+  return DecideAfterExit(c);
+}
+
+TEST(ExitPolicy, MapsExitCodes) {
+  EXPECT_EQ(Decide(0, {Attempt(0, 10)}).action, "done");
+  ExitDecision preempt = Decide(75, {Attempt(0, 10)});
+  EXPECT_EQ(preempt.action, "requeue");
+  EXPECT_EQ(preempt.reason, "preempted");
+  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).reason, "config_error");
+  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).action, "fail");
+  EXPECT_EQ(Decide(65, {Attempt(0, 0)}).reason, "data_error");
+  ExitDecision crash = Decide(139, {Attempt(0, 10)});
+  EXPECT_EQ(crash.action, "requeue");
+  EXPECT_EQ(crash.reason, "crashed");
+  // Killed while being stopped (e.g. SIGKILL after the grace time) counts as preempted.
+  EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
+}
+
+TEST(ExitPolicy, RestartBudgetCapsPreemptionRequeues) {
+  std::vector<PastAttempt> h = {Attempt(0, 5, "requeue", "preempted"),
+                                Attempt(5, 9, "requeue", "preempted"), Attempt(9, 12)};
+  EXPECT_EQ(Decide(75, h, false, /*max_restarts=*/3).action, "requeue");
+  ExitDecision d = Decide(75, h, false, /*max_restarts=*/2);
+  EXPECT_EQ(d.action, "fail");
+  EXPECT_EQ(d.reason, "restart_budget");
+}
+
+TEST(ExitPolicy, FailureBudgetCountsCrashes) {
+  std::vector<PastAttempt> h = {Attempt(0, 5, "requeue", "crashed"),
+                                Attempt(5, 9, "requeue", "crashed"), Attempt(9, 12)};
+  EXPECT_EQ(Decide(1, h, false, 100, /*max_failures=*/3).action, "requeue");
+  ExitDecision d = Decide(1, h, false, 100, /*max_failures=*/2);
+  EXPECT_EQ(d.action, "fail");
+  EXPECT_EQ(d.reason, "failure_budget");
+}
+
+TEST(ExitPolicy, CrashLoopWithoutProgressFails) {
+  // Two crashes at start, and this one too: no step finished in kCrashLoopLimit attempts.
+  std::vector<PastAttempt> h = {Attempt(100, std::nullopt, "requeue", "crashed"),
+                                Attempt(100, 100, "requeue", "crashed"),
+                                Attempt(100, std::nullopt)};
+  ExitDecision d = Decide(1, h, false, 100, /*max_failures=*/10);
+  EXPECT_EQ(d.action, "fail");
+  EXPECT_EQ(d.reason, "no_progress");
+  // Progress in between resets the streak.
+  h[1].last_step = 150;
+  EXPECT_EQ(Decide(1, h, false, 100, 10).action, "requeue");
+}
+
+TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
+  LaunchEnvironment env;
+  env.use_srun = true;
+  env.trainer_bin = "/opt/baton-train";
+  ResumeDecision d;
+  d.mode = "weights_only";
+  d.checkpoint = "/r/checkpoints/checkpoint_step_3000";
+  d.step0 = 3000;
+  d.resume_warmup_steps = 50;
+  const std::vector<std::string> argv = TrainerCommand(env, "/r", d, "/r/events/5.2.jsonl");
+  const std::vector<std::string> want = {"srun",
+                                         "--kill-on-bad-exit=1",
+                                         "/opt/baton-train",
+                                         "train",
+                                         "--config",
+                                         "/r/run.yaml",
+                                         "--run-dir",
+                                         "/r",
+                                         "--resume",
+                                         "/r/checkpoints/checkpoint_step_3000",
+                                         "--expect-mode",
+                                         "weights_only",
+                                         "--expect-step0",
+                                         "3000",
+                                         "--resume-warmup",
+                                         "50",
+                                         "--events",
+                                         "/r/events/5.2.jsonl"};
+  EXPECT_EQ(argv, want);
+  env.use_srun = false;
+  d = ResumeDecision{};
+  EXPECT_EQ(TrainerCommand(env, "/r", d, "/e")[0], "/opt/baton-train");
+  EXPECT_EQ(TrainerCommand(env, "/r", d, "/e")[7], "none");
+}
+
+// A whole attempt in a SLURM job (faked): the trainer checkpoints and exits 75 on USR1 —
+// here it simply exits 75 — and the launcher writes both events and asks SLURM to requeue.
+TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10, dir: " + tmp.path() +
+                                   "/run}\ndata: {path: " + tmp.path() +
+                                   "/data}\nslurm: {max_restarts: 5}\n");
+  MakeCheckpoint(tmp, 4);
+  std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit 75\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.restart_count = 1;
+  env.nodes = "n1";
+  env.in_allocation = true;
+  env.use_srun = false;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
+  EXPECT_EQ(slurm.requeued, std::vector<std::string>{"42"});
+  std::vector<PastAttempt> h = ReadAttemptHistory(tmp / "run");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].job_id, "42");
+  EXPECT_EQ(h[0].restart_count, 1);
+  EXPECT_EQ(h[0].step0, 4);
+  EXPECT_EQ(h[0].action, "requeue");
+  EXPECT_EQ(h[0].reason, "preempted");
+  std::ifstream args(tmp / "args");
+  std::string line;
+  std::getline(args, line);
+  EXPECT_NE(line.find("--expect-mode exact --expect-step0 4 --resume-warmup 0"), std::string::npos)
+      << line;
+}
+
+TEST(Launcher, DoesNotRequeueAJobSlurmAlreadyRequeued) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml",
+         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\nexit 75\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "PENDING", "BeginTime");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75);
+  EXPECT_TRUE(slurm.requeued.empty()) << log.str();
+}
+
+TEST(Launcher, ConfigErrorIsNeverRequeued) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml",
+         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\nexit 78\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 78);
+  EXPECT_TRUE(slurm.requeued.empty());
+  EXPECT_EQ(ReadAttemptHistory(tmp / "run")[0].reason, "config_error");
+}
+
+}  // namespace
+}  // namespace baton

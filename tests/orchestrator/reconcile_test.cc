@@ -1,0 +1,149 @@
+// Reconcile with the fake SLURM: job states into attempt end reasons and run status.
+#include "orchestrator/reconcile/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/slurm/fake_slurm_client.h"
+#include "test_util.h"
+
+namespace baton {
+namespace {
+
+using testing::Append;
+using testing::MakeRun;
+using testing::OpenStore;
+using testing::StartLine;
+using testing::StepLine;
+using testing::TempDir;
+
+class ReconcileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = OpenStore(tmp_ / "baton.db");
+    run_ = MakeRun(*store_, tmp_ / "run", "r", /*target=*/10);
+    job_ = slurm_.Submit("/x/sbatch.sh").value();
+    ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run_.id, job_, 1); }).ok());
+    run_ = store_->GetRun(run_.id).value();
+  }
+  // Attempt `restart` of the job ran steps step0+1..last.
+  void Attempt(int restart, int step0, int last) {
+    std::string text = StartLine(step0 ? "exact" : "fresh", step0);
+    for (int s = step0 + 1; s <= last; ++s) text += StepLine(s);
+    Append(tmp_ / ("run/events/" + job_ + "." + std::to_string(restart) + ".jsonl"), text);
+    ASSERT_TRUE(IngestRun(*store_, run_).ok());
+  }
+  RunRecord Reconcile() {
+    std::vector<std::string> changes;
+    Status st = ReconcileRun(*store_, slurm_, store_->GetRun(run_.id).value(), 100, &changes);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return store_->GetRun(run_.id).value();
+  }
+  AttemptRecord LastAttempt() { return store_->ListAttempts(run_.id).value().back(); }
+
+  TempDir tmp_;
+  std::unique_ptr<Store> store_;
+  FakeSlurmClient slurm_;
+  RunRecord run_;
+  std::string job_;
+};
+
+TEST_F(ReconcileTest, PendingBeforeAnyAttemptStaysPending) {
+  EXPECT_EQ(Reconcile().status, RunStatus::kPending);
+}
+
+TEST_F(ReconcileTest, RunningJobMeansRunningRun) {
+  slurm_.SetState(job_, "RUNNING");
+  Attempt(0, 0, 3);
+  EXPECT_EQ(Reconcile().status, RunStatus::kRunning);
+  EXPECT_EQ(LastAttempt().slurm_state, "RUNNING");
+}
+
+TEST_F(ReconcileTest, ARequeueBySlurmIsNotAFailure) {
+  Attempt(0, 0, 3);  // killed at the grace time: no attempt_end
+  slurm_.SetState(job_, "PENDING", "BeginTime");
+  slurm_.job(job_)->restarts = 1;
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kRequeued);
+  EXPECT_EQ(LastAttempt().end_reason, "preempted");
+}
+
+TEST_F(ReconcileTest, PreemptedStateClosesTheAttempt) {
+  Attempt(0, 0, 3);
+  slurm_.SetState(job_, "PREEMPTED");
+  EXPECT_EQ(Reconcile().status, RunStatus::kRequeued);
+  EXPECT_EQ(LastAttempt().end_reason, "preempted");
+}
+
+TEST_F(ReconcileTest, CompletedAtTheTargetIsCompleted) {
+  Attempt(0, 0, 10);
+  slurm_.SetState(job_, "COMPLETED");
+  EXPECT_EQ(Reconcile().status, RunStatus::kCompleted);
+  EXPECT_EQ(LastAttempt().end_reason, "completed");
+}
+
+TEST_F(ReconcileTest, CompletedShortOfTheTargetIsFailed) {
+  Attempt(0, 0, 4);
+  slurm_.SetState(job_, "COMPLETED");
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_NE(r.reason.find("step 4 of 10"), std::string::npos) << r.reason;
+}
+
+TEST_F(ReconcileTest, TimeoutNodeFailCancelAndFailure) {
+  Attempt(0, 0, 4);
+  slurm_.SetState(job_, "NODE_FAIL");
+  EXPECT_EQ(Reconcile().status, RunStatus::kRequeued);
+  EXPECT_EQ(LastAttempt().end_reason, "node_failure");
+
+  Attempt(1, 4, 6);
+  slurm_.job(job_)->restarts = 1;
+  slurm_.SetState(job_, "TIMEOUT");
+  slurm_.job(job_)->restarts = 1;
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(LastAttempt().end_reason, "timeout");
+}
+
+TEST_F(ReconcileTest, CancelledInSlurm) {
+  Attempt(0, 0, 2);
+  slurm_.SetState(job_, "CANCELLED");
+  EXPECT_EQ(Reconcile().status, RunStatus::kCancelled);
+  EXPECT_EQ(LastAttempt().end_reason, "cancelled");
+}
+
+TEST_F(ReconcileTest, FailedJobIsACrash) {
+  Attempt(0, 0, 2);
+  slurm_.SetState(job_, "FAILED");
+  slurm_.job(job_)->exit_code = "1:0";
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(LastAttempt().end_reason, "crashed");
+}
+
+TEST_F(ReconcileTest, AJobGoneFromSlurm) {
+  Attempt(0, 0, 10);
+  slurm_.Forget(job_);
+  EXPECT_EQ(Reconcile().status, RunStatus::kCompleted);
+}
+
+TEST_F(ReconcileTest, SlurmDownChangesNothing) {
+  Attempt(0, 0, 2);
+  slurm_.down = true;
+  Status st = ReconcileRun(*store_, slurm_, store_->GetRun(run_.id).value(), 100);
+  EXPECT_EQ(st.code(), Code::kUnavailable);
+  EXPECT_EQ(store_->GetRun(run_.id).value().status, RunStatus::kRunning);  // from ingest
+}
+
+TEST_F(ReconcileTest, TerminalRunsAreLeftAlone) {
+  ASSERT_TRUE(store_
+                  ->Write([&] {
+                    return store_->SetRunStatusInTx(run_.id, RunStatus::kCancelled, "user", 2);
+                  })
+                  .ok());
+  slurm_.SetState(job_, "RUNNING");
+  EXPECT_EQ(Reconcile().status, RunStatus::kCancelled);
+}
+
+}  // namespace
+}  // namespace baton
