@@ -21,7 +21,7 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--resume-warmup", o->resume_warmup, "Steps of LR ramp after a weights-only resume (default: config)");
   cmd->add_option("--stop-after", o->stop_after, "Testing: stop as if signalled after N steps of this segment");
   cmd->add_option("--fault", o->fault, "Testing: SIGKILL during a save")
-      ->check(CLI::IsMember({"mid_file", "before_manifest", "before_rename"}));
+      ->check(CLI::IsMember({"mid_file", "before_manifest", "before_rename", "slow_save"}));
   cmd->add_option("--fault-at-step", o->fault_at_step, "Testing: the save of this step dies");
   cmd->callback([=] { *selected = [=] { return Train(*o); }; });
 }

@@ -1,0 +1,73 @@
+# Shared set-up for the trainer's end-to-end tests: a tiny dataset and config in $tmp, and a
+# runner for 1 or 2 ranks (2 ranks rendezvous through a FileStore, Gloo on CPU).
+# shellcheck shell=bash
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
+bt=$1
+
+# make_dataset DIR EPISODES MIN:MAX
+make_dataset() {
+  "$bt" synth-data --out "$1" --episodes "$2" --seed 7 --frames "$3" --height 4 --width 4 \
+    --channels 2 --action-dim 4 --action-steps 2 --text-len 2 --text-dim 8 >/dev/null
+}
+
+# write_config FILE RUN_DIR [extra yaml lines...]
+write_config() {
+  local file=$1 dir=$2; shift 2
+  {
+    echo "run: {name: t, dir: $dir, steps: ${STEPS:-9}, seed: 11}"
+    echo "data: {path: $tmp/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}"
+    echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
+    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: ${ACCUM:-2}}"
+    echo "checkpoint: {every: ${EVERY:-100}, keep_last: 3}"
+    echo "train: {dtype: ${DTYPE:-float32}, log_every: 100}"
+    for line in "$@"; do echo "$line"; done
+  } >"$file"
+}
+
+# train_ranks WORLD ARGS...: runs `baton-train train ARGS` on WORLD ranks; returns rank 0's exit
+# code after checking that every rank exited the same way.
+train_ranks() {
+  local world=$1; shift
+  if [ "$world" -eq 1 ]; then
+    local rc=0
+    "$bt" train "$@" >>"$tmp/train.log" 2>&1 || rc=$?
+    return $rc
+  fi
+  local store="$tmp/rdzv.$RANDOM.$RANDOM" pids=() rcs=() r
+  rm -f "$store"
+  for ((r = 0; r < world; r++)); do
+    RANK=$r WORLD_SIZE=$world BATON_RDZV_FILE=$store "$bt" train "$@" >>"$tmp/train.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    local rc=0
+    wait "$p" || rc=$?
+    rcs+=("$rc")
+  done
+  for rc in "${rcs[@]}"; do [ "$rc" -eq "${rcs[0]}" ] || fail "ranks exited differently: ${rcs[*]}"; done
+  return "${rcs[0]}"
+}
+
+# same_checkpoint A B: weights and AdamW state bit for bit.
+same_checkpoint() {
+  for f in transformer/diffusion_pytorch_model.safetensors optimizer.safetensors; do
+    "$bt" tensor-diff "$1/$f" "$2/$f" >/dev/null || fail "$f differs between $1 and $2"
+  done
+  checks=$((checks + 1))
+  echo "ok: $(basename "$1") weights and AdamW state bit-identical"
+}
+
+# effective_steps RUN_DIR: "step lr loss grad_norm" per step, the last attempt's row winning.
+effective_steps() {
+  python3 - "$1" <<'PY'
+import glob, json, sys
+rows = {}
+for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl")):
+    for line in open(path):
+        r = json.loads(line)
+        if r["type"] == "step":
+            rows[r["step"]] = (repr(r["lr"]), repr(r["loss"]), repr(r["grad_norm"]))
+for s in sorted(rows):
+    print(s, *rows[s])
+PY
+}

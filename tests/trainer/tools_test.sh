@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# lr-schedule (the notes' numbers), verify-packing (float64 to 1e-10), one optimizer step on 1 vs
+# 2 ranks and across batch x accum splits, weights-only resume (LR re-warmup marked in events),
+# and a checkpoint of another model config refused naming the keys.
+# usage: tools_test.sh BATON_TRAIN
+source "$(dirname "$0")/common.sh"
+
+expect_exit 0 "$bt" lr-schedule --lr 3e-5 --warmup 200 --step0 1500 --resume-warmup 50 --steps 60 --json
+python3 - "$out" <<'PY'
+import json, sys
+rows = json.loads(sys.argv[1])
+assert rows[0] == {"s": 0, "step": 1500, "lr": rows[0]["lr"]}, rows[0]
+assert abs(rows[0]["lr"] - 6e-7) < 1e-20, rows[0]
+assert abs(rows[49]["lr"] - 3e-5) < 1e-20, rows[49]
+assert all(abs(r["lr"] - 3e-5) < 1e-20 for r in rows[49:]), rows[55]
+PY
+checks=$((checks + 1)); echo "ok: resume at 1500: s=0 6e-7, s=49 3e-5"
+expect_exit 0 "$bt" lr-schedule --lr 3e-5 --warmup 200 --step0 100 --resume-warmup 50 --json
+python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert abs(r[0]['lr']-3e-7) < 1e-20, r[0]" "$out"
+checks=$((checks + 1)); echo "ok: resume at 100 (mid-warmup): s=0 3e-7"
+expect_exit 0 "$bt" lr-schedule --lr 1e-3 --warmup 4 --steps 6
+expect_in "$out" "1.000000e-03"
+expect_exit 64 "$bt" lr-schedule --lr -1 --warmup 4
+
+make_dataset "$tmp/ds" 32 5:14
+DTYPE=float64 write_config "$tmp/f64.yaml" "$tmp/f64"
+expect_exit 0 "$bt" verify-packing --config "$tmp/f64.yaml" --json
+python3 - "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["ok"] and r["dtype"] == "float64", r
+names = [c["name"] for c in r["checks"]]
+assert names == ["equal_lengths", "different_lengths"], names
+mixed = r["checks"][1]
+assert len(set(mixed["frames"])) == 4 and mixed["padded_frames"] > min(mixed["frames"]), mixed
+for c in r["checks"]:
+    assert c["loss_rel_diff"] <= 1e-10 and c["max_grad_rel_diff"] <= 1e-10, c
+    assert c["grads_finite"] == c["grads_total"] > 0, c
+for k in ("batches_per_epoch", "padding_waste", "distinct_shapes"):
+    assert k in r["sampler"], k
+PY
+checks=$((checks + 1)); echo "ok: verify-packing float64: packed == single to 1e-10, all grads finite"
+
+# One optimizer step over the same 16 episodes: 1 rank batch 4 x accum 4 is the reference.
+expect_exit 0 "$bt" one-step --config "$tmp/f64.yaml" --count 16 --batch-size 4 --out "$tmp/ref.safetensors"
+for split in 1 16; do
+  expect_exit 0 "$bt" one-step --config "$tmp/f64.yaml" --count 16 --batch-size $split --out "$tmp/b$split.safetensors"
+  expect_exit 0 "$bt" tensor-diff "$tmp/b$split.safetensors" "$tmp/ref.safetensors" --max-rel 1e-10
+done
+store=$tmp/rdzv
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 BATON_RDZV_FILE=$store "$bt" one-step --config "$tmp/f64.yaml" --count 16 \
+    --batch-size 4 --out "$tmp/two.safetensors" >"$tmp/rank$r.log" 2>&1 &
+done
+wait
+grep -q "on 2 rank(s)" "$tmp/rank0.log" || fail "2-rank one-step did not run: $(cat "$tmp/rank0.log")"
+grep -q "1 all-reduce call(s)" "$tmp/rank0.log" || fail "expected one bucketed reduction: $(cat "$tmp/rank0.log")"
+checks=$((checks + 1)); echo "ok: 2 ranks made one all-reduce call for the step"
+expect_exit 0 "$bt" tensor-diff "$tmp/two.safetensors" "$tmp/ref.safetensors" --max-rel 1e-10
+# ... and the check can fail: another step index draws other noise.
+expect_exit 0 "$bt" one-step --config "$tmp/f64.yaml" --count 16 --batch-size 4 --step 1 --out "$tmp/other.safetensors"
+expect_exit 1 "$bt" tensor-diff "$tmp/other.safetensors" "$tmp/ref.safetensors" --max-rel 1e-10
+
+# Weights-only resume from an upstream-style folder (weights + config.json, nothing else).
+STEPS=5 EVERY=5 write_config "$tmp/w.yaml" "$tmp/w" "" 
+rc=0; train_ranks 1 --config "$tmp/w.yaml" || rc=$?
+[ $rc -eq 0 ] || fail "weights run exited $rc"
+up=$tmp/upstream/checkpoint_step_5
+mkdir -p "$up" && cp -r "$tmp/w/checkpoints/checkpoint_step_5/transformer" "$up/"
+STEPS=12 write_config "$tmp/w2.yaml" "$tmp/w2" "" 
+sed -i 's/warmup_steps: 3/warmup_steps: 3, resume_warmup_steps: 4/' "$tmp/w2.yaml"
+rc=0; train_ranks 1 --config "$tmp/w2.yaml" --resume "$up" --expect-mode weights_only --expect-step0 5 || rc=$?
+[ $rc -eq 0 ] || fail "weights-only resume exited $rc: $(tail -3 "$tmp/train.log")"
+python3 - "$tmp/w2/events/local.0.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+start = [r for r in rows if r["type"] == "segment_start"][0]
+assert start["mode"] == "weights_only" and start["step0"] == 5, start
+assert start["resume_warmup_steps"] == 4 and start["warmup_until"] == 8, start
+steps = {r["step"]: r for r in rows if r["type"] == "step"}
+base = 2e-3
+for s in range(5, 12):
+    want = base * min(1.0, (s - 5 + 1) / 4)
+    assert abs(steps[s]["lr"] - want) < 1e-18, (s, steps[s]["lr"], want)
+    assert steps[s]["in_warmup"] == (s < 8), (s, steps[s]["in_warmup"])
+PY
+checks=$((checks + 1)); echo "ok: weights-only resume at 5: lr = base * min(1, (s+1)/4), warmup steps marked"
+
+# The launcher's decision must match the checkpoint.
+expect_exit 78 "$bt" train --config "$tmp/w2.yaml" --resume "$up" --expect-mode exact
+expect_in "$err" "the launcher decided mode exact"
+
+# A checkpoint of another model config is refused, naming the keys.
+sed 's/dim: 24, heads: 2, layers: 1/dim: 36, heads: 2, layers: 2/' "$tmp/w.yaml" >"$tmp/other.yaml"
+expect_exit 78 "$bt" train --config "$tmp/other.yaml" --resume "$tmp/w/checkpoints/checkpoint_step_5"
+expect_in "$err" "was written by another model config: dim 24 vs 36, num_layers 1 vs 2"
+echo "$checks passed, 0 failed"
