@@ -88,5 +88,27 @@ TEST(PackingEquivalenceTest, OneOptimizerStepIsTheSameForEveryBatchAccumSplit) {
   }
 }
 
+TEST(PackingEquivalenceTest, Bf16ComputeKeepsFloat32MasterWeights) {
+  testing::TinyTrainer tiny(8, 3, 9);
+  torch::manual_seed(3);
+  VideoActionModel model(tiny.dims);  // float32 parameters
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  const auto before = params[0].second.detach().clone();
+  AdamW opt(params, tiny.config.optim);
+  auto group = ProcessGroupHandle::Create(DistEnv{}, false);
+  TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, torch::kBFloat16,
+                       torch::kCPU);
+  auto eps = tiny.Episodes({0, 1, 2, 3});
+  double frames = 0;
+  for (const auto& e : eps) frames += double(e.frames);
+  const StepStats st = stepper.Step({PadCollate(eps, 4)}, 0, frames, 1e-3, false);
+  EXPECT_TRUE(std::isfinite(st.loss));
+  EXPECT_GT(st.loss, 0.0);
+  EXPECT_EQ(params[0].second.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(opt.state()[0].exp_avg.scalar_type(), torch::kFloat32);
+  EXPECT_GT((params[0].second - before).abs().max().item<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace baton

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "trainer/objective/flow_matching.h"
+#include "trainer/train/autocast.h"
 
 namespace baton {
 
@@ -54,10 +55,17 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   double tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0, padded_frames = 0;
   for (const auto& batch : micro_batches) {
     const auto m0 = Clock::now();
+    // bf16 runs feed float32 inputs to float32 master weights; autocast does the bf16 compute.
+    const bool bf16 = dtype_ == torch::kBFloat16;
     MicroBatch mb = PrepareMicroBatch(batch, uint64_t(config_.run.seed), step, shape_,
-                                      config_.objective, dims, dtype_, device_);
-    ModelOutputs out = model_->forward(mb.inputs, mb.layout, mb.layout_tensors);
-    LossSums loss = ComputeLoss(out, mb, global_frames, config_.objective);
+                                      config_.objective, dims, bf16 ? torch::kFloat32 : dtype_,
+                                      device_);
+    LossSums loss;
+    {
+      AutocastBf16 autocast(bf16, device_.is_cuda());
+      ModelOutputs out = model_->forward(mb.inputs, mb.layout, mb.layout_tensors);
+      loss = ComputeLoss(out, mb, global_frames, config_.objective);
+    }
     loss.total.backward();
     video_sum += loss.video.item<double>();
     action_sum += loss.action.item<double>();
