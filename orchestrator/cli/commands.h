@@ -13,5 +13,6 @@ void AddQueryCommands(CLI::App& app, int* rc);    // query_cmds.cc: ls, show, at
 void AddCancelCommand(CLI::App& app, int* rc);    // cancel_cmd.cc
 void AddWatchCommand(CLI::App& app, int* rc);     // watch_cmd.cc
 void AddManifestCommand(CLI::App& app, int* rc);  // manifest_cmd.cc (hidden; test helper)
+void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + background sync
 
 }  // namespace baton

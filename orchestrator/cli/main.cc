@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   baton::AddCancelCommand(app, &rc);
   baton::AddWatchCommand(app, &rc);
   baton::AddManifestCommand(app, &rc);
+  baton::AddServeCommand(app, &rc);
 
   try {
     app.parse(argc, argv);

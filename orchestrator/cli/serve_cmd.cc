@@ -1,0 +1,173 @@
+// `baton serve [--host 127.0.0.1] [--port 8080] [--token T] [--ui-dir DIR] [--interval S]
+// [--no-reconcile]`: the web UI and its JSON API over the run history (docs/http_api.md,
+// docs/web_ui.md), plus ingestion and reconciliation in the background so what it shows is
+// current.
+//
+// Threads: the HTTP server's workers (each leases a read connection from a StorePool), one
+// sync thread (its own writer connection: ingest every active run, then reconcile with SLURM),
+// and one thread waiting for SIGINT/SIGTERM to stop both. WAL keeps readers and the writer out
+// of each other's way.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "orchestrator/cli/cli_context.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/http/http_server.h"
+#include "orchestrator/http/run_history_service.h"
+#include "orchestrator/http/store_pool.h"
+#include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/slurm/real_slurm_client.h"
+#include "orchestrator/store/run_history_queries.h"
+#include "schema/events.h"
+
+namespace baton {
+
+namespace {
+
+// Read connections opened up front and kept: one per HTTP worker.
+constexpr size_t kMaxIdleReaders = kHttpWorkerThreads;
+// Environment variable that supplies the token when --token is not given.
+constexpr const char* kTokenEnv = "BATON_TOKEN";
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string token;
+  std::string ui_dir;
+  double interval_s = 5.0;
+  bool reconcile = true;
+};
+
+// Stops the sync loop promptly instead of at the end of its sleep.
+class StopFlag {
+ public:
+  void Set() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  // Sleeps up to `s` seconds; true when stopped meanwhile.
+  bool WaitFor(double s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(s * 1000)),
+                        [&] { return stopped_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+// One ingest + reconcile pass. `all_runs` also ingests finished runs (the first pass: lines
+// written after the last CLI call). Problems are warnings: the UI keeps serving what it has.
+void SyncPass(Store& store, SlurmClient* slurm, bool all_runs) {
+  Result<std::vector<RunRecord>> runs = all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns();
+  if (!runs.ok()) {
+    std::cerr << "baton serve: warning: " << runs.status().ToString() << "\n";
+    return;
+  }
+  for (const RunRecord& run : *runs) {
+    Result<IngestStats> s = IngestRun(store, run);
+    if (!s.ok()) {
+      std::cerr << "baton serve: warning: ingesting run " << run.id << ": " << s.status().ToString()
+                << "\n";
+      continue;
+    }
+    for (const std::string& w : s->warnings) std::cerr << "baton serve: warning: " << w << "\n";
+  }
+  if (slurm == nullptr) return;
+  std::vector<std::string> changes;
+  Status st = ReconcileAll(store, *slurm, UnixTimeNow(), &changes);
+  for (const std::string& c : changes) std::cout << c << std::endl;
+  if (!st.ok()) std::cerr << "baton serve: warning: status may be stale: " << st.ToString() << "\n";
+}
+
+int RunServe(ServeOptions o) {
+  if (o.token.empty()) {
+    if (const char* env = std::getenv(kTokenEnv)) o.token = env;
+  }
+  if (!IsLoopbackHost(o.host) && o.token.empty()) {
+    return ReportError(Status::InvalidArgument(
+        "--host " + o.host + " is reachable from other machines: give --token T (or set " +
+        kTokenEnv + ") so the API is not open to everyone"));
+  }
+  // The writer connection creates and migrates the database before any reader opens it.
+  Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
+  if (!writer.ok()) return ReportError(writer.status());
+
+  StorePool pool(DefaultDbPath(), kMaxIdleReaders);
+  // Before the sync thread writes: opening a reader later could wait on its write lock.
+  if (Status st = pool.Warm(kMaxIdleReaders); !st.ok()) return ReportError(st);
+  RunHistoryService service(&pool, [] { return UnixTimeNow(); });
+  HttpServer server(&service, ServerOptions{o.host, o.port, o.token, o.ui_dir});
+
+  // Signals go to the waiting thread only (blocked here, inherited by every thread we start).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  if (Status st = server.Bind(); !st.ok()) return ReportError(st);
+  std::cout << "baton serve: http://" << o.host << ":" << server.port() << "/ (database "
+            << DefaultDbPath() << ")" << std::endl;
+
+  StopFlag stop;
+  std::thread sync([&] {
+    std::unique_ptr<SlurmClient> slurm;
+    if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
+    bool first = true;
+    do {
+      SyncPass(**writer, slurm.get(), first);
+      ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
+      first = false;
+    } while (!stop.WaitFor(o.interval_s));
+  });
+  std::atomic<bool> stopping{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (stopping.exchange(true)) return;
+    std::cerr << "baton serve: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")\n";
+    stop.Set();
+    server.Stop();
+  });
+
+  Status st = server.Listen();
+  stop.Set();
+  sync.join();
+  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return st.ok() ? 0 : ReportError(st);
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int* rc) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve the web UI and JSON API; ingest and reconcile in the background");
+  cmd->add_option("--host", o->host, "Address to bind (default 127.0.0.1; others need a token)");
+  cmd->add_option("--port", o->port, "Port (default 8080; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--token", o->token,
+                  std::string("Token the API requires (default $") + kTokenEnv + ")");
+  cmd->add_option("--ui-dir", o->ui_dir, "Serve the UI from this folder (development)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--interval", o->interval_s, "Seconds between ingest passes (default 5)")
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_flag("--no-reconcile{false}", o->reconcile, "Do not ask SLURM about job states");
+  cmd->callback([o, rc] { *rc = RunServe(*o); });
+}
+
+}  // namespace baton

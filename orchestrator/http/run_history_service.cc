@@ -1,0 +1,343 @@
+#include "orchestrator/http/run_history_service.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "orchestrator/http/run_timeline.h"
+#include "orchestrator/http/series_downsampler.h"
+
+using nlohmann::json;
+
+namespace baton {
+
+namespace {
+
+json Nullable(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json NullableDouble(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+bool IsLive(RunStatus s) { return !IsTerminal(s); }
+
+// Seconds from the first attempt's start to the last attempt's end (now while one is open).
+std::optional<double> WallSeconds(const RunSummary& r, double now) {
+  if (!r.first_started_at) return std::nullopt;
+  double end = r.has_open_attempt || !r.last_ended_at ? now : *r.last_ended_at;
+  if (IsTerminal(r.run.status) && r.last_ended_at) end = *r.last_ended_at;
+  return std::max(0.0, end - *r.first_started_at);
+}
+
+json SummaryJson(const RunSummary& r, double now) {
+  json restarts = json::array();
+  for (const AttemptBrief& a : r.attempt_list) {
+    restarts.push_back({{"job_id", a.job_id},
+                        {"restart_count", a.restart_count},
+                        {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+                        {"step0", Nullable(a.step0)},
+                        {"last_step", Nullable(a.last_step)}});
+  }
+  const std::optional<int64_t> restart_count =
+      r.attempt_list.empty() ? std::nullopt
+                             : std::optional<int64_t>(r.attempt_list.back().restart_count);
+  std::optional<double> checkpoint_age;
+  if (r.last_checkpoint_time) checkpoint_age = std::max(0.0, now - *r.last_checkpoint_time);
+  // Steps finished = last step index + 1 (step indices are 0-based, docs/events.md).
+  const int64_t done = r.last_step ? *r.last_step + 1 : 0;
+  return json{{"id", r.run.id},
+              {"name", r.run.name},
+              {"status", RunStatusName(r.run.status)},
+              {"live", IsLive(r.run.status)},
+              {"reason", r.run.reason},
+              {"job_id", r.run.job_id.empty() ? json(nullptr) : json(r.run.job_id)},
+              {"attempt", r.attempts},
+              {"restart_count", Nullable(restart_count)},
+              {"restarts", std::max<int64_t>(0, r.attempts - 1)},
+              {"attempts", restarts},
+              {"last_step", Nullable(r.last_step)},
+              {"steps_done", done},
+              {"target_steps", r.run.target_steps},
+              {"progress", r.run.target_steps > 0
+                               ? json(std::min(1.0, double(done) / double(r.run.target_steps)))
+                               : json(nullptr)},
+              {"last_loss", NullableDouble(r.last_loss)},
+              {"last_lr", NullableDouble(r.last_lr)},
+              {"last_step_time", Nullable(r.last_step_time)},
+              {"last_checkpoint_step", Nullable(r.last_checkpoint_step)},
+              {"last_checkpoint_time", Nullable(r.last_checkpoint_time)},
+              {"last_checkpoint_age_s", Nullable(checkpoint_age)},
+              {"created_at", r.run.created_at},
+              {"updated_at", r.run.updated_at},
+              {"started_at", Nullable(r.first_started_at)},
+              {"wall_s", Nullable(WallSeconds(r, now))},
+              {"run_dir", r.run.run_dir},
+              {"config_source", r.run.config_source}};
+}
+
+json PageJson(const PageRequest& p, int64_t total) {
+  return {{"limit", p.limit}, {"offset", p.offset}, {"total", total}};
+}
+
+json SegmentJson(const TimelineSegment& s) {
+  const AttemptRecord& a = s.attempt;
+  const AttemptStepStats& st = s.stats;
+  const double tokens_per_s =
+      st.step_time_s > 0 ? double(st.tokens) / st.step_time_s : std::nan("");
+  const double s_per_step =
+      st.effective_steps > 0 ? st.step_time_s / double(st.effective_steps) : std::nan("");
+  const double padding = st.tokens + st.padded_tokens > 0
+                             ? double(st.padded_tokens) / double(st.tokens + st.padded_tokens)
+                             : std::nan("");
+  return json{{"attempt", s.index},
+              {"label", s.label},
+              {"job_id", a.job_id},
+              {"restart_count", a.restart_count},
+              {"nodes", a.nodes},
+              {"resume_mode", a.resume_mode.empty() ? json(nullptr) : json(a.resume_mode)},
+              {"checkpoint", a.checkpoint.empty() ? json(nullptr) : json(a.checkpoint)},
+              {"step0", s.step0},
+              {"last_step", Nullable(a.last_step)},
+              {"effective_first_step", Nullable(st.first_step)},
+              {"effective_last_step", Nullable(st.last_step)},
+              {"resume_warmup_steps", a.resume_warmup_steps},
+              {"warmup_from", Nullable(s.warmup_from)},
+              {"warmup_until", Nullable(s.warmup_until)},
+              {"warmup_kind", s.warmup_kind.empty() ? json(nullptr) : json(s.warmup_kind)},
+              {"started_at", Nullable(a.started_at)},
+              {"ended_at", Nullable(a.ended_at)},
+              {"duration_s", Nullable(s.duration_s)},
+              {"slurm_state", a.slurm_state.empty() ? json(nullptr) : json(a.slurm_state)},
+              {"exit_code", Nullable(a.exit_code)},
+              {"action", a.action.empty() ? json(nullptr) : json(a.action)},
+              {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+              {"world_size", Nullable(a.world_size)},
+              {"summary",
+               {{"effective_steps", st.effective_steps},
+                {"superseded_steps", st.superseded_steps},
+                {"warmup_steps", st.warmup_steps},
+                {"tokens", st.tokens},
+                {"tokens_per_s", NullableDouble(tokens_per_s)},
+                {"s_per_step", NullableDouble(s_per_step)},
+                {"padding_waste", NullableDouble(padding)}}}};
+}
+
+json AuditJson(const RunAudit& a) {
+  return json{{"attempts", a.attempts},
+              {"effective_steps", a.effective_steps},
+              {"warmup_steps", a.warmup_steps},
+              {"warmup_fraction", a.warmup_fraction},
+              {"expected_warmup_steps", Nullable(a.expected_warmup_steps)},
+              {"steps_redone", a.steps_redone},
+              {"redone_compute_s", a.redone_compute_s},
+              {"requeue_hold_s", a.requeue_hold_s}};
+}
+
+// The run's timeline from one read connection.
+struct RunTimelineData {
+  RunSummary summary;
+  ExpectedSchedule schedule;
+  std::vector<TimelineSegment> segments;
+};
+
+Result<RunTimelineData> LoadTimeline(Store& store, int64_t run_id) {
+  RunTimelineData d;
+  Result<RunSummary> summary = GetRunSummary(store, run_id);
+  if (!summary.ok()) return summary.status();
+  d.summary = std::move(summary).value();
+  d.schedule = ScheduleFromConfig(d.summary.run.config);
+  Result<std::vector<AttemptRecord>> attempts = store.ListAttempts(run_id);
+  if (!attempts.ok()) return attempts.status();
+  Result<std::vector<AttemptStepStats>> stats = ReadAttemptStepStats(store, run_id);
+  if (!stats.ok()) return stats.status();
+  d.segments = BuildTimeline(*attempts, *stats, d.schedule);
+  return d;
+}
+
+// The value of `key` at row i of `c`; NaN where the row has none.
+double SeriesValue(const StepColumns& c, size_t i, const std::string& key,
+                   const ExpectedSchedule& schedule) {
+  if (key == "lr") return c.lr[i];
+  if (key == "expected_lr") return schedule.known ? schedule.At(c.step[i]) : std::nan("");
+  if (key == "loss") return c.loss[i];
+  if (key == "loss_video") return c.loss_video[i];
+  if (key == "loss_action") return c.loss_action[i];
+  if (key == "grad_norm") return c.grad_norm[i];
+  if (key == "tokens_per_s") return c.tokens_per_s[i];
+  if (key == "step_time_s") return c.step_time_s[i];
+  if (key == "tokens") return double(c.tokens[i]);
+  if (key == "padding") {
+    const int64_t all = c.tokens[i] + c.padded_tokens[i];
+    return all > 0 ? double(c.padded_tokens[i]) / double(all) : std::nan("");
+  }
+  return std::nan("");
+}
+
+// Downsamples the rows `rows` (indices into c, grouped by attempt) of one key into
+// {step, value, attempt, tokens, wall_s} arrays.
+json SeriesPart(const StepColumns& c, const std::vector<size_t>& rows, const std::string& key,
+                const ExpectedSchedule& schedule, size_t max_points,
+                const std::map<int64_t, int>& attempt_index,
+                const std::vector<int64_t>& tokens_seen, double t0) {
+  std::vector<int64_t> step(rows.size()), segment(rows.size());
+  std::vector<double> value(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    step[k] = c.step[rows[k]];
+    segment[k] = c.attempt_id[rows[k]];
+    value[k] = SeriesValue(c, rows[k], key, schedule);
+  }
+  const std::vector<size_t> keep = DownsampleMinMax(step, value, segment, max_points);
+  json steps = json::array(), values = json::array(), attempts = json::array(),
+       tokens = json::array(), wall = json::array();
+  for (size_t k : keep) {
+    const size_t i = rows[k];
+    steps.push_back(step[k]);
+    values.push_back(value[k]);
+    auto it = attempt_index.find(segment[k]);
+    attempts.push_back(it == attempt_index.end() ? 0 : it->second);
+    tokens.push_back(tokens_seen[i]);
+    wall.push_back(c.time[i] - t0);
+  }
+  return json{
+      {"rows", rows.size()},        {"points", keep.size()},          {"step", std::move(steps)},
+      {"value", std::move(values)}, {"attempt", std::move(attempts)}, {"tokens", std::move(tokens)},
+      {"wall_s", std::move(wall)}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& SeriesKeys() {
+  static const std::vector<std::string> kKeys = {
+      "lr",        "expected_lr",  "loss",        "loss_video", "loss_action",
+      "grad_norm", "tokens_per_s", "step_time_s", "padding",    "tokens"};
+  return kKeys;
+}
+
+Result<json> RunHistoryService::ListRuns(const RunListQuery& q) {
+  Result<StorePool::Lease> lease = pool_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Result<RunSummaryPage> page = ListRunSummaries(lease->store(), q);
+  if (!page.ok()) return page.status();
+  const double now = now_();
+  json runs = json::array();
+  for (const RunSummary& r : page->runs) runs.push_back(SummaryJson(r, now));
+  return json{{"runs", std::move(runs)},
+              {"page", PageJson({q.limit, q.offset}, page->total)},
+              {"now", now}};
+}
+
+Result<json> RunHistoryService::GetRun(int64_t run_id) {
+  Result<StorePool::Lease> lease = pool_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Result<RunTimelineData> d = LoadTimeline(lease->store(), run_id);
+  if (!d.ok()) return d.status();
+  const double now = now_();
+  json out = SummaryJson(d->summary, now);
+  out["config"] = d->summary.run.config;
+  out["schedule"] = d->schedule.known
+                        ? json{{"base_lr", d->schedule.base_lr},
+                               {"warmup_steps", d->schedule.warmup_steps},
+                               {"resume_warmup_steps", d->schedule.resume_warmup_steps}}
+                        : json(nullptr);
+  json segments = json::array();
+  for (const TimelineSegment& s : d->segments) segments.push_back(SegmentJson(s));
+  out["segments"] = std::move(segments);
+  out["audit"] = AuditJson(BuildAudit(d->segments, d->schedule));
+  out["now"] = now;
+  return out;
+}
+
+Result<json> RunHistoryService::ListAttempts(int64_t run_id, const PageRequest& page) {
+  Result<StorePool::Lease> lease = pool_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Result<RunTimelineData> d = LoadTimeline(lease->store(), run_id);
+  if (!d.ok()) return d.status();
+  json items = json::array();
+  const int64_t total = static_cast<int64_t>(d->segments.size());
+  for (int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
+    items.push_back(SegmentJson(d->segments[static_cast<size_t>(i)]));
+  }
+  return json{{"run_id", run_id}, {"attempts", std::move(items)}, {"page", PageJson(page, total)}};
+}
+
+Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageRequest& page) {
+  Result<StorePool::Lease> lease = pool_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Store& store = lease->store();
+  Result<RunRecord> run = store.GetRun(run_id);
+  if (!run.ok()) return run.status();
+  Result<std::vector<CheckpointRecord>> all = store.ListCheckpoints(run_id);
+  if (!all.ok()) return all.status();
+  json items = json::array();
+  const int64_t total = static_cast<int64_t>(all->size());
+  for (int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
+    const CheckpointRecord& c = (*all)[static_cast<size_t>(i)];
+    items.push_back({{"step", c.step},
+                     {"path", c.path},
+                     {"bytes", c.bytes},
+                     {"seconds", NullableDouble(c.seconds)},
+                     {"reason", c.reason},
+                     {"valid", c.valid},
+                     {"time", c.time}});
+  }
+  return json{
+      {"run_id", run_id}, {"checkpoints", std::move(items)}, {"page", PageJson(page, total)}};
+}
+
+Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& req) {
+  Result<StorePool::Lease> lease = pool_->Acquire();
+  if (!lease.ok()) return lease.status();
+  Store& store = lease->store();
+  Result<RunRecord> run = store.GetRun(run_id);
+  if (!run.ok()) return run.status();
+  const ExpectedSchedule schedule = ScheduleFromConfig(run->config);
+  Result<std::vector<AttemptRecord>> attempts = store.ListAttempts(run_id);
+  if (!attempts.ok()) return attempts.status();
+  Result<StepColumns> cols = ReadStepColumns(store, run_id, req.include_superseded);
+  if (!cols.ok()) return cols.status();
+  const StepColumns& c = *cols;
+
+  std::map<int64_t, int> attempt_index;
+  for (size_t i = 0; i < attempts->size(); ++i) attempt_index[(*attempts)[i].id] = int(i + 1);
+  std::vector<size_t> effective, superseded;
+  for (size_t i = 0; i < c.size(); ++i) (c.superseded[i] ? superseded : effective).push_back(i);
+  // The effective rows are in step order (each attempt's effective range starts where the
+  // previous one's ends), so "tokens seen" is their running sum; a superseded row reuses the
+  // effective figure at its step (an exact resume re-reads the same batches).
+  std::sort(effective.begin(), effective.end(),
+            [&](size_t a, size_t b) { return c.step[a] < c.step[b]; });
+  std::vector<int64_t> tokens_seen(c.size(), 0);
+  int64_t sum = 0;
+  for (size_t i : effective) tokens_seen[i] = (sum += c.tokens[i]);
+  for (size_t i : superseded) {
+    auto it = std::lower_bound(effective.begin(), effective.end(), c.step[i],
+                               [&](size_t e, int64_t s) { return c.step[e] < s; });
+    tokens_seen[i] = it != effective.end() ? tokens_seen[*it] : sum;
+  }
+  // Wall time counts from the first attempt's start (holds between attempts show as gaps).
+  double t0 = c.size() > 0 ? *std::min_element(c.time.begin(), c.time.end()) : 0.0;
+  if (!attempts->empty() && attempts->front().started_at) {
+    t0 = std::min(t0, *attempts->front().started_at);
+  }
+  // Grouped by attempt again for the downsampler (its segments must be contiguous).
+  std::stable_sort(superseded.begin(), superseded.end(),
+                   [&](size_t a, size_t b) { return c.attempt_id[a] < c.attempt_id[b]; });
+
+  json series = json::object(), faint = json::object();
+  for (const std::string& key : req.keys) {
+    series[key] = SeriesPart(c, effective, key, schedule, size_t(req.max_points), attempt_index,
+                             tokens_seen, t0);
+    if (req.include_superseded) {
+      faint[key] = SeriesPart(c, superseded, key, schedule, size_t(req.max_points), attempt_index,
+                              tokens_seen, t0);
+    }
+  }
+  json out{{"run_id", run_id},
+           {"keys", req.keys},
+           {"max_points", req.max_points},
+           {"rows", effective.size()},
+           {"superseded_rows", superseded.size()},
+           {"series", std::move(series)}};
+  if (req.include_superseded) out["superseded"] = std::move(faint);
+  return out;
+}
+
+}  // namespace baton

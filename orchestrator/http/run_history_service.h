@@ -1,0 +1,58 @@
+// RunHistoryService: the JSON the web API answers with, built from the store's read queries —
+// the middle of routes → service → store. Knows nothing about HTTP (the routes parse requests
+// and map a failed Status to the one error shape); never throws (nlohmann::json building only
+// throws on invalid UTF-8, which the routes' boundary catches).
+//
+// Owns nothing but a StorePool pointer and a clock; each call leases its own read connection.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "orchestrator/http/store_pool.h"
+#include "orchestrator/store/run_history_queries.h"
+#include "schema/status.h"
+
+namespace baton {
+
+struct PageRequest {
+  int64_t limit = 100;
+  int64_t offset = 0;
+};
+// Largest page any list endpoint returns.
+inline constexpr int64_t kMaxPageLimit = 1000;
+
+struct SeriesRequest {
+  std::vector<std::string> keys;  // each one of SeriesKeys()
+  int64_t max_points = 2000;      // per key and per part (effective / superseded)
+  bool include_superseded = false;
+};
+// Bounds of max_points (points per key).
+inline constexpr int64_t kMinSeriesPoints = 16;
+inline constexpr int64_t kMaxSeriesPoints = 200000;
+
+// lr, expected_lr, loss, loss_video, loss_action, grad_norm, tokens_per_s, step_time_s,
+// padding (padded / (valid + padded) tokens), tokens.
+const std::vector<std::string>& SeriesKeys();
+
+class RunHistoryService {
+ public:
+  using Clock = std::function<double()>;  // Unix seconds (wall time of live runs)
+  RunHistoryService(StorePool* pool, Clock now) : pool_(pool), now_(std::move(now)) {}
+
+  [[nodiscard]] Result<nlohmann::json> ListRuns(const RunListQuery& q);
+  [[nodiscard]] Result<nlohmann::json> GetRun(int64_t run_id);
+  [[nodiscard]] Result<nlohmann::json> ListAttempts(int64_t run_id, const PageRequest& page);
+  [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
+  [[nodiscard]] Result<nlohmann::json> GetSeries(int64_t run_id, const SeriesRequest& req);
+
+ private:
+  StorePool* pool_;
+  Clock now_;
+};
+
+}  // namespace baton

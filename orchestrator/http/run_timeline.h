@@ -1,0 +1,66 @@
+// RunTimeline: what a run's attempts mean on its charts — the expected LR schedule (from the
+// frozen config), one segment per attempt with its boundary label ("#3 preempted → resumed
+// exact @ 1500") and warmup range, and the audit figures (steps under warmup, steps redone,
+// time lost to requeue holds).
+//
+// Pure functions over records the store returned; no I/O, no SQL. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/store/records.h"
+#include "orchestrator/store/run_history_queries.h"
+
+namespace baton {
+
+// The schedule a run should follow with no re-warmup: base_lr · warmup_constant(step, W).
+struct ExpectedSchedule {
+  bool known = false;  // false when the config could not be read (no overlay then)
+  double base_lr = 0;
+  int64_t warmup_steps = 0;
+  int64_t resume_warmup_steps = 0;  // K of a weights-only resume: ramp min(1, (s + 1) / K)
+
+  // Learning rate at 0-based step index `step` of an uninterrupted run.
+  double At(int64_t step) const;
+};
+
+// Reads optim.lr, optim.warmup_steps and optim.resume_warmup_steps from the frozen run.yaml
+// (defaults of schema/run_config.h where a key is absent). Only these keys: the rest of the
+// config (data paths that may be gone by now) is not validated again.
+ExpectedSchedule ScheduleFromConfig(const std::string& yaml_text);
+
+struct TimelineSegment {
+  int index = 0;  // 1-based attempt number
+  AttemptRecord attempt;
+  AttemptStepStats stats;
+  int64_t step0 = 0;  // first step index the attempt computes
+  // Steps [warmup_from, warmup_until) ran with a warmup factor; absent when none. Clipped to
+  // the steps the attempt actually reached.
+  std::optional<int64_t> warmup_from, warmup_until;
+  std::string warmup_kind;  // "warmup" (the initial ramp) | "resume_warmup" (weights-only ramp)
+  std::string label;        // "#1 fresh @ 0", "#3 preempted → resumed exact @ 1500"
+  std::optional<double> duration_s;  // started → ended (or last step when still open)
+};
+
+// One segment per attempt; `stats` must be ReadAttemptStepStats of the same run (matched by id).
+std::vector<TimelineSegment> BuildTimeline(const std::vector<AttemptRecord>& attempts,
+                                           const std::vector<AttemptStepStats>& stats,
+                                           const ExpectedSchedule& schedule);
+
+struct RunAudit {
+  int64_t effective_steps = 0;
+  int64_t warmup_steps = 0;  // effective steps logged in_warmup
+  double warmup_fraction = 0;
+  std::optional<int64_t> expected_warmup_steps;  // min(W, effective_steps) when known
+  int64_t steps_redone = 0;                      // superseded rows
+  double redone_compute_s = 0;                   // step time spent on them
+  double requeue_hold_s = 0;  // sum of gaps between an attempt's end and the next one's start
+  int64_t attempts = 0;
+};
+
+RunAudit BuildAudit(const std::vector<TimelineSegment>& segments, const ExpectedSchedule& schedule);
+
+}  // namespace baton

@@ -1,0 +1,240 @@
+// Realistic run history for the web tests and the web bench, made through the real path: a run
+// row as `baton submit` creates it, event files in docs/events.md format written with the
+// trainer's own EventWriter into <run_dir>/events/, then the orchestrator's IngestRun.
+//
+// The demo run ("preempted-demo") has three attempts of one SLURM job:
+//   #1 job 1001.0  fresh         steps 0..349, checkpoints 100/200/300, preempted (no signal
+//                               checkpoint: SLURM killed it after the grace time)
+//   #2 job 1001.1  exact @ 300   steps 300..449, checkpoint 400, preempted
+//   #3 job 1001.2  weights_only @ 400 (K = 20), steps 400..599, checkpoint 600, completed
+// so steps 300..349 and 400..449 are re-done (100 superseded rows), 100 + 19 effective steps
+// ran under warmup, and each requeue held the job 120 s. Test-only; single-threaded.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/store/store.h"
+#include "schema/events.h"
+
+namespace baton::webtest {
+
+struct AttemptSpec {
+  std::string job_id;
+  int64_t restart_count = 0;
+  std::string mode;                  // fresh | exact | weights_only
+  int64_t step0 = 0;                 // first step index computed
+  int64_t end_step = 0;              // one past the last step index computed
+  int64_t resume_warmup = 0;         // K (weights_only)
+  std::vector<int64_t> checkpoints;  // checkpoint_step_N written during the attempt
+  std::string action;  // attempt_end action: requeue | done | fail | '' (still running)
+  std::string reason;  // attempt_end reason
+  double start_time = 0;
+};
+
+struct RunSpec {
+  std::string name;
+  int64_t target_steps = 600;
+  double base_lr = 3e-5;
+  int64_t warmup_steps = 100;
+  int64_t resume_warmup_steps = 20;
+  double step_time_s = 2.0;
+  std::vector<AttemptSpec> attempts;
+};
+
+// Requeue hold between the demo's attempts, seconds.
+inline constexpr double kDemoHoldS = 120.0;
+
+inline RunSpec DemoRunSpec(const std::string& name = "preempted-demo", int64_t scale = 1) {
+  RunSpec r;
+  r.name = name;
+  r.target_steps = 600 * scale;
+  r.warmup_steps = 100;
+  // Each attempt starts kDemoHoldS after the previous one's attempt_end (which comes 3 s after
+  // its segment_start plus its steps: see WriteAttemptEvents).
+  auto after = [&](const AttemptSpec& prev) {
+    return prev.start_time + 3 + double(prev.end_step - prev.step0) * r.step_time_s + kDemoHoldS;
+  };
+  AttemptSpec a1{
+      "1001",    0,           "fresh", 0, 350 * scale, 0, {100 * scale, 200 * scale, 300 * scale},
+      "requeue", "preempted", 1.7e9};
+  AttemptSpec a2{"1001",        1,         "exact",     300 * scale, 450 * scale, 0,
+                 {400 * scale}, "requeue", "preempted", after(a1)};
+  AttemptSpec a3{"1001",        2,      "weights_only", 400 * scale, 600 * scale, 20,
+                 {600 * scale}, "done", "completed",    after(a2)};
+  r.attempts = {a1, a2, a3};
+  return r;
+}
+
+// The trainer's schedule (trainer/optim/lr_schedule.h), restated for the fixture.
+inline double FixtureLr(const RunSpec& r, const AttemptSpec& a, int64_t step) {
+  double lr = r.base_lr;
+  if (step < r.warmup_steps) lr *= double(step) / double(r.warmup_steps);
+  if (a.mode == "weights_only" && a.resume_warmup > 0) {
+    lr *= std::min(1.0, double(step - a.step0 + 1) / double(a.resume_warmup));
+  }
+  return lr;
+}
+inline bool FixtureInWarmup(const RunSpec& r, const AttemptSpec& a, int64_t step) {
+  return step < r.warmup_steps ||
+         (a.mode == "weights_only" && a.resume_warmup > 0 && step - a.step0 + 1 < a.resume_warmup);
+}
+inline int64_t FixtureWarmupUntil(const RunSpec& r, const AttemptSpec& a) {
+  int64_t until = std::max(a.step0, r.warmup_steps);
+  if (a.mode == "weights_only" && a.resume_warmup > 0) {
+    until = std::max(until, a.step0 + a.resume_warmup - 1);
+  }
+  return until;
+}
+
+inline std::string FixtureConfig(const RunSpec& r) {
+  return "run:\n  name: " + r.name + "\n  steps: " + std::to_string(r.target_steps) +
+         "\noptim:\n  lr: " + std::to_string(r.base_lr) +
+         "\n  warmup_steps: " + std::to_string(r.warmup_steps) +
+         "\n  resume_warmup_steps: " + std::to_string(r.resume_warmup_steps) + "\n";
+}
+
+// Writes one attempt's events file as the launcher and trainer would.
+inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
+                                 const AttemptSpec& a) {
+  namespace fs = std::filesystem;
+  const std::string path = run_dir + "/events/" + EventsFileName(a.job_id, a.restart_count);
+  // A fresh file each time: EventWriter stamps its own clock, so write the raw lines ourselves
+  // with the fixture's times through the same JSON shapes.
+  fs::create_directories(run_dir + "/events");
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return Status::Io("cannot write " + path);
+  auto line = [&](const char* type, const char* source, double time, nlohmann::json rec) {
+    rec["type"] = type;
+    rec["time"] = time;
+    rec["source"] = source;
+    const std::string text = rec.dump() + "\n";
+    std::fwrite(text.data(), 1, text.size(), f);
+  };
+  const std::string ckpt =
+      a.step0 > 0 ? run_dir + "/checkpoints/checkpoint_step_" + std::to_string(a.step0) : "";
+  double t = a.start_time;
+  line("attempt_start", "launcher", t,
+       {{"job_id", a.job_id},
+        {"restart_count", a.restart_count},
+        {"nodes", "node-a,node-b"},
+        {"checkpoint", ckpt.empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt)},
+        {"mode", a.mode},
+        {"step0", a.step0},
+        {"resume_warmup_steps", a.resume_warmup}});
+  line("segment_start", "trainer", t + 1,
+       {{"mode", a.mode},
+        {"step0", a.step0},
+        {"target_steps", r.target_steps},
+        {"resume_warmup_steps", a.resume_warmup},
+        {"warmup_until", FixtureWarmupUntil(r, a)},
+        {"checkpoint", ckpt.empty() ? nlohmann::json(nullptr) : nlohmann::json(ckpt)},
+        {"world_size", 2},
+        {"config_hash", "abc123"},
+        {"job_id", a.job_id},
+        {"restart_count", a.restart_count}});
+  t += 1;
+  size_t next_ckpt = 0;
+  for (int64_t s = a.step0; s < a.end_step; ++s) {
+    t += r.step_time_s;
+    // Deterministic, learnable-looking curves: loss decays, a bump after every resume.
+    const double x = double(s) / double(std::max<int64_t>(1, r.target_steps));
+    const double wiggle = 0.02 * std::sin(double(s) * 0.7);
+    const double video = 1.2 * std::exp(-2.5 * x) + 0.3 + wiggle;
+    const double action = 0.6 * std::exp(-3.0 * x) + 0.1 + 0.5 * wiggle;
+    const int64_t tokens = 20000 + (s * 7919) % 4000;
+    const int64_t padded = tokens * (2 + (s % 5)) / 100;
+    line("step", "trainer", t,
+         {{"step", s},
+          {"lr", FixtureLr(r, a, s)},
+          {"loss", video + action},
+          {"loss_video", video},
+          {"loss_action", action},
+          {"grad_norm", 1.5 * std::exp(-1.5 * x) + 0.2 + std::fabs(wiggle)},
+          {"tokens", tokens},
+          {"padded_tokens", padded},
+          {"samples", 16},
+          {"valid_frames", 400},
+          {"padded_frames", 416},
+          {"step_time_s", r.step_time_s},
+          {"tokens_per_s", double(tokens) / r.step_time_s},
+          {"in_warmup", FixtureInWarmup(r, a, s)},
+          {"epoch", s / 1000}});
+    if (next_ckpt < a.checkpoints.size() && a.checkpoints[next_ckpt] == s + 1) {
+      line("checkpoint", "trainer", t + 0.5,
+           {{"step", s + 1},
+            {"path", run_dir + "/checkpoints/checkpoint_step_" + std::to_string(s + 1)},
+            {"bytes", 123456789},
+            {"seconds", 4.5},
+            {"reason", s + 1 == r.target_steps ? "final" : "periodic"}});
+      ++next_ckpt;
+    }
+  }
+  if (!a.action.empty()) {
+    const bool done = a.action == "done";
+    line("segment_end", "trainer", t + 1,
+         {{"step", a.end_step},
+          {"reason", done ? "completed" : "signal"},
+          {"signal", done ? nlohmann::json(nullptr) : nlohmann::json("SIGTERM")},
+          {"exit_code", done ? 0 : 75}});
+    line("attempt_end", "launcher", t + 2,
+         {{"job_id", a.job_id},
+          {"restart_count", a.restart_count},
+          {"exit_code", done ? 0 : 75},
+          {"action", a.action},
+          {"reason", a.reason}});
+  }
+  std::fclose(f);
+  return Status::Ok();
+}
+
+// Creates the run row (as `baton submit` does), writes its events under `runs_root`/<id>-run
+// and ingests them. Returns the run id.
+inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& runs_root,
+                                              const RunSpec& r) {
+  int64_t id = 0;
+  std::string run_dir;
+  Status st = store.Write([&]() -> Status {
+    NewRun n;
+    n.name = r.name;
+    n.config = FixtureConfig(r);
+    n.config_source = "configs/example.yaml";
+    static int pending = 0;  // a unique placeholder until the id names the folder
+    n.run_dir = runs_root + "/pending-" + std::to_string(++pending);
+    n.target_steps = r.target_steps;
+    n.max_restarts = 100;
+    n.max_failures = 3;
+    const double created = r.attempts.empty() ? 1.7e9 : r.attempts.front().start_time - 30;
+    Result<int64_t> rid = store.CreateRunInTx(n, created);
+    if (!rid.ok()) return rid.status();
+    id = *rid;
+    run_dir = runs_root + "/" + std::to_string(id) + "-run";
+    BATON_RETURN_IF_ERROR(store.SetRunDirInTx(id, run_dir, n.config));
+    const std::string job = r.attempts.empty() ? "999" : r.attempts.front().job_id;
+    return store.SetRunJobInTx(id, job, created);
+  });
+  if (!st.ok()) return st;
+  for (const AttemptSpec& a : r.attempts) {
+    BATON_RETURN_IF_ERROR(WriteAttemptEvents(run_dir, r, a));
+  }
+  Result<RunRecord> run = store.GetRun(id);
+  if (!run.ok()) return run.status();
+  Result<IngestStats> ingested = IngestRun(store, *run);
+  if (!ingested.ok()) return ingested.status();
+  return id;
+}
+
+// A run still in its first attempt (RUNNING), named to test escaping.
+inline RunSpec LiveRunSpec(const std::string& name, int64_t steps_done) {
+  RunSpec r;
+  r.name = name;
+  r.target_steps = 1000;
+  AttemptSpec a{"2002", 0, "fresh", 0, steps_done, 0, {}, "", "", 1.7e9 + 5000};
+  r.attempts = {a};
+  return r;
+}
+
+}  // namespace baton::webtest

@@ -1,0 +1,398 @@
+// The web API against a temp database filled through the real path (run_fixture.h: event files
+// + IngestRun): the downsampler, the series and its superseded points, the timeline and audit
+// figures of a 3-attempt run with a weights-only resume, and the HTTP layer's contracts (one
+// error shape, 404s, pagination, token, no path traversal, answers while a writer holds the
+// lock).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "orchestrator/http/http_server.h"
+#include "orchestrator/http/run_history_service.h"
+#include "orchestrator/http/series_downsampler.h"
+#include "orchestrator/http/static_files.h"
+#include "run_fixture.h"
+#include "temp_dir.h"
+
+using nlohmann::json;
+
+namespace baton {
+namespace {
+
+using testing::TempDir;
+
+// ---- downsampler
+
+TEST(WebDownsample, KeepsEverythingThatFits) {
+  std::vector<int64_t> step = {0, 1, 2, 3}, seg = {1, 1, 2, 2};
+  std::vector<double> v = {1, std::nan(""), 3, 4};
+  EXPECT_EQ(DownsampleMinMax(step, v, seg, 10), (std::vector<size_t>{0, 2, 3}));
+}
+
+TEST(WebDownsample, KeepsExtremesAndEachSegmentsEnds) {
+  std::vector<int64_t> step, seg;
+  std::vector<double> v;
+  for (int64_t s = 0; s < 100000; ++s) {
+    step.push_back(s);
+    seg.push_back(s < 30001 ? 1 : (s < 70003 ? 2 : 3));
+    v.push_back(std::sin(double(s) / 500.0));
+  }
+  v[12345] = 50;   // a spike
+  v[54321] = -50;  // a dip
+  const std::vector<size_t> keep = DownsampleMinMax(step, v, seg, 2000);
+  EXPECT_LE(keep.size(), 2000u);
+  EXPECT_GT(keep.size(), 1000u);
+  EXPECT_TRUE(std::is_sorted(keep.begin(), keep.end()));
+  for (size_t must : {size_t(0), size_t(30000), size_t(30001), size_t(70002), size_t(70003),
+                      size_t(99999), size_t(12345), size_t(54321)}) {
+    EXPECT_TRUE(std::binary_search(keep.begin(), keep.end(), must)) << must;
+  }
+}
+
+// ---- fixture: the demo run (3 attempts) and a live run named like an XSS payload
+
+class WebApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = tmp_ / "baton.db";
+    Result<std::unique_ptr<Store>> s = Store::Open(db_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+    Result<int64_t> demo =
+        webtest::CreateRunThroughIngest(*store_, tmp_ / "runs", webtest::DemoRunSpec());
+    ASSERT_TRUE(demo.ok()) << demo.status().ToString();
+    demo_ = *demo;
+    Result<int64_t> xss =
+        webtest::CreateRunThroughIngest(*store_, tmp_ / "runs", webtest::LiveRunSpec(kXss, 40));
+    ASSERT_TRUE(xss.ok()) << xss.status().ToString();
+    xss_ = *xss;
+    pool_ = std::make_unique<StorePool>(db_, 4);
+    ASSERT_TRUE(pool_->Warm(4).ok());
+    service_ = std::make_unique<RunHistoryService>(pool_.get(), [] { return 1.7e9 + 10000; });
+  }
+
+  json Ok(const Result<json>& r) {
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r.value() : json();
+  }
+
+  static constexpr const char* kXss = "<script>alert(1)</script>";
+  TempDir tmp_;
+  std::string db_;
+  std::unique_ptr<Store> store_;
+  int64_t demo_ = 0, xss_ = 0;
+  std::unique_ptr<StorePool> pool_;
+  std::unique_ptr<RunHistoryService> service_;
+};
+
+TEST_F(WebApi, RunsListIsPaginatedAndSortable) {
+  RunListQuery q;
+  q.limit = 1;
+  json page = Ok(service_->ListRuns(q));
+  EXPECT_EQ(page["page"]["total"], 2);
+  ASSERT_EQ(page["runs"].size(), 1u);
+  EXPECT_EQ(page["runs"][0]["id"], xss_);    // newest first
+  EXPECT_EQ(page["runs"][0]["name"], kXss);  // JSON carries the text; the UI escapes it
+  EXPECT_EQ(page["runs"][0]["status"], "RUNNING");
+  EXPECT_EQ(page["runs"][0]["live"], true);
+  q.offset = 1;
+  page = Ok(service_->ListRuns(q));
+  ASSERT_EQ(page["runs"].size(), 1u);
+  const json& demo = page["runs"][0];
+  EXPECT_EQ(demo["id"], demo_);
+  EXPECT_EQ(demo["status"], "COMPLETED");
+  EXPECT_EQ(demo["attempt"], 3);
+  EXPECT_EQ(demo["restarts"], 2);
+  EXPECT_EQ(demo["steps_done"], 600);
+  EXPECT_EQ(demo["last_step"], 599);
+  EXPECT_EQ(demo["last_checkpoint_step"], 600);
+  EXPECT_EQ(demo["attempts"][0]["end_reason"], "preempted");
+  EXPECT_EQ(demo["attempts"][2]["end_reason"], "completed");
+  EXPECT_NEAR(demo["last_lr"].get<double>(), 3e-5, 1e-12);
+
+  RunListQuery by_progress;
+  by_progress.sort = RunSortKey::kProgress;
+  by_progress.descending = true;
+  page = Ok(service_->ListRuns(by_progress));
+  EXPECT_EQ(page["runs"][0]["id"], demo_);  // 100 % before 4 %
+}
+
+TEST_F(WebApi, RunTimelineLabelsAttemptsAndShadesWarmups) {
+  json run = Ok(service_->GetRun(demo_));
+  ASSERT_EQ(run["segments"].size(), 3u);
+  const json& s = run["segments"];
+  EXPECT_EQ(s[0]["label"], "#1 fresh @ 0");
+  EXPECT_EQ(s[1]["label"], "#2 preempted → resumed exact @ 300");
+  EXPECT_EQ(s[2]["label"], "#3 preempted → resumed weights_only @ 400");
+  // First warmup [0, 100); none for the exact resume; the weights-only ramp [400, 419).
+  EXPECT_EQ(s[0]["warmup_from"], 0);
+  EXPECT_EQ(s[0]["warmup_until"], 100);
+  EXPECT_EQ(s[0]["warmup_kind"], "warmup");
+  EXPECT_TRUE(s[1]["warmup_from"].is_null());
+  EXPECT_EQ(s[2]["warmup_from"], 400);
+  EXPECT_EQ(s[2]["warmup_until"], 419);
+  EXPECT_EQ(s[2]["warmup_kind"], "resume_warmup");
+  EXPECT_EQ(s[2]["resume_mode"], "weights_only");
+  EXPECT_EQ(s[0]["job_id"], "1001");
+  EXPECT_EQ(s[1]["restart_count"], 1);
+  // Effective step ranges: [0, 300), [300, 400), [400, 600).
+  EXPECT_EQ(s[0]["effective_first_step"], 0);
+  EXPECT_EQ(s[0]["effective_last_step"], 299);
+  EXPECT_EQ(s[1]["effective_last_step"], 399);
+  EXPECT_EQ(s[2]["effective_last_step"], 599);
+  EXPECT_EQ(s[0]["summary"]["superseded_steps"], 50);
+  EXPECT_NEAR(s[0]["summary"]["s_per_step"].get<double>(), 2.0, 1e-9);
+  EXPECT_GT(s[0]["summary"]["tokens_per_s"].get<double>(), 10000);
+  EXPECT_GT(s[0]["summary"]["padding_waste"].get<double>(), 0.01);
+  EXPECT_LT(s[0]["summary"]["padding_waste"].get<double>(), 0.07);
+
+  // Audit: 600 effective steps, 100 + 19 of them under warmup, 100 redone, 2 holds of 120 s.
+  const json& a = run["audit"];
+  EXPECT_EQ(a["effective_steps"], 600);
+  EXPECT_EQ(a["warmup_steps"], 119);
+  EXPECT_NEAR(a["warmup_fraction"].get<double>(), 119.0 / 600.0, 1e-12);
+  EXPECT_EQ(a["expected_warmup_steps"], 100);
+  EXPECT_EQ(a["steps_redone"], 100);
+  EXPECT_NEAR(a["redone_compute_s"].get<double>(), 200.0, 1e-9);
+  EXPECT_NEAR(a["requeue_hold_s"].get<double>(), 2 * webtest::kDemoHoldS, 1e-6);
+  EXPECT_EQ(run["schedule"]["warmup_steps"], 100);
+  EXPECT_NE(run["config"].get<std::string>().find("warmup_steps: 100"), std::string::npos);
+}
+
+TEST_F(WebApi, SeriesIsTheEffectiveCurveWithExpectedOverlay) {
+  SeriesRequest req;
+  req.keys = {"lr", "expected_lr", "loss", "padding"};
+  req.max_points = 100000;
+  json r = Ok(service_->GetSeries(demo_, req));
+  EXPECT_EQ(r["rows"], 600);
+  EXPECT_EQ(r["superseded_rows"], 0);
+  EXPECT_FALSE(r.contains("superseded"));
+  const json& lr = r["series"]["lr"];
+  ASSERT_EQ(lr["step"].size(), 600u);
+  const webtest::RunSpec spec = webtest::DemoRunSpec();
+  for (size_t i = 0; i < 600; ++i) {
+    const int64_t step = lr["step"][i];
+    EXPECT_EQ(step, int64_t(i));
+    const int attempt = lr["attempt"][i];
+    EXPECT_EQ(attempt, step < 300 ? 1 : step < 400 ? 2 : 3) << step;
+    const double want = webtest::FixtureLr(spec, spec.attempts[size_t(attempt - 1)], step);
+    EXPECT_NEAR(lr["value"][i].get<double>(), want, 1e-15) << step;
+  }
+  // The logged weights-only ramp sits below the expected schedule; the exact resume does not.
+  const json& ex = r["series"]["expected_lr"];
+  EXPECT_NEAR(ex["value"][400].get<double>(), 3e-5, 1e-15);
+  EXPECT_NEAR(lr["value"][400].get<double>(), 3e-5 / 20, 1e-15);
+  EXPECT_NEAR(ex["value"][300].get<double>(), lr["value"][300].get<double>(), 1e-15);
+  EXPECT_NEAR(ex["value"][50].get<double>(), 3e-5 * 0.5, 1e-15);
+  // Tokens seen grow monotonically; wall time includes the requeue holds.
+  const json& tokens = lr["tokens"];
+  for (size_t i = 1; i < 600; ++i)
+    EXPECT_GT(tokens[i].get<int64_t>(), tokens[i - 1].get<int64_t>());
+  EXPECT_GT(lr["wall_s"][599].get<double>(), 600 * 2.0 + 2 * webtest::kDemoHoldS);
+  EXPECT_EQ(r["series"]["padding"]["value"].size(), 600u);
+}
+
+TEST_F(WebApi, SupersededPointsOnRequest) {
+  SeriesRequest req;
+  req.keys = {"loss"};
+  req.include_superseded = true;
+  json r = Ok(service_->GetSeries(demo_, req));
+  EXPECT_EQ(r["superseded_rows"], 100);
+  const json& faint = r["superseded"]["loss"];
+  ASSERT_EQ(faint["step"].size(), 100u);
+  EXPECT_EQ(faint["step"][0], 300);
+  EXPECT_EQ(faint["attempt"][0], 1);
+  EXPECT_EQ(faint["step"][49], 349);
+  EXPECT_EQ(faint["step"][50], 400);
+  EXPECT_EQ(faint["attempt"][50], 2);
+  EXPECT_EQ(faint["step"][99], 449);
+  // The effective series still has exactly one point per step.
+  EXPECT_EQ(r["series"]["loss"]["step"].size(), 600u);
+}
+
+TEST_F(WebApi, DownsampledSeriesKeepsAttemptEnds) {
+  SeriesRequest req;
+  req.keys = {"lr"};
+  req.max_points = 40;
+  json r = Ok(service_->GetSeries(demo_, req));
+  const json& steps = r["series"]["lr"]["step"];
+  EXPECT_LE(steps.size(), 40u);
+  std::vector<int64_t> got = steps.get<std::vector<int64_t>>();
+  for (int64_t must : {0, 299, 300, 399, 400, 599}) {
+    EXPECT_NE(std::find(got.begin(), got.end(), must), got.end()) << must;
+  }
+}
+
+TEST_F(WebApi, UnknownRunIsNotFound) {
+  Result<json> r = service_->GetRun(9999);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_FALSE(service_->GetSeries(9999, SeriesRequest{{"lr"}}).ok());
+  EXPECT_FALSE(service_->ListAttempts(9999, {}).ok());
+  EXPECT_FALSE(service_->ListCheckpoints(9999, {}).ok());
+}
+
+TEST_F(WebApi, AttemptsAndCheckpointsPaginate) {
+  json a = Ok(service_->ListAttempts(demo_, {2, 1}));
+  EXPECT_EQ(a["page"]["total"], 3);
+  ASSERT_EQ(a["attempts"].size(), 2u);
+  EXPECT_EQ(a["attempts"][0]["attempt"], 2);
+  json c = Ok(service_->ListCheckpoints(demo_, {100, 0}));
+  EXPECT_EQ(c["page"]["total"], 5);
+  EXPECT_EQ(c["checkpoints"][0]["step"], 600);  // newest first
+  EXPECT_EQ(c["checkpoints"][0]["reason"], "final");
+  EXPECT_EQ(c["checkpoints"][0]["valid"], true);
+}
+
+// ---- HTTP
+
+class WebHttp : public WebApi {
+ protected:
+  void Start(const std::string& token = "") {
+    ServerOptions o;
+    o.port = 0;
+    o.token = token;
+    server_ = std::make_unique<HttpServer>(service_.get(), o);
+    ASSERT_TRUE(server_->Bind().ok());
+    thread_ = std::thread([this] { (void)server_->Listen(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    for (int i = 0; i < 200; ++i) {
+      if (client_->Get("/api/health")) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  // GET `path`; checks the status and, for errors, the one error shape.
+  json Get(const std::string& path, int want_status, const httplib::Headers& h = {}) {
+    httplib::Result res = client_->Get(path.c_str(), h);
+    EXPECT_TRUE(res) << path;
+    if (!res) return json();
+    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    json body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    if (want_status >= 400) {
+      EXPECT_TRUE(body.contains("error")) << res->body;
+      EXPECT_EQ(body["error"]["status"], want_status);
+      EXPECT_TRUE(body["error"]["message"].is_string());
+      EXPECT_TRUE(body["error"]["code"].is_string());
+    }
+    return body;
+  }
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(WebHttp, RoutesAndErrorsInOneShape) {
+  Start();
+  json runs = Get("/api/runs?limit=1&sort=name&order=asc", 200);
+  EXPECT_EQ(runs["runs"].size(), 1u);
+  EXPECT_EQ(runs["page"]["total"], 2);
+  Get("/api/runs/" + std::to_string(demo_), 200);
+  json series =
+      Get("/api/runs/" + std::to_string(demo_) + "/series?keys=lr,loss&max_points=100&superseded=1",
+          200);
+  EXPECT_LE(series["series"]["lr"]["step"].size(), 100u);
+  EXPECT_EQ(series["superseded"]["loss"]["step"].size(), 100u);
+  Get("/api/runs/" + std::to_string(demo_) + "/attempts?limit=2", 200);
+  Get("/api/runs/" + std::to_string(demo_) + "/checkpoints", 200);
+
+  EXPECT_EQ(Get("/api/runs/9999", 404)["error"]["code"], "not_found");
+  Get("/api/runs/9999/series?keys=lr", 404);
+  Get("/api/runs/abc", 404);
+  Get("/api/runs/99999999999999999999999", 404);
+  Get("/api/nope", 404);
+  EXPECT_EQ(Get("/api/runs?limit=0", 400)["error"]["code"], "bad_request");
+  Get("/api/runs?limit=abc", 400);
+  Get("/api/runs?sort=drop_table", 400);
+  Get("/api/runs/" + std::to_string(demo_) + "/series?keys=lr,secret", 400);
+  Get("/api/runs/" + std::to_string(demo_) + "/series?max_points=1", 400);
+  httplib::Result post = client_->Post("/api/runs", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_TRUE(json::parse(post->body).contains("error"));
+}
+
+TEST_F(WebHttp, ServesTheEmbeddedUiWithoutPathTraversal) {
+  Start();
+  httplib::Result index = client_->Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_NE(index->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(index->get_header_value("Content-Security-Policy").find("script-src 'self'"),
+            std::string::npos);
+  httplib::Result chart = client_->Get("/vendor/chart.umd.min.js");
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->status, 200);
+  EXPECT_GT(chart->body.size(), 100000u);
+  for (const char* bad :
+       {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/vendor/../index.html", "/.hidden",
+        "/..%2f..%2fetc/passwd", "//etc/passwd", "/no-such-file.js"}) {
+    httplib::Result r = client_->Get(bad);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 404) << bad;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << bad;
+  }
+  EXPECT_FALSE(StaticFiles::IsSafePath("../x"));
+  EXPECT_FALSE(StaticFiles::IsSafePath("a/../../x"));
+  EXPECT_FALSE(StaticFiles::IsSafePath("a\\..\\x"));
+  EXPECT_TRUE(StaticFiles::IsSafePath("vendor/chart.umd.min.js"));
+}
+
+TEST_F(WebHttp, DiskUiDirCannotBeEscaped) {
+  std::filesystem::create_directories(tmp_ / "ui");
+  std::ofstream(tmp_ / "ui/index.html") << "<p>dev</p>";
+  std::ofstream(tmp_ / "secret.txt") << "secret";
+  std::filesystem::create_symlink(tmp_ / "secret.txt", tmp_ / "ui/link.txt");
+  StaticFiles files(tmp_ / "ui");
+  Result<StaticFile> index = files.Find("/");
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(index->body, "<p>dev</p>");
+  EXPECT_FALSE(files.Find("/link.txt").ok());  // resolves outside the folder
+  EXPECT_FALSE(files.Find("/../secret.txt").ok());
+  EXPECT_TRUE(files.Find("/vendor/chart.umd.min.js").ok());  // always the embedded copy
+}
+
+TEST_F(WebHttp, TokenGuardsTheApi) {
+  Start("s3cret");
+  EXPECT_EQ(Get("/api/runs", 401)["error"]["code"], "unauthorized");
+  Get("/api/runs", 401, {{"Authorization", "Bearer wrong"}});
+  Get("/api/runs", 200, {{"Authorization", "Bearer s3cret"}});
+  Get("/api/runs?token=s3cret", 200);
+  httplib::Result index = client_->Get("/");  // the UI itself holds no data
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+}
+
+TEST_F(WebHttp, AnswersWhileIngestionHoldsTheWriteLock) {
+  Start();
+  // Another connection takes the write lock (BEGIN IMMEDIATE) and writes, as ingest does.
+  Result<std::unique_ptr<Store>> writer = Store::Open(db_);
+  ASSERT_TRUE(writer.ok());
+  Result<Transaction> tx = (*writer)->Begin();
+  ASSERT_TRUE(tx.ok());
+  StepRecord s;
+  s.run_id = xss_;
+  s.attempt_id = (*writer)->ListAttempts(xss_).value().front().id;
+  s.step = 40;
+  s.time = 1.7e9 + 9000;
+  s.lr = 1e-5;
+  ASSERT_TRUE((*writer)->InsertStepInTx(s).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  json runs = Get("/api/runs", 200);
+  json series = Get("/api/runs/" + std::to_string(xss_) + "/series?keys=lr", 200);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(waited, 2.0);  // far below the 10 s busy timeout: readers never wait on the writer
+  EXPECT_EQ(series["rows"], 40);  // the uncommitted row is not visible
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Get("/api/runs/" + std::to_string(xss_) + "/series?keys=lr", 200)["rows"], 41);
+}
+
+}  // namespace
+}  // namespace baton
