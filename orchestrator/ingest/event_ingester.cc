@@ -57,6 +57,9 @@ class RecordApplier {
   RecordApplier(Store& store, const RunRecord& run, std::string job_id, int64_t restart)
       : store_(store), run_(run), job_id_(std::move(job_id)), restart_(restart) {}
 
+  // The cached attempt id is only valid inside one transaction (a rollback may undo the insert).
+  void ForgetAttempt() { attempt_id_ = 0; }
+
   Status Apply(const json& r, bool* was_step) {
     *was_step = false;
     if (!r.is_object()) return Status::Data("not a JSON object");
@@ -191,8 +194,6 @@ class RecordApplier {
   std::string job_id_;
   int64_t restart_;
   int64_t attempt_id_ = 0;  // valid within one transaction (a rollback may undo the insert)
- public:
-  void ForgetAttempt() { attempt_id_ = 0; }
 };
 
 }  // namespace
