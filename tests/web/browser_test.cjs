@@ -1,0 +1,122 @@
+// Headless Chromium (Debian's, never a downloaded one) against a running `baton serve`.
+// Checks: the runs page lists the demo run; the run page draws a non-empty LR chart with the
+// attempt boundaries and the shaded warmup ranges; superseded points appear on request; a run
+// named <script>alert(1)</script> is shown as text (no dialog, no injected element); no page
+// errors or CSP violations. Screenshots go to $ARTIFACTS.
+const path = require('path');
+const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+
+const base = process.env.BASE_URL;
+const ids = JSON.parse(process.env.FIXTURE_IDS);
+const artifacts = process.env.ARTIFACTS;
+const XSS = '<script>alert(1)</script>';
+
+const failures = [];
+function check(ok, what) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+}
+
+(async () => {
+  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    viewport: { width: 1400, height: 1000 },
+  });
+  const page = context.pages()[0] || await context.newPage();
+  const dialogs = [], errors = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+
+  try {
+    // ---- runs page
+    await page.goto(base + '#/');
+    await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+    const names = await page.$$eval('#runs-table a.run-name', (as) => as.map((a) => a.textContent));
+    check(names.includes('preempted-demo'), 'runs page lists the demo run');
+    check(names.includes(XSS), 'the XSS run name is listed as text');
+    check(await page.$$eval('#runs-table script', (s) => s.length) === 0, 'no <script> element inside the runs table');
+    const demoRow = await page.$eval(`#runs-table a[href="#/runs/${ids.demo_run_id}"]`,
+      (a) => a.closest('tr').textContent);
+    check(demoRow.includes('COMPLETED #3') && demoRow.includes('600 / 600'), `demo row shows status, attempt and progress (${demoRow})`);
+    const restartsTitle = await page.$eval(`#runs-table a[href="#/runs/${ids.demo_run_id}"]`,
+      (a) => a.closest('tr').children[5].getAttribute('title'));
+    check(/preempted/.test(restartsTitle || ''), 'restart reasons on hover');
+    await page.screenshot({ path: path.join(artifacts, 'runs_page.png'), fullPage: true });
+
+    // ---- run page
+    await page.click(`#runs-table a[href="#/runs/${ids.demo_run_id}"]`);
+    await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
+    const lr = await page.evaluate(() => {
+      const chart = Chart.getChart('chart-lr');
+      const ann = chart.options.plugins.annotation.annotations;
+      const logged = chart.data.datasets[0].data.filter((p) => p.y !== null && p.y > 0);
+      const canvas = document.getElementById('chart-lr');
+      const ctx = canvas.getContext('2d');
+      const img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      let painted = 0;
+      for (let i = 3; i < img.length; i += 4) if (img[i] > 0) painted++;
+      return {
+        points: logged.length,
+        labels: chart.data.datasets.map((d) => d.label),
+        boundaries: Object.entries(ann).filter(([k]) => k.startsWith('boundary')).map(([, a]) => a.label.content),
+        warmups: Object.entries(ann).filter(([k]) => k.startsWith('warmup')).map(([, a]) => [a.xMin, a.xMax, a.label.content]),
+        painted, size: canvas.width * canvas.height,
+      };
+    });
+    console.log(JSON.stringify(lr));
+    check(lr.points > 100, `LR chart has points (${lr.points})`);
+    check(lr.labels.includes('expected'), 'LR chart overlays the expected schedule');
+    check(lr.painted > lr.size * 0.01, `LR canvas is drawn (${lr.painted} painted pixels)`);
+    check(lr.boundaries.includes('#2 preempted → resumed exact @ 300') &&
+      lr.boundaries.includes('#3 preempted → resumed weights_only @ 400'), 'attempt boundaries labelled');
+    check(lr.warmups.some(([a, b, l]) => a === 0 && b === 100 && l === 'warmup') &&
+      lr.warmups.some(([a, b, l]) => a === 400 && b === 419 && l === 'resume warmup'), 'warmup segments shaded');
+    const audit = await page.$eval('#audit', (e) => e.textContent);
+    check(/19\.8 %/.test(audit) && /100 steps redone/.test(audit) && /4m 0s lost to requeue holds/.test(audit), `audit line (${audit})`);
+    const attemptRows = await page.$$eval('#attempts-table tbody tr', (r) => r.length);
+    check(attemptRows === 3, 'attempts table has 3 rows');
+    check(await page.$$eval('#checkpoints-table tbody tr', (r) => r.length) === 5, 'checkpoints table has 5 rows');
+    for (const id of ['chart-loss', 'chart-grad', 'chart-throughput', 'chart-padding']) {
+      const n = await page.evaluate((id) => Chart.getChart(id).data.datasets[0].data.length, id);
+      check(n > 100, `${id} has points (${n})`);
+    }
+    await page.screenshot({ path: path.join(artifacts, 'run_page.png'), fullPage: true });
+
+    // superseded points, shown faint on request
+    await page.check('#show-superseded');
+    await page.waitForFunction(() => Chart.getChart('chart-loss') &&
+      Chart.getChart('chart-loss').data.datasets.some((d) => d.label.endsWith('(superseded)')), null, { timeout: 10000 });
+    const faint = await page.evaluate(() => Chart.getChart('chart-loss').data.datasets
+      .filter((d) => d.label.endsWith('(superseded)')).map((d) => d.data.filter((p) => p.y !== null).length));
+    check(faint.length > 0 && faint[0] === 100, `superseded points shown on request (${faint})`);
+    await page.selectOption('#x-axis', 'tokens');
+    const xMax = await page.evaluate(() => Chart.getChart('chart-lr').scales.x.max);
+    check(xMax > 1e6, `tokens-seen x axis (${xMax})`);
+    await page.screenshot({ path: path.join(artifacts, 'run_page_superseded_tokens.png'), fullPage: true });
+
+    // ---- the XSS run's own page
+    await page.goto(base + `#/runs/${ids.xss_run_id}`);
+    await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
+    check(await page.$eval('#run-name', (e) => e.textContent) === XSS, 'XSS run name rendered as text on its page');
+    check(await page.$$eval('main script', (s) => s.length) === 0, 'no injected <script> on the run page');
+
+    // ---- unknown run: the error is shown, not a blank page
+    await page.goto(base + '#/runs/987654');
+    await page.waitForSelector('body[data-ready="error"]', { timeout: 15000 });
+    check(/404/.test(await page.$eval('#error', (e) => e.textContent)), 'unknown run shows a 404');
+    errors.splice(0, errors.length, ...errors.filter((e) => !/404/.test(e)));  // the expected failed fetch
+  } catch (e) {
+    failures.push(`exception: ${e.stack || e}`);
+    await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
+  }
+  check(dialogs.length === 0, `no dialogs opened (${dialogs})`);
+  check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
+  await context.close();
+  console.log(failures.length ? `browser test: ${failures.length} failed` : 'browser test: all passed');
+  console.log(`screenshots: ${artifacts}`);
+  process.exit(failures.length ? 1 : 0);
+})();
