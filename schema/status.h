@@ -76,7 +76,8 @@ class [[nodiscard]] Result {
   }
   T& value() & { return std::get<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  // By value: a reference into a temporary Result would dangle (`for (x : f().value())`).
+  T value() && { return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }

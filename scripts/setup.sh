@@ -17,7 +17,7 @@ packages=(
   # dev cluster and browser tests
   slurm-wlm munge chromium
   # benchmarks and tools
-  python3 procps coreutils
+  python3 procps coreutils jq curl
 )
 
 missing=()
@@ -26,6 +26,14 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# The web UI's chart library comes from npm (lockfile in web/): Debian's nodejs/npm unless a
+# Node.js that already ships npm is installed (adding Debian's npm next to it would clash).
+if ! command -v npm >/dev/null 2>&1; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"

@@ -151,7 +151,9 @@ Result<Statement*> SqliteDb::Prepare(const std::string& sql) {
     if (rc != SQLITE_OK) return FromSqlite(db_, rc, "sqlite: cannot prepare: " + sql);
     it = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first;
   }
-  it->second->Reset();
+  // One statement in use at a time (see the header): rewinding the others ends their implicit
+  // read transactions, so a single-row read never pins an old snapshot (or the WAL) afterwards.
+  for (auto& [text, stmt] : cache_) stmt->Reset();
   return it->second.get();
 }
 

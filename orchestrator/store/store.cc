@@ -175,8 +175,13 @@ Result<int64_t> Store::SchemaVersion() {
 Status Store::Migrate() {
   // Each migration and its user_version bump commit together, so a crash leaves the database at
   // a whole version. BEGIN IMMEDIATE also serialises two processes migrating at once; the loser
-  // re-reads user_version inside its transaction and finds nothing left to do.
-  for (const EmbeddedFile& f : SqlMigrations()) {
+  // re-reads user_version inside its transaction and finds nothing left to do. A database that
+  // is already current takes no write lock at all, so opening a connection never waits for a
+  // running ingestion.
+  Result<int64_t> current = SchemaVersion();
+  if (!current.ok()) return current.status();
+  const bool up_to_date = *current >= LatestSchemaVersion();
+  for (const EmbeddedFile& f : up_to_date ? std::vector<EmbeddedFile>{} : SqlMigrations()) {
     const int64_t number = MigrationNumber(f.name);
     if (number < 0) return Status::Internal(std::string("migration without a number: ") + f.name);
     Result<Transaction> tx = Begin();

@@ -53,7 +53,7 @@ run=$tmp/term2
 write_config "$tmp/term2.yaml" "$run"
 "$bt" train --config "$tmp/term2.yaml" --fault slow_save --fault-at-step 3 >>"$tmp/train.log" 2>&1 &
 pid=$!
-for _ in $(seq 300); do grep -q '"step":1,' "$run/events/local.0.jsonl" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '"step":1,"step_time_s"' "$run/events/local.0.jsonl" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $pid
 for _ in $(seq 300); do [ -d "$run/checkpoints/checkpoint_step_3.partial" ] && break; sleep 0.05; done
 [ -d "$run/checkpoints/checkpoint_step_3.partial" ] || fail "term2: the save of step 3 did not start"

@@ -27,7 +27,7 @@ for world in 1 2; do
   # One more stop by a real signal, sent once this segment has logged its first step (r).
   (
     for _ in $(seq 600); do
-      grep -q "\"step\":$r," "$tmp/cut$world/events/local.0.jsonl" 2>/dev/null && break
+      grep -q "\"step\":$r,\"step_time_s\"" "$tmp/cut$world/events/local.0.jsonl" 2>/dev/null && break
       sleep 0.1
     done
     pkill -USR1 -f "baton-train train --config $tmp/cut$world.yaml" || true

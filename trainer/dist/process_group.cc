@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <thread>
 
 #include "schema/exit_codes.h"
 #include "trainer/fail.h"
@@ -75,6 +76,14 @@ DistEnv DistEnvFromEnvironment() {
                "check SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE");
   }
   return e;
+}
+
+int CpuThreadsPerRank(const DistEnv& env) {
+  const int64_t cpus = EnvInt("SLURM_CPUS_PER_TASK", 0);
+  if (cpus > 0) return int(cpus);
+  const int64_t hw = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
+  const int64_t local = EnvInt("SLURM_NTASKS_PER_NODE", EnvInt("LOCAL_WORLD_SIZE", env.world_size));
+  return int(std::max<int64_t>(1, hw / std::max<int64_t>(1, local)));
 }
 
 struct ProcessGroupHandle::Impl {

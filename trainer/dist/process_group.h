@@ -29,6 +29,10 @@ struct DistEnv {
 // Reads the environment; fails fast (config error) on inconsistent values.
 DistEnv DistEnvFromEnvironment();
 
+// Intra-op threads for this rank: SLURM_CPUS_PER_TASK when set, else the machine's CPUs shared
+// by the ranks on this host (WORLD_SIZE / LOCAL_WORLD_SIZE outside SLURM).
+int CpuThreadsPerRank(const DistEnv& env);
+
 // First host of a SLURM node list: "gpu[03-05,07],cpu1" -> "gpu03".
 std::string FirstHostOfNodeList(const std::string& nodelist);
 

@@ -90,6 +90,10 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
                     .logical_or(cq.logical_not().logical_and(ck).logical_and(fk.lt(fq)))
                     .logical_or(cq.logical_not().logical_and(ck.logical_not()).logical_and(fk.eq(fq)));
     g.mask = same.logical_and(near).logical_and(rule).unsqueeze(1).to(device);
+    // Every valid query may attend at least to its own block, so no row of a group is empty and
+    // an additive -inf bias is safe (and shared by every layer).
+    g.bias = torch::zeros(g.mask.sizes(), torch::TensorOptions().dtype(dtype).device(device))
+                 .masked_fill(g.mask.logical_not(), -std::numeric_limits<double>::infinity());
     g.queries = q.to(device);
     g.keys = k.to(device);
     all_queries.push_back(g.queries);
@@ -122,7 +126,9 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
     auto qg = q.index_select(0, g.queries).view({g.groups, g.lq, H, D}).transpose(1, 2);
     auto kg = k_ext.index_select(0, g.keys).view({g.groups, g.lk, H, D}).transpose(1, 2);
     auto vg = v_ext.index_select(0, g.keys).view({g.groups, g.lk, H, D}).transpose(1, 2);
-    auto o = MaskedSoftmaxAttention(qg, kg, vg, g.mask);  // [G, H, lq, D]
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    auto probs = torch::softmax(torch::matmul(qg, kg.transpose(-1, -2)) * scale + g.bias, -1);
+    auto o = torch::matmul(probs, vg);  // [G, H, lq, D]
     outs.push_back(o.transpose(1, 2).reshape({g.groups * g.lq, H, D}));
   }
   auto out = torch::zeros({T, H, D}, q.options());
@@ -131,13 +137,20 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
 }
 
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v, const PackedLayout& layout) {
+                                   const torch::Tensor& v, const PackedLayout& l) {
   const int64_t T = q.size(0);
-  auto mask = torch::zeros({T, T}, torch::kBool);
-  auto m = mask.accessor<bool, 2>();
-  for (int64_t i = 0; i < T; ++i) {
-    for (int64_t j = 0; j < T; ++j) m[i][j] = AttentionAllowed(layout, i, j);
-  }
+  auto i64 = torch::TensorOptions().dtype(torch::kInt32);
+  auto seq = torch::from_blob(const_cast<int32_t*>(l.seq_id.data()), {T}, i64);
+  auto fid = torch::from_blob(const_cast<int32_t*>(l.frame_id.data()), {T}, i64);
+  auto win = torch::from_blob(const_cast<int32_t*>(l.window.data()), {T}, i64);
+  auto clean = torch::from_blob(const_cast<uint8_t*>(l.clean.data()), {T}, torch::kUInt8).to(torch::kBool);
+  auto sq = seq.view({T, 1}), sk = seq.view({1, T}), fq = fid.view({T, 1}), fk = fid.view({1, T});
+  auto cq = clean.view({T, 1}), ck = clean.view({1, T});
+  auto mask = sq.eq(sk).logical_and(sq.ge(0)).logical_and((fq - fk).abs().le(win.view({T, 1})));
+  auto rule = cq.logical_and(ck).logical_and(fk.le(fq))
+                  .logical_or(cq.logical_not().logical_and(ck).logical_and(fk.lt(fq)))
+                  .logical_or(cq.logical_not().logical_and(ck.logical_not()).logical_and(fk.eq(fq)));
+  mask = mask.logical_and(rule);
   auto out = MaskedSoftmaxAttention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
                                     mask.to(q.device()).unsqueeze(0));
   return out.transpose(0, 1);

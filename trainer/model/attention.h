@@ -21,6 +21,7 @@ struct AttentionGroups {
   torch::Tensor queries;  // [groups * lq] int64 token indices
   torch::Tensor keys;     // [groups * lk] int64, empty slots point at the zero row T
   torch::Tensor mask;     // [groups, 1, lq, lk] bool, the exact rule
+  torch::Tensor bias;     // same, as an additive 0 / -inf score bias in the compute dtype
 };
 
 struct LayoutTensors {
@@ -42,7 +43,7 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const LayoutTensors& lt);
 torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& k,
                                    const torch::Tensor& v, const LayoutTensors& lt);
 
-// The test oracle: a dense T x T mask built pair by pair from AttentionAllowed. O(T^2).
+// The test oracle: a dense T x T mask from the rule over every token pair. O(T^2).
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
                                    const torch::Tensor& v, const PackedLayout& layout);
 

@@ -87,10 +87,10 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
         }
         BATON_CHECK_OK(WriteSafetensors(a->out, refs), "check the --out folder");
         std::printf("one step over %lld episodes (%lld micro-batches of %lld on %lld rank(s)): loss %.15g, "
-                    "grad norm %.15g, %lld all-reduce call(s), %lld bytes\n",
+                    "grad norm %.15g, %lld all-reduce call(s), %lld bytes, step %.3f s\n",
                     (long long)a->count, (long long)micro, (long long)a->batch, (long long)env.world_size,
                     st.loss, st.grad_norm, (long long)group->allreduce_calls(),
-                    (long long)group->allreduce_bytes());
+                    (long long)group->allreduce_bytes(), st.seconds);
       }
       return kExitOk;
     };

@@ -136,8 +136,9 @@ int Train(const TrainOptions& opt) {
   const bool cuda = config.train.device == "cuda";
   torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
 
-  // 2. Ranks.
+  // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here).
   const DistEnv env = DistEnvFromEnvironment();
+  torch::set_num_threads(CpuThreadsPerRank(env));
   auto group = ProcessGroupHandle::Create(env, cuda);
   const bool leader = env.rank == 0;
 
@@ -177,9 +178,12 @@ int Train(const TrainOptions& opt) {
   const ResumeDecision decision = DecideResume(opt, run_dir);
   int64_t step0 = 0, micro0 = 0;
   int64_t resume_warmup = 0;
+  double load_seconds = 0;
   if (decision.mode != "fresh") {
     const LoadMode mode = decision.mode == "exact" ? LoadMode::kFull : LoadMode::kWeightsOnly;
+    const auto load_t0 = Clock::now();
     const TrainerState st = LoadCheckpoint(decision.checkpoint, model, &optimizer, mode);
+    load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
     step0 = st.step;
     if (mode == LoadMode::kFull) {
       if (st.batch_size != config.data.batch_size || st.grad_accum != accum) {
@@ -233,6 +237,7 @@ int Train(const TrainOptions& opt) {
                                                                             : nlohmann::json(decision.checkpoint)},
                                  {"skipped", decision.skipped},
                                  {"world_size", env.world_size},
+                                 {"load_seconds", load_seconds},
                                  {"config_hash", ConfigHash(dims)},
                                  {"job_id", job},
                                  {"restart_count", restart}},

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Trainer benchmarks (the packed trainer issue), figures printed as ratios from one run:
+#  1. training tokens/s, batch 4 packed vs batch 1, same model and episodes;
+#  2. block-sparse vs dense masked attention (forward + backward): time and peak memory at 4k, 16k
+#     and 64k tokens per row, and computed / allowed score entries;
+#  3. 2 Gloo ranks: all-reduce calls and bytes per optimizer step for batch 1 x accum 16 and
+#     batch 4 x accum 4, and the step-time ratio.
+# usage: bench/trainer_bench.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bt=$build/trainer/baton-train
+bb=$build/bench/baton-bench-trainer
+[ -x "$bt" ] && [ -x "$bb" ] || { echo "build first: bash scripts/build.sh" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "machine: $(nproc) CPUs; libtorch intra-op threads = CPUs per rank"
+
+"$bt" synth-data --out "$work/ds" --episodes 32 --seed 0 --frames 24:64 >/dev/null
+cat >"$work/cfg.yaml" <<YAML
+run: {name: bench, dir: $work/run, steps: 1, seed: 0}
+data: {path: $work/ds, batch_size: 4, pad_multiple: 8}
+model: {dim: 96, heads: 4, layers: 2, ffn_dim: 384, freq_dim: 64}
+optim: {lr: 1.0e-3, warmup_steps: 0}
+YAML
+
+echo
+echo "== 1. tokens/s: batch 4 packed vs batch 1 (16 episodes, F 24..64, ~40 tokens/frame)"
+b1=$("$bb" throughput --config "$work/cfg.yaml" --batch 1)
+b4=$("$bb" throughput --config "$work/cfg.yaml" --batch 4)
+python3 - "$b1" "$b4" <<'PY'
+import json, sys
+b1, b4 = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for r in (b1, b4):
+    print(f"batch {r['batch']:>2} x {r['micro_batches']:>2} micro-batches: {r['tokens_per_s']:>9.0f} valid tok/s "
+          f"(step {r['best_step_seconds']:.2f} s, {r['padded_tokens']} padded tokens)")
+print(f"packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x  (the notes: 1.15x per token on one GPU)")
+PY
+
+echo
+echo "== 2. block-sparse vs dense attention (window 32, chunk 2, 2 heads x 64)"
+rows=$work/att.jsonl
+for t in 4096 16384 65536; do
+  "$bb" attention --tokens $t --path sparse >>"$rows"
+  if [ $t -le 16384 ]; then "$bb" attention --tokens $t --path dense >>"$rows"; fi
+done
+python3 - "$rows" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in rows:
+    by.setdefault(r["tokens"], {})[r["path"]] = r
+print(f"{'tokens':>7} {'sparse s':>9} {'dense s':>9} {'speedup':>8} {'sparse MB':>10} {'dense MB':>9} {'mem ratio':>9} {'computed/allowed':>17}")
+for t, d in sorted(by.items()):
+    s = d["sparse"]
+    line = f"{t:>7} {s['seconds']:>9.2f} "
+    if "dense" in d:
+        g = d["dense"]
+        line += (f"{g['seconds']:>9.2f} {g['seconds']/s['seconds']:>7.1f}x {s['rss_growth_bytes']/1e6:>10.0f} "
+                 f"{g['rss_growth_bytes']/1e6:>9.0f} {g['rss_growth_bytes']/max(s['rss_growth_bytes'],1):>8.1f}x")
+    else:
+        need = 4 * t * t * 2 * 4 / 1e9  # scores, probs, grads of each, 2 heads, float32
+        line += f"{'skipped':>9} {'':>8} {s['rss_growth_bytes']/1e6:>10.0f} {'~%.0f GB' % need:>9} {'':>9}"
+    line += f" {s['computed_pairs']/s['allowed_pairs']:>16.2f}x"
+    if "dense" in d:
+        line += f" (dense {d['dense']['computed_pairs']/s['allowed_pairs']:.1f}x)"
+    print(line)
+print("dense at 64k needs its T x T score matrices (~4 of them) and is not run on this 24 GB machine")
+PY
+
+echo
+echo "== 3. two Gloo ranks, one optimizer step over 32 episodes"
+for b in 1 4; do
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 BATON_RDZV_FILE=$work/rdzv.$b "$bt" one-step --config "$work/cfg.yaml" \
+      --count 32 --batch-size $b --out "$work/step$b.safetensors" >"$work/rank$r.$b.log" 2>&1 &
+  done
+  wait
+  grep -h "one step" "$work/rank0.$b.log"
+done
+python3 - "$work/rank0.1.log" "$work/rank0.4.log" <<'PY'
+import re, sys
+def parse(p):
+    t = open(p).read()
+    calls, nbytes, secs = re.search(r"(\d+) all-reduce call\(s\), (\d+) bytes, step ([\d.]+) s", t).groups()
+    return int(calls), int(nbytes), float(secs)
+c1, b1, s1 = parse(sys.argv[1]); c4, b4, s4 = parse(sys.argv[2])
+print(f"batch 1 x accum 16: {c1} all-reduce call(s), {b1/1e6:.2f} MB per step, {s1:.2f} s")
+print(f"batch 4 x accum 4 : {c4} all-reduce call(s), {b4/1e6:.2f} MB per step, {s4:.2f} s")
+print(f"step time batch 4 / batch 1 = {s4/s1:.2f}x; reductions per step: {c1} vs {c4} (one bucketed reduction either way)")
+PY
