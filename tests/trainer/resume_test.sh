@@ -54,4 +54,28 @@ for world in 1 2; do
   ! grep -q '"resume_warmup_steps":[1-9]' "$tmp/cut$world/events/local.0.jsonl" || fail "no re-warmup on exact resume"
   checks=$((checks + 1)); echo "ok: every resume exact, no re-warmup"
 done
+# A change of world size keeps the data position: 2 ranks stop mid-epoch, 1 rank resumes; every
+# episode of that epoch is trained exactly once (24 episodes = 3 batches per rank per epoch).
+STEPS=10 ACCUM=1 write_config "$tmp/ws.yaml" "$tmp/ws"
+export BATON_EPISODE_LOG=$tmp/episodes
+rc=0; train_ranks 2 --config "$tmp/ws.yaml" --stop-after 4 || rc=$?
+[ $rc -eq 75 ] || fail "2-rank segment exited $rc"
+rc=0; train_ranks 1 --config "$tmp/ws.yaml" || rc=$?
+[ $rc -eq 0 ] || fail "1-rank resume exited $rc: $(tail -3 "$tmp/train.log")"
+unset BATON_EPISODE_LOG
+grep -q "resharding data from 2 to 1 ranks at epoch 1, batch 1" "$tmp/train.log" || fail "no reshard line"
+python3 - "$tmp/episodes" <<'PY'
+import collections, sys
+base = sys.argv[1]
+def rows(rank):
+    return [list(map(int, l.split())) for l in open(f"{base}.{rank}")]
+# Under 2 ranks epoch 1 is steps 3..5; the stop came after step 3 (4 steps done). The 1-rank
+# segment then trains the 4 batches left of epoch 1 at steps 4..7.
+epoch1 = [r[1:] for rank in (0, 1) for r in rows(rank) if r[0] == 3]
+epoch1 += [r[1:] for r in rows(0) if 4 <= r[0] <= 7 and len(r) > 1][-4:]
+count = collections.Counter(e for b in epoch1 for e in b)
+assert len(epoch1) == 6, epoch1
+assert sorted(count) == list(range(24)) and set(count.values()) == {1}, count
+PY
+checks=$((checks + 1)); echo "ok: 2 -> 1 ranks mid-epoch: every episode of the epoch trained exactly once"
 echo "$checks passed, 0 failed"

@@ -94,7 +94,8 @@ nlohmann::json TrainerState::ToJson() const {
       {"format_version", kCheckpointFormatVersion},
       {"step", step},
       {"sampler", {{"epoch", epoch}, {"batch", batch}, {"micro_index", micro_index},
-                   {"plan", plan}, {"batch_size", batch_size}}},
+                   {"plan", plan}, {"batch_size", batch_size}, {"origin_epoch", origin_epoch},
+                   {"transition", transition.ToJson()}}},
       {"grad_accum", grad_accum},
       {"world_size", world_size},
       {"rng", {{"scheme", "philox4x32-10 counter streams keyed by (seed, purpose, step, episode)"},
@@ -114,6 +115,8 @@ TrainerState TrainerState::FromJson(const nlohmann::json& j) {
   s.micro_index = sm.at("micro_index").get<int64_t>();
   s.plan = sm.at("plan").get<std::string>();
   s.batch_size = sm.at("batch_size").get<int64_t>();
+  s.origin_epoch = sm.value("origin_epoch", int64_t{0});
+  s.transition = PlanTransition::FromJson(sm.value("transition", nlohmann::json(nullptr)));
   s.grad_accum = j.at("grad_accum").get<int64_t>();
   s.world_size = j.at("world_size").get<int64_t>();
   s.seed = j.at("rng").at("seed").get<int64_t>();

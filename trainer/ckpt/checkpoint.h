@@ -21,6 +21,7 @@
 #include <string>
 
 #include "schema/run_config.h"
+#include "trainer/data/data_plan.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/optim/adamw.h"
 
@@ -28,8 +29,10 @@ namespace baton {
 
 struct TrainerState {
   int64_t step = 0;           // finished optimizer steps
-  int64_t micro_index = 0;    // micro-batches consumed per rank since the run began
+  int64_t micro_index = 0;    // micro-batches each rank consumed since the data plan's origin
   int64_t epoch = 0, batch = 0;  // sampler cursor of the next micro-batch on each rank
+  int64_t origin_epoch = 0;      // the data plan's origin (moves when the world size changes)
+  PlanTransition transition;     // the epoch re-dealt after a world-size change, if any
   int64_t world_size = 1;
   int64_t batch_size = 0, grad_accum = 0;
   std::string plan;

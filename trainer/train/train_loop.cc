@@ -15,6 +15,7 @@
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/data/data_plan.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/length_bucket_sampler.h"
@@ -31,37 +32,6 @@ namespace baton {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Epoch plans of every rank, computed on demand and shared by the loop and the loader thread.
-class PlanCache {
- public:
-  PlanCache(std::vector<int64_t> lengths, SamplerOptions options)
-      : lengths_(std::move(lengths)), options_(options),
-        per_epoch_(LengthBucketBatchSampler::BatchesPerEpoch(int64_t(lengths_.size()), options)) {}
-  int64_t batches_per_epoch() const { return per_epoch_; }
-  const std::vector<int64_t>& lengths() const { return lengths_; }
-  // Episodes of micro-batch `m` (counted from the run's start) on `rank`.
-  std::vector<int64_t> Batch(int64_t rank, int64_t m) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t epoch = m / per_epoch_;
-    auto key = std::make_pair(epoch, rank);
-    auto it = plans_.find(key);
-    if (it == plans_.end()) {
-      if (plans_.size() > 64) plans_.clear();
-      SamplerOptions o = options_;
-      o.rank = rank;
-      it = plans_.emplace(key, LengthBucketBatchSampler::Plan(lengths_, o, epoch)).first;
-    }
-    return it->second.batch(m % per_epoch_);
-  }
-
- private:
-  std::vector<int64_t> lengths_;
-  SamplerOptions options_;
-  int64_t per_epoch_;
-  std::mutex mu_;
-  std::map<std::pair<int64_t, int64_t>, EpochPlan> plans_;
-};
 
 DatasetShape ResolveShape(const DatasetIndex& index) {
   if (index.shape) return *index.shape;
@@ -162,7 +132,7 @@ int Train(const TrainOptions& opt) {
   so.pool_factor = config.data.pool_factor;
   so.seed = uint64_t(config.run.seed);
   so.plan = config.data.plan;
-  auto plans = std::make_shared<PlanCache>(index->BucketKeys(), so);
+  auto plans = std::make_shared<DataPlan>(index->BucketKeys(), so);
   const int64_t accum = config.optim.grad_accum;
 
   // 4. Model and optimizer. Parameters are created from the seed, the same on every rank.
@@ -182,7 +152,7 @@ int Train(const TrainOptions& opt) {
   if (decision.mode != "fresh") {
     const LoadMode mode = decision.mode == "exact" ? LoadMode::kFull : LoadMode::kWeightsOnly;
     const auto load_t0 = Clock::now();
-    const TrainerState st = LoadCheckpoint(decision.checkpoint, model, &optimizer, mode);
+    TrainerState st = LoadCheckpoint(decision.checkpoint, model, &optimizer, mode);
     load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
     step0 = st.step;
     if (mode == LoadMode::kFull) {
@@ -193,11 +163,25 @@ int Train(const TrainOptions& opt) {
                        std::to_string(config.data.batch_size) + " x " + std::to_string(accum),
                    "an exact resume needs the same data.batch_size and optim.grad_accum");
       }
+      SamplerOptions old_so = so;
+      old_so.world_size = st.world_size;
+      DataPlan old_plan(index->BucketKeys(), old_so, st.origin_epoch, st.transition);
       if (st.world_size != env.world_size) {
-        BATON_FAIL(kExitConfig,
-                   decision.checkpoint + " was written by " + std::to_string(st.world_size) +
-                       " ranks; this job has " + std::to_string(env.world_size),
-                   "resume with the same number of tasks (ntasks_per_node x nodes)");
+        // Keep the global data position: deal the rest of the current epoch to the new ranks.
+        int64_t repeated = 0;
+        const auto [epoch, batch] = old_plan.Position(st.micro_index);
+        plans = std::make_shared<DataPlan>(old_plan.Reshard(st.micro_index, env.world_size, &repeated));
+        if (leader) {
+          std::printf("resharding data from %lld to %lld ranks at epoch %lld, batch %lld: %lld batches "
+                      "per rank left in the epoch (%lld padding batches)\n",
+                      (long long)st.world_size, (long long)env.world_size, (long long)epoch,
+                      (long long)batch,
+                      (long long)(plans->transition().empty() ? 0 : plans->transition().batches[0].size()),
+                      (long long)repeated);
+        }
+        st.micro_index = 0;
+      } else {
+        plans = std::make_shared<DataPlan>(old_plan);
       }
       micro0 = st.micro_index;
     } else {
@@ -256,8 +240,9 @@ int Train(const TrainOptions& opt) {
       TrainerState st;
       st.step = steps_done;
       st.micro_index = micro_done;
-      st.epoch = micro_done / plans->batches_per_epoch();
-      st.batch = micro_done % plans->batches_per_epoch();
+      std::tie(st.epoch, st.batch) = plans->Position(micro_done);
+      st.origin_epoch = plans->origin_epoch();
+      st.transition = plans->transition();
       st.world_size = env.world_size;
       st.batch_size = config.data.batch_size;
       st.grad_accum = accum;
@@ -309,6 +294,11 @@ int Train(const TrainOptions& opt) {
       },
       std::max<int64_t>(total_micro, 0), config.data.prefetch);
   TrainStepper stepper(model, &optimizer, group.get(), config, shape, dtype, device);
+  // Audit trail for tests and debugging: every rank's episodes per step, one line each.
+  std::FILE* episode_log = nullptr;
+  if (const char* path = std::getenv("BATON_EPISODE_LOG")) {
+    episode_log = std::fopen((std::string(path) + "." + std::to_string(rank)).c_str(), "a");
+  }
   int64_t profiled = 0;
   const auto seg_t0 = Clock::now();
   double last_lr = 0;
@@ -321,6 +311,14 @@ int Train(const TrainOptions& opt) {
       for (int64_t r = 0; r < world; ++r) {
         for (int64_t i : plans->Batch(r, micro + j)) global_frames += double(plans->lengths()[i]);
       }
+    }
+    if (episode_log != nullptr) {
+      for (const auto& b : batches) {
+        std::fprintf(episode_log, "%lld", (long long)step);
+        for (int64_t e : b.episodes) std::fprintf(episode_log, " %lld", (long long)e);
+        std::fprintf(episode_log, "\n");
+      }
+      std::fflush(episode_log);
     }
     micro += accum;
     const bool profile = profiled < config.train.profile;
@@ -339,7 +337,7 @@ int Train(const TrainOptions& opt) {
                                    {"valid_frames", st.valid_frames}, {"padded_frames", st.padded_frames},
                                    {"step_time_s", st.seconds}, {"tokens_per_s", tok_s},
                                    {"in_warmup", schedule.InWarmup(step)},
-                                   {"epoch", (micro - 1) / plans->batches_per_epoch()}}),
+                                   {"epoch", plans->Position(micro - 1).first}}),
                      "");
       for (const auto& p : st.micro) {
         BATON_CHECK_OK(events.Write(event_type::kMicrostep,

@@ -1,0 +1,226 @@
+# Shared helpers for the orchestrator's integration tests on the real dev cluster
+# (slurm/dev_cluster.sh up) with the real trainer. Sourced by tests/integration/*_test.sh:
+#   source lib.sh BATON BATON_TRAIN
+# Sets $baton, $bt (absolute paths), $TMP (a fresh folder, removed on exit unless
+# BATON_KEEP_TMP=1 or a check failed and BATON_KEEP_TMP_ON_FAIL=1), BATON_HOME, BATON_TRAIN_BIN.
+# Every job a test submits goes through track_job so the exit trap scancels it.
+# shellcheck shell=bash
+set -euo pipefail
+
+baton=$(realpath "$1")
+bt=$(realpath "$2")
+[[ -x $baton && -x $bt ]] || { echo "usage: $0 BATON BATON_TRAIN" >&2; exit 2; }
+
+TMP=$(mktemp -d /tmp/baton-it.XXXXXX)
+chmod 0755 "$TMP"
+export BATON_HOME=$TMP/home
+export BATON_TRAIN_BIN=$bt
+# Submitted jobs inherit the environment (sbatch exports it): keep test settings out of them.
+unset BATON_NO_SRUN RANK WORLD_SIZE BATON_RDZV_FILE MASTER_ADDR MASTER_PORT
+JOBS=()
+checks=0
+T0=$SECONDS
+FAILED=0
+
+cleanup() {
+  local j
+  for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
+  if [[ ${BATON_KEEP_TMP:-0} == 1 || ($FAILED == 1 && ${BATON_KEEP_TMP_ON_FAIL:-0} == 1) ]]; then
+    echo "kept $TMP" >&2
+  else
+    rm -rf "$TMP"
+  fi
+}
+trap cleanup EXIT
+
+track_job() { JOBS+=("$1"); }
+ok() { checks=$((checks + 1)); printf 'ok    [%3ds] %s\n' $((SECONDS - T0)) "$*"; }
+note() { printf '      [%3ds] %s\n' $((SECONDS - T0)) "$*"; }
+
+# fail MESSAGE: prints what helps to debug (runs, attempts, job states, job logs) and exits 1.
+fail() {
+  FAILED=1
+  printf 'FAIL  [%3ds] %s\n' $((SECONDS - T0)) "$*" >&2
+  local r j f
+  for r in $("$baton" ls --json --no-sync 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
+    "$baton" show "$r" --no-sync >&2 2>&1 || true
+  done
+  for j in "${JOBS[@]}"; do scontrol -o show job "$j" 2>/dev/null | cut -c1-400 >&2 || true; done
+  for f in "$BATON_HOME"/runs/*/logs/*.out; do
+    [[ -e $f ]] && { printf -- '--- %s (last 40 lines)\n' "$f" >&2; tail -n 40 "$f" >&2; }
+  done
+  exit 1
+}
+
+# wait_for TIMEOUT_S DESCRIPTION COMMAND...: polls COMMAND every 0.3 s until it succeeds.
+wait_for() {
+  local timeout=$1 what=$2 deadline
+  shift 2
+  deadline=$((SECONDS + timeout))
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "timed out after ${timeout}s waiting for: $what"
+    sleep 0.3
+  done
+}
+
+job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1; }
+
+# require_idle_cluster: the controller answers and no job runs (the preemption tests need every
+# CPU). Waits up to BATON_IT_IDLE_WAIT (120) s for other jobs to finish; exits 2 otherwise.
+require_idle_cluster() {
+  scontrol ping 2>/dev/null | grep -q 'is UP' ||
+    { echo "FAIL  slurmctld does not answer; run: bash slurm/dev_cluster.sh up" >&2; exit 2; }
+  CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
+  [[ $CPUS =~ ^[0-9]+$ ]] || { echo "FAIL  no debug partition (sinfo)" >&2; exit 2; }
+  local i
+  for ((i = 0; i < ${BATON_IT_IDLE_WAIT:-120}; i++)); do
+    [[ -z $(squeue -h -t RUNNING,PENDING,COMPLETING,CONFIGURING,SUSPENDED -o '%i') ]] && break
+    sleep 1
+  done
+  if [[ -n $(squeue -h -t RUNNING,PENDING,COMPLETING,CONFIGURING,SUSPENDED -o '%i') ]]; then
+    echo "FAIL  the cluster is busy (squeue); this test needs it idle" >&2
+    squeue >&2
+    exit 2
+  fi
+  ok "cluster up and idle, ${CPUS} CPUs"
+}
+
+# make_dataset DIR: the trainer tests' tiny dataset (24 episodes, F 5..12, 4x4 latents).
+make_dataset() {
+  "$bt" synth-data --out "$1" --episodes 24 --seed 7 --frames 5:12 --height 4 --width 4 \
+    --channels 2 --action-dim 4 --action-steps 2 --text-len 2 --text-dim 8 >/dev/null
+}
+
+# write_config FILE NAME STEPS [extra yaml lines...]: a tiny model (dim 24, 1 layer) on
+# $TMP/ds; the "slurm:" block is left to the caller.
+write_config() {
+  local file=$1 name=$2 steps=$3
+  shift 3
+  {
+    echo "run: {name: $name, steps: $steps, seed: 11}"
+    echo "data: {path: $TMP/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}"
+    echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
+    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: 2}"
+    echo "train: {dtype: float32, log_every: 10}"
+    local line
+    for line in "$@"; do echo "$line"; done
+  } >"$file"
+}
+
+# submit CFG: baton submit --json; sets $run, $job, $run_dir and tracks the job.
+submit() {
+  local out
+  out=$("$baton" submit "$1" --json) || fail "baton submit $1 failed"
+  run=$(jq -r .run_id <<<"$out")
+  job=$(jq -r .job_id <<<"$out")
+  run_dir=$(jq -r .run_dir <<<"$out")
+  [[ $run =~ ^[0-9]+$ && $job =~ ^[0-9]+$ && -d $run_dir ]] || fail "submit printed: $out"
+  track_job "$job"
+}
+
+# last_step_in FILE: the highest 0-based step index logged in an events file (-1 if none).
+last_step_in() {
+  local s
+  s=$(grep -h '"type":"step"' "$1" 2>/dev/null | tail -n1 | jq -r .step 2>/dev/null) || true
+  echo "${s:--1}"
+}
+# attempt_progressed RUN_DIR JOB RESTART MIN_STEP: attempt JOB.RESTART logged step >= MIN_STEP.
+attempt_progressed() {
+  local s
+  s=$(last_step_in "$1/events/$2.$3.jsonl")
+  ((s >= $4))
+}
+# attempt_advanced RUN_DIR JOB RESTART N: attempt JOB.RESTART logged N steps past its step0.
+attempt_advanced() {
+  local f="$1/events/$2.$3.jsonl" s0
+  s0=$(grep -h '"type":"attempt_start"' "$f" 2>/dev/null | jq -r .step0 2>/dev/null) || true
+  [[ -n $s0 ]] && (($(last_step_in "$f") >= s0 + $4))
+}
+# attempt_finished RUN_DIR JOB RESTART: the launcher closed the attempt (attempt_end written).
+attempt_finished() { grep -q '"type":"attempt_end"' "$1/events/$2.$3.jsonl" 2>/dev/null; }
+
+# requeued JOB N: the job is PENDING again with Restarts=N.
+requeued() { [[ $(job_field "$1" JobState) == PENDING && $(job_field "$1" Restarts) == "$2" ]]; }
+
+# preempt JOB RESTARTS_AFTER: submits an `urgent` job that needs every CPU, waits until JOB is
+# requeued (PENDING, Restarts=RESTARTS_AFTER) and cuts SLURM's ~121 s requeue hold with
+# `scontrol update StartTime=now` (docs/slurm_dev_cluster.md). The urgent job sleeps 2 s.
+preempt() {
+  local target=$1 restarts=$2 urgent
+  urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J baton-it-urgent -o /dev/null --wrap 'sleep 2') ||
+    fail "sbatch to urgent failed"
+  track_job "$urgent"
+  wait_for 90 "job $target to be requeued (PENDING, Restarts=$restarts)" requeued "$target" "$restarts"
+  scontrol update jobid="$target" StartTime=now || fail "scontrol update StartTime=now failed"
+}
+
+# release_held JOB...: for each JOB waiting on its requeue hold (PENDING, Reason=BeginTime),
+# `scontrol update StartTime=now`. Call it in a polling loop.
+release_held() {
+  local j
+  for j in "$@"; do
+    if [[ $(job_field "$j" JobState) == PENDING && $(job_field "$j" Reason) == BeginTime ]]; then
+      scontrol update jobid="$j" StartTime=now 2>/dev/null || true
+    fi
+  done
+}
+
+# run_status RUN: the run's status after ingest + reconcile.
+run_status() { "$baton" show "$1" --json 2>/dev/null | jq -r .status; }
+# run_is RUN STATUS...: the run has one of these statuses.
+run_is() {
+  local s w
+  s=$(run_status "$1")
+  shift
+  for w in "$@"; do [[ $s == "$w" ]] && return 0; done
+  return 1
+}
+
+# train_reference CFG RUN_DIR WORLD THREADS: the same config uninterrupted, outside SLURM, on
+# WORLD ranks (a FileStore rendezvous, as tests/trainer/common.sh does) with THREADS intra-op
+# threads per rank, as SLURM_CPUS_PER_TASK gives the job's ranks.
+train_reference() {
+  local cfg=$1 dir=$2 world=$3 threads=$4 r rc pids=()
+  local store="$TMP/rdzv.$RANDOM.$RANDOM"
+  for ((r = 0; r < world; r++)); do
+    env -u SLURM_JOB_ID -u SLURM_PROCID -u SLURM_STEP_ID SLURM_CPUS_PER_TASK="$threads" \
+      RANK=$r WORLD_SIZE="$world" BATON_RDZV_FILE="$store" \
+      "$bt" train --config "$cfg" --run-dir "$dir" --resume none >>"$TMP/reference.$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do
+    rc=0
+    wait "$r" || rc=$?
+    ((rc == 0)) || { tail -n 20 "$TMP"/reference.*.log >&2; fail "the uninterrupted reference run exited $rc"; }
+  done
+}
+
+# same_final_state A B: weights and AdamW state bit for bit (baton-train tensor-diff).
+same_final_state() {
+  local f out
+  for f in transformer/diffusion_pytorch_model.safetensors optimizer.safetensors; do
+    out=$("$bt" tensor-diff "$1/$f" "$2/$f" 2>&1) || fail "$f differs: $1 vs $2: $out"
+    note "$f: $out"
+  done
+}
+
+# effective_steps RUN_DIR: "step lr loss grad_norm" per step index; a later attempt's row
+# replaces an earlier one (superseded rows), so this is the series that led to the final weights.
+effective_steps() {
+  python3 - "$1" <<'PY'
+import glob, json, os, sys
+def key(p):  # events/<job>.<restart>.jsonl in attempt order
+    job, restart = os.path.basename(p)[:-len(".jsonl")].rsplit(".", 1)
+    return (job, int(restart))
+rows = {}
+for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl"), key=key):
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("type") == "step":
+            rows[r["step"]] = (repr(r["lr"]), repr(r["loss"]), repr(r["grad_norm"]))
+for s in sorted(rows):
+    print(s, *rows[s])
+PY
+}
+
+done_line() { echo "PASS $(basename "$0" .sh): $checks checks in $((SECONDS - T0)) s"; }

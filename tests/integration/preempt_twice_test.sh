@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Issue 5, "must show" 1, with the real trainer on the real dev cluster: a tiny run submitted with
+# `baton submit` on `debug` is preempted TWICE by `urgent` jobs that need every CPU; each time the
+# launcher forwards the signal, the trainer checkpoints and exits 75, the launcher requeues the
+# same job id; each later attempt resumes `exact` from the signal checkpoint with no LR re-warmup;
+# the run reaches its target and COMPLETES, and its final weights and AdamW state, and its
+# per-step lr/loss/grad-norm series, are bit-identical to the same config trained uninterrupted.
+# `baton show` lists 3 attempts with the right step ranges.
+# usage: preempt_twice_test.sh BATON BATON_TRAIN
+# Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
+source "$(dirname "$0")/lib.sh"
+STEPS=${BATON_IT_STEPS:-300}
+
+require_idle_cluster
+make_dataset "$TMP/ds"
+write_config "$TMP/p2.yaml" it-preempt2 "$STEPS" \
+  "checkpoint: {every: 100, keep_last: 10}" \
+  "slurm: {partition: debug, cpus_per_task: $CPUS, time: \"10:00\", signal: USR1, signal_lead_s: 60}"
+submit "$TMP/p2.yaml"
+grep -q -- '--signal=B:USR1@60' "$run_dir/sbatch.sh" || fail "sbatch.sh lacks --signal=B:USR1@60"
+ok "submitted run $run as job $job (target $STEPS steps, $CPUS CPUs)"
+
+# ---------------------------------------------------------------- preemption 1
+wait_for 120 "attempt 0 to log step 5" attempt_progressed "$run_dir" "$job" 0 5
+preempt "$job" 1
+ok "preempted once: job $job requeued (PENDING, Restarts=1), hold cut with StartTime=now"
+attempt_finished "$run_dir" "$job" 0 || fail "attempt 0 has no attempt_end"
+
+# ---------------------------------------------------------------- preemption 2
+wait_for 120 "attempt 1 to log 5 steps" attempt_advanced "$run_dir" "$job" 1 5
+attempt_finished "$run_dir" "$job" 1 && fail "attempt 1 ended before the second preemption (steps too fast?)"
+preempt "$job" 2
+ok "preempted twice: job $job requeued (PENDING, Restarts=2)"
+
+# ---------------------------------------------------------------- completion
+wait_for 180 "run $run to be COMPLETED" run_is "$run" COMPLETED FAILED CANCELLED
+[[ $(run_status "$run") == COMPLETED ]] || fail "run $run ended $(run_status "$run")"
+[[ $(job_field "$job" JobState) == COMPLETED && $(job_field "$job" Restarts) == 2 ]] ||
+  fail "job $job: $(job_field "$job" JobState), Restarts=$(job_field "$job" Restarts); want COMPLETED, 2"
+ok "run $run COMPLETED; SLURM job $job COMPLETED with Restarts=2 (same job id throughout)"
+
+# ---------------------------------------------------------------- history
+attempts=$("$baton" attempts "$run" --json)
+a() { jq -r ".[$1].$2" <<<"$attempts"; }
+n=$(jq length <<<"$attempts")
+((n == 3)) || fail "expected 3 attempts, got $n: $attempts"
+for i in 0 1 2; do
+  [[ $(a $i job_id) == "$job" && $(a $i restart_count) == "$i" ]] ||
+    fail "attempt $i: job $(a $i job_id) restart $(a $i restart_count), want $job.$i"
+done
+e0=$(a 0 last_step) e1=$(a 1 last_step)
+[[ $(a 0 resume_mode) == fresh && $(a 0 step0) == 0 && $(a 0 end_reason) == preempted ]] ||
+  fail "attempt 0: $(a 0 resume_mode) from $(a 0 step0), $(a 0 end_reason); want fresh from 0, preempted"
+[[ $(a 1 resume_mode) == exact && $(a 1 step0) == "$e0" && $(a 1 end_reason) == preempted ]] ||
+  fail "attempt 1: $(a 1 resume_mode) from $(a 1 step0), $(a 1 end_reason); want exact from $e0, preempted"
+[[ $(a 2 resume_mode) == exact && $(a 2 step0) == "$e1" && $(a 2 end_reason) == completed ]] ||
+  fail "attempt 2: $(a 2 resume_mode) from $(a 2 step0), $(a 2 end_reason); want exact from $e1, completed"
+((0 < e0 && e0 < e1 && e1 < STEPS)) || fail "step ranges 0..$e0, $e0..$e1, $e1..$STEPS are not increasing"
+[[ $(a 2 last_step) == "$STEPS" ]] || fail "last attempt ended at $(a 2 last_step), want $STEPS"
+[[ $(a 0 exit_code) == 75 && $(a 1 exit_code) == 75 && $(a 2 exit_code) == 0 ]] ||
+  fail "exit codes $(a 0 exit_code) $(a 1 exit_code) $(a 2 exit_code), want 75 75 0"
+for i in 1 2; do
+  [[ $(a $i checkpoint) == "$run_dir/checkpoints/checkpoint_step_$(a $i step0)" ]] ||
+    fail "attempt $i resumed from $(a $i checkpoint)"
+  [[ $(a $i resume_warmup_steps) == 0 ]] || fail "attempt $i has a resume warmup of $(a $i resume_warmup_steps)"
+  w=$(a $i warmup_until)
+  [[ $w == null ]] || (($w <= $(a $i step0))) || fail "attempt $i warms up until step $w"
+done
+ok "attempts: 0..$e0 fresh (preempted, 75) | $e0..$e1 exact (preempted, 75) | $e1..$STEPS exact (completed, 0)"
+
+# Every stop wrote its checkpoint on the signal, every step after the first attempt ran at full LR.
+for i in 0 1; do
+  f="$run_dir/events/$job.$i.jsonl"
+  grep -q "\"reason\":\"signal\"" "$f" || fail "attempt $i did not stop on a signal"
+  jq -e "select(.type == \"checkpoint\" and .reason == \"signal\" and .step == $(a $i last_step))" "$f" >/dev/null ||
+    fail "attempt $i has no signal checkpoint at step $(a $i last_step)"
+done
+warm=$(cat "$run_dir/events/$job.1.jsonl" "$run_dir/events/$job.2.jsonl" |
+  jq -s '[.[] | select(.type == "step" and .in_warmup)] | length')
+[[ $warm == 0 ]] || fail "$warm steps of attempts 1 and 2 ran in warmup"
+ok "each preemption checkpointed on USR1 at the stop step; no warmup after the first attempt"
+
+show=$("$baton" show "$run")
+echo "$show"
+table=$(sed -n '/^ATTEMPT/,$p' <<<"$show")
+[[ $(grep -c "^[0-9]" <<<"$table") == 3 ]] || fail "baton show does not list 3 attempts"
+grep -Eq "^1 +$job\.1 +$((e0 + 1))\.\.$e1 +exact +- +preempted" <<<"$table" || fail "attempt 1 row wrong"
+grep -Eq "^2 +$job\.2 +$((e1 + 1))\.\.$STEPS +exact +- +completed" <<<"$table" || fail "attempt 2 row wrong"
+json=$("$baton" show "$run" --json)
+[[ $(jq .steps <<<"$json") == "$STEPS" && $(jq .superseded_steps <<<"$json") == 0 ]] ||
+  fail "store holds $(jq .steps <<<"$json") effective step rows ($(jq .superseded_steps <<<"$json") superseded), want $STEPS (0)"
+ok "baton show: 3 attempts, step ranges $((e0 + 1))..$e1 and $((e1 + 1))..$STEPS, exact, no warmup; $STEPS step rows"
+
+# ---------------------------------------------------------------- the uninterrupted run
+train_reference "$TMP/p2.yaml" "$TMP/reference" 1 "$CPUS"
+same_final_state "$TMP/reference/checkpoints/checkpoint_step_$STEPS" "$run_dir/checkpoints/checkpoint_step_$STEPS"
+ok "final weights and AdamW state bit-identical to an uninterrupted run"
+diff <(effective_steps "$TMP/reference") <(effective_steps "$run_dir") >"$TMP/steps.diff" ||
+  fail "per-step lr/loss/grad norm differ from the uninterrupted run: $(head -n 5 "$TMP/steps.diff")"
+[[ $(effective_steps "$run_dir" | wc -l) == "$STEPS" ]] || fail "expected $STEPS logged steps"
+ok "per-step lr, loss and grad norm bit-identical to the uninterrupted run ($STEPS steps)"
+done_line
