@@ -25,6 +25,7 @@ FAILED=0
 cleanup() {
   local j
   for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
+  for j in "${REF_PIDS[@]}"; do kill "$j" 2>/dev/null || true; done
   if [[ ${BATON_KEEP_TMP:-0} == 1 || ($FAILED == 1 && ${BATON_KEEP_TMP_ON_FAIL:-0} == 1) ]]; then
     echo "kept $TMP" >&2
   else
@@ -176,23 +177,29 @@ run_is() {
   return 1
 }
 
-# train_reference CFG RUN_DIR WORLD THREADS: the same config uninterrupted, outside SLURM, on
-# WORLD ranks (a FileStore rendezvous, as tests/trainer/common.sh does) with THREADS intra-op
-# threads per rank, as SLURM_CPUS_PER_TASK gives the job's ranks.
-train_reference() {
-  local cfg=$1 dir=$2 world=$3 threads=$4 r rc pids=()
+# start_reference CFG RUN_DIR WORLD THREADS: in the background, the same config uninterrupted,
+# outside SLURM, on WORLD ranks (a FileStore rendezvous, as tests/trainer/common.sh does) with
+# THREADS intra-op threads per rank, as SLURM_CPUS_PER_TASK gives the job's ranks.
+# finish_reference waits for it. It runs alongside the SLURM job (timing does not change results).
+REF_PIDS=()
+start_reference() {
+  local cfg=$1 dir=$2 world=$3 threads=$4 r
   local store="$TMP/rdzv.$RANDOM.$RANDOM"
   for ((r = 0; r < world; r++)); do
-    env -u SLURM_JOB_ID -u SLURM_PROCID -u SLURM_STEP_ID SLURM_CPUS_PER_TASK="$threads" \
+    env -u SLURM_JOB_ID -u SLURM_PROCID -u SLURM_STEP_ID -u SLURM_NTASKS SLURM_CPUS_PER_TASK="$threads" \
       RANK=$r WORLD_SIZE="$world" BATON_RDZV_FILE="$store" \
       "$bt" train --config "$cfg" --run-dir "$dir" --resume none >>"$TMP/reference.$r.log" 2>&1 &
-    pids+=($!)
+    REF_PIDS+=($!)
   done
-  for r in "${pids[@]}"; do
+}
+finish_reference() {
+  local p rc
+  for p in "${REF_PIDS[@]}"; do
     rc=0
-    wait "$r" || rc=$?
+    wait "$p" || rc=$?
     ((rc == 0)) || { tail -n 20 "$TMP"/reference.*.log >&2; fail "the uninterrupted reference run exited $rc"; }
   done
+  REF_PIDS=()
 }
 
 # same_final_state A B: weights and AdamW state bit for bit (baton-train tensor-diff).

@@ -9,7 +9,7 @@
 # usage: preempt_twice_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
-STEPS=${BATON_IT_STEPS:-300}
+STEPS=${BATON_IT_STEPS:-240}
 
 require_idle_cluster
 make_dataset "$TMP/ds"
@@ -19,6 +19,7 @@ write_config "$TMP/p2.yaml" it-preempt2 "$STEPS" \
 submit "$TMP/p2.yaml"
 grep -q -- '--signal=B:USR1@60' "$run_dir/sbatch.sh" || fail "sbatch.sh lacks --signal=B:USR1@60"
 ok "submitted run $run as job $job (target $STEPS steps, $CPUS CPUs)"
+start_reference "$TMP/p2.yaml" "$TMP/reference" 1 "$CPUS"
 
 # ---------------------------------------------------------------- preemption 1
 wait_for 120 "attempt 0 to log step 5" attempt_progressed "$run_dir" "$job" 0 5
@@ -72,7 +73,7 @@ ok "attempts: 0..$e0 fresh (preempted, 75) | $e0..$e1 exact (preempted, 75) | $e
 for i in 0 1; do
   f="$run_dir/events/$job.$i.jsonl"
   grep -q "\"reason\":\"signal\"" "$f" || fail "attempt $i did not stop on a signal"
-  jq -e "select(.type == \"checkpoint\" and .reason == \"signal\" and .step == $(a $i last_step))" "$f" >/dev/null ||
+  [[ $(jq -s "map(select(.type == \"checkpoint\" and .reason == \"signal\" and .step == $(a $i last_step))) | length" "$f") == 1 ]] ||
     fail "attempt $i has no signal checkpoint at step $(a $i last_step)"
 done
 warm=$(cat "$run_dir/events/$job.1.jsonl" "$run_dir/events/$job.2.jsonl" |
@@ -92,7 +93,7 @@ json=$("$baton" show "$run" --json)
 ok "baton show: 3 attempts, step ranges $((e0 + 1))..$e1 and $((e1 + 1))..$STEPS, exact, no warmup; $STEPS step rows"
 
 # ---------------------------------------------------------------- the uninterrupted run
-train_reference "$TMP/p2.yaml" "$TMP/reference" 1 "$CPUS"
+finish_reference
 same_final_state "$TMP/reference/checkpoints/checkpoint_step_$STEPS" "$run_dir/checkpoints/checkpoint_step_$STEPS"
 ok "final weights and AdamW state bit-identical to an uninterrupted run"
 diff <(effective_steps "$TMP/reference") <(effective_steps "$run_dir") >"$TMP/steps.diff" ||
