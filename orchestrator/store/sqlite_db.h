@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "schema/status.h"
 
@@ -45,6 +46,17 @@ class Statement {
   [[nodiscard]] Result<bool> Step();
   // Steps to completion (INSERT/UPDATE/DELETE).
   [[nodiscard]] Status Run();
+  // Steps through every row and returns read(*this) of each (SELECT of many rows).
+  template <class T, class Read>
+  [[nodiscard]] Result<std::vector<T>> Collect(Read read) {
+    std::vector<T> out;
+    while (true) {
+      Result<bool> row = Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return out;
+      out.push_back(read(*this));
+    }
+  }
 
   // Columns are 0-based, as in SQLite.
   bool IsNull(int col) const;

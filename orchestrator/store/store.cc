@@ -302,14 +302,7 @@ Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit, int64_t offset) {
                                       " FROM runs ORDER BY id DESC LIMIT ?1 OFFSET ?2");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, limit).Bind(2, offset);
-  std::vector<RunRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadRun(**s));
-  }
-  return out;
+  return (*s)->Collect<RunRecord>(ReadRun);
 }
 
 Result<std::vector<RunRecord>> Store::ListActiveRuns() {
@@ -317,14 +310,7 @@ Result<std::vector<RunRecord>> Store::ListActiveRuns() {
       db_->Prepare(std::string("SELECT ") + kRunColumns +
                    " FROM runs WHERE status IN ('PENDING', 'RUNNING', 'REQUEUED') ORDER BY id");
   if (!s.ok()) return s.status();
-  std::vector<RunRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadRun(**s));
-  }
-  return out;
+  return (*s)->Collect<RunRecord>(ReadRun);
 }
 
 // -------------------------------------------------------------------------------- attempts
@@ -388,14 +374,7 @@ Result<std::vector<AttemptRecord>> Store::ListAttempts(int64_t run_id) {
                                       " FROM attempts WHERE run_id = ?1 ORDER BY id");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
-  std::vector<AttemptRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadAttempt(**s));
-  }
-  return out;
+  return (*s)->Collect<AttemptRecord>(ReadAttempt);
 }
 
 // ----------------------------------------------------------------------------------- steps
@@ -452,14 +431,7 @@ Result<std::vector<StepRecord>> Store::ListSteps(int64_t run_id, const StepQuery
       .Bind(4, static_cast<int64_t>(q.include_superseded))
       .Bind(5, q.limit)
       .Bind(6, q.offset);
-  std::vector<StepRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadStep(**s));
-  }
-  return out;
+  return (*s)->Collect<StepRecord>(ReadStep);
 }
 
 Result<int64_t> Store::CountSteps(int64_t run_id, bool include_superseded) {
@@ -494,22 +466,17 @@ Result<std::vector<MicrostepRecord>> Store::ListMicrosteps(int64_t run_id) {
       "WHERE run_id = ?1 ORDER BY attempt_id, step, micro");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
-  std::vector<MicrostepRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  return (*s)->Collect<MicrostepRecord>([](const Statement& r) {
     MicrostepRecord m;
-    m.run_id = (*s)->Int(0);
-    m.attempt_id = (*s)->Int(1);
-    m.step = (*s)->Int(2);
-    m.micro = (*s)->Int(3);
-    m.tokens = (*s)->Int(4);
-    m.fwd_bwd_s = (*s)->Double(5);
-    m.peak_bytes = (*s)->Int(6);
-    out.push_back(m);
-  }
-  return out;
+    m.run_id = r.Int(0);
+    m.attempt_id = r.Int(1);
+    m.step = r.Int(2);
+    m.micro = r.Int(3);
+    m.tokens = r.Int(4);
+    m.fwd_bwd_s = r.Double(5);
+    m.peak_bytes = r.Int(6);
+    return m;
+  });
 }
 
 // ----------------------------------------------------------------------------- checkpoints
@@ -538,24 +505,19 @@ Result<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id) {
       "FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
-  std::vector<CheckpointRecord> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  return (*s)->Collect<CheckpointRecord>([](const Statement& r) {
     CheckpointRecord c;
-    c.run_id = (*s)->Int(0);
-    c.step = (*s)->Int(1);
-    c.attempt_id = (*s)->OptInt(2);
-    c.path = (*s)->Text(3);
-    c.bytes = (*s)->Int(4);
-    c.seconds = (*s)->Double(5);
-    c.reason = (*s)->Text(6);
-    c.valid = (*s)->Int(7) != 0;
-    c.time = (*s)->Double(8);
-    out.push_back(c);
-  }
-  return out;
+    c.run_id = r.Int(0);
+    c.step = r.Int(1);
+    c.attempt_id = r.OptInt(2);
+    c.path = r.Text(3);
+    c.bytes = r.Int(4);
+    c.seconds = r.Double(5);
+    c.reason = r.Text(6);
+    c.valid = r.Int(7) != 0;
+    c.time = r.Double(8);
+    return c;
+  });
 }
 
 // -------------------------------------------------------------------------- ingest cursors
