@@ -117,6 +117,9 @@ say "job $job is PENDING again under the same id (Restarts=1): the trainer check
 grep -h '"reason":"signal"' "$run_dir"/events/"$job".0.jsonl | grep '"type":"checkpoint"' |
   jq -r '"   signal checkpoint: step \(.step), \(.bytes) bytes in \(.seconds * 1000 | floor) ms"' || true
 say "SLURM holds a requeued job ~121 s (until $(job_field "$job" EligibleTime)); cutting it: scontrol update jobid=$job StartTime=now"
+# One second after PENDING, not sooner: slurmd refuses to launch a job whose new credential is
+# not newer (in whole seconds) than the revocation of its previous run ("Job credential revoked").
+sleep 1
 scontrol update jobid="$job" StartTime=now
 running_again() { [[ $(job_field "$job" JobState) == RUNNING || $(job_field "$job" JobState) == COMPLETED ]]; }
 wait_until "job $job to start again after the urgent job" running_again

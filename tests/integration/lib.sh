@@ -152,7 +152,17 @@ preempt() {
     fail "sbatch to urgent failed"
   track_job "$urgent"
   wait_for 90 "job $target to be requeued (PENDING, Restarts=$restarts)" requeued "$target" "$restarts"
-  scontrol update jobid="$target" StartTime=now || fail "scontrol update StartTime=now failed"
+  release_now "$target"
+}
+
+# release_now JOB: `scontrol update jobid=JOB StartTime=now` for a job that is PENDING after a
+# requeue, one second after it was seen PENDING. Not sooner: slurmd refuses to launch a job whose
+# credential is not newer (in whole seconds) than the revocation of its previous run ("Killing
+# non-startable batch JobId=N: Job credential revoked" in slurmctld.log, and the job ends FAILED
+# without running). The hold SLURM itself applies (cred_expire + 1 s) exists for this reason.
+release_now() {
+  sleep 1
+  scontrol update jobid="$1" StartTime=now || fail "scontrol update jobid=$1 StartTime=now failed"
 }
 
 # release_held JOB...: for each JOB waiting on its requeue hold (PENDING, Reason=BeginTime),
@@ -161,6 +171,7 @@ release_held() {
   local j
   for j in "$@"; do
     if [[ $(job_field "$j" JobState) == PENDING && $(job_field "$j" Reason) == BeginTime ]]; then
+      sleep 1 # see release_now
       scontrol update jobid="$j" StartTime=now 2>/dev/null || true
     fi
   done
