@@ -143,6 +143,12 @@ attempt_finished() { grep -q '"type":"attempt_end"' "$1/events/$2.$3.jsonl" 2>/d
 # requeued JOB N: the job is PENDING again with Restarts=N.
 requeued() { [[ $(job_field "$1" JobState) == PENDING && $(job_field "$1" Restarts) == "$2" ]]; }
 
+requeued_not_done() {
+  [[ $(job_field "$1" JobState) != COMPLETED ]] ||
+    fail "job $1 COMPLETED before the preemption landed: raise the run's steps (BATON_IT_STEPS)"
+  requeued "$@"
+}
+
 # preempt JOB RESTARTS_AFTER: submits an `urgent` job that needs every CPU, waits until JOB is
 # requeued (PENDING, Restarts=RESTARTS_AFTER) and cuts SLURM's ~121 s requeue hold with
 # `scontrol update StartTime=now` (docs/slurm_dev_cluster.md). The urgent job sleeps 2 s.
@@ -151,7 +157,7 @@ preempt() {
   urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J baton-it-urgent -o /dev/null --wrap 'sleep 2') ||
     fail "sbatch to urgent failed"
   track_job "$urgent"
-  wait_for 90 "job $target to be requeued (PENDING, Restarts=$restarts)" requeued "$target" "$restarts"
+  wait_for 90 "job $target to be requeued (PENDING, Restarts=$restarts)" requeued_not_done "$target" "$restarts"
   release_now "$target"
 }
 

@@ -9,7 +9,7 @@
 # usage: preempt_twice_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
-STEPS=${BATON_IT_STEPS:-240}
+STEPS=${BATON_IT_STEPS:-400}
 
 require_idle_cluster
 make_dataset "$TMP/ds"
@@ -34,7 +34,7 @@ preempt "$job" 2
 ok "preempted twice: job $job requeued (PENDING, Restarts=2)"
 
 # ---------------------------------------------------------------- completion
-wait_for 180 "run $run to be COMPLETED" run_is "$run" COMPLETED FAILED CANCELLED
+wait_for 300 "run $run to be COMPLETED" run_is "$run" COMPLETED FAILED CANCELLED
 [[ $(run_status "$run") == COMPLETED ]] || fail "run $run ended $(run_status "$run")"
 [[ $(job_field "$job" JobState) == COMPLETED && $(job_field "$job" Restarts) == 2 ]] ||
   fail "job $job: $(job_field "$job" JobState), Restarts=$(job_field "$job" Restarts); want COMPLETED, 2"

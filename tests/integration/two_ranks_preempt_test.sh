@@ -26,7 +26,7 @@ wait_for 120 "attempt 0 to log step 5" attempt_progressed "$run_dir" "$job" 0 5
 preempt "$job" 1
 ok "preempted: job $job requeued (PENDING, Restarts=1), hold cut with StartTime=now"
 
-wait_for 180 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
+wait_for 300 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
 [[ $(run_status "$run") == COMPLETED ]] || fail "run $run ended $(run_status "$run")"
 ok "run $run COMPLETED"
 
