@@ -8,7 +8,7 @@
 # Takes a few minutes (mostly the first build). Exit 0 when the run COMPLETED after at least one
 # preemption and an exact resume; non-zero otherwise.
 #   BATON_HOME        where runs and the database live (default ~/.baton)
-#   DEMO_PREEMPT_AT   preempt once the run has logged this many steps (default 40)
+#   DEMO_PREEMPT_AT   preempt once the run has logged this many steps (default 60)
 #   DEMO_TIMEOUT_S    give up after this many seconds of training (default 900)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ baton=$root/build/orchestrator/baton
 bt=$root/build/trainer/baton-train
 cfg=configs/demo.yaml
 data=out/demo-tiny-data
-preempt_at=${DEMO_PREEMPT_AT:-40}
+preempt_at=${DEMO_PREEMPT_AT:-60}
 timeout_s=${DEMO_TIMEOUT_S:-900}
 t0=$SECONDS
 say() { printf '== [%4ds] %s\n' $((SECONDS - t0)) "$*"; }
@@ -87,7 +87,9 @@ progress() {
   attempt=$(($(jq '.attempts | length' <<<"$j") - 1))
   key="$status $attempt"
   if [[ $key != "$last_key" ]] || ((SECONDS - last_print >= 10)); then
-    say "run $run: $status, step $step/$target, attempt $attempt (job $job: SLURM $(job_field "$job" JobState))"
+    local which="attempt $attempt"
+    ((attempt >= 0)) || which="no attempt yet"
+    say "run $run: $status, step $step/$target, $which (job $job: SLURM $(job_field "$job" JobState))"
     last_key=$key last_print=$SECONDS
   fi
 }
