@@ -77,7 +77,6 @@ train: {log_every: 100}
 slurm: {partition: debug, cpus_per_task: $cpus, time: "30:00", max_restarts: 100}
 YAML
 out=$("$baton" submit "$TMP/bench.yaml" --json)
-run=$(jq -r .run_id <<<"$out")
 job=$(jq -r .job_id <<<"$out")
 run_dir=$(jq -r .run_dir <<<"$out")
 JOBS+=("$job")

@@ -65,7 +65,7 @@ for i in 1 2; do
     fail "attempt $i resumed from $(a $i checkpoint)"
   [[ $(a $i resume_warmup_steps) == 0 ]] || fail "attempt $i has a resume warmup of $(a $i resume_warmup_steps)"
   w=$(a $i warmup_until)
-  [[ $w == null ]] || (($w <= $(a $i step0))) || fail "attempt $i warms up until step $w"
+  [[ $w == null ]] || ((w <= $(a $i step0))) || fail "attempt $i warms up until step $w"
 done
 ok "attempts: 0..$e0 fresh (preempted, 75) | $e0..$e1 exact (preempted, 75) | $e1..$STEPS exact (completed, 0)"
 
