@@ -30,14 +30,16 @@ std::string StepRange(const AttemptRecord& a) {
 
 std::string WarmupRange(const AttemptRecord& a) {
   const int64_t s0 = a.step0.value_or(0);
-  int64_t until = 0;  // first step at full LR
+  // 0-based index of the first step at full LR; the ramp is indices s0..until-1, which this
+  // table shows 1-based like its step ranges: s0+1..until.
+  int64_t until = 0;
   if (a.warmup_until) {
     until = *a.warmup_until;
   } else if (a.resume_warmup_steps > 0) {
-    until = s0 + a.resume_warmup_steps + 1;
+    until = s0 + a.resume_warmup_steps - 1;  // min(1, (s+1)/K) reaches 1 at s = K-1
   }
-  if (until <= s0 + 1) return "-";
-  return std::to_string(s0 + 1) + ".." + std::to_string(until - 1);
+  if (until <= s0) return "-";
+  return std::to_string(s0 + 1) + ".." + std::to_string(until);
 }
 
 // Opens the store, finds the run, syncs it.

@@ -82,6 +82,7 @@ JOBS+=("$urgent")
 requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == 1 ]]; }
 wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued
 ok "job $job preempted and requeued by the launcher"
+sleep 1  # a release in the second of the credential revocation kills the job
 scontrol update jobid="$job" StartTime=now
 
 completed() { [[ $(show_field .status) == COMPLETED ]]; }

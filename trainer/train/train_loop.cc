@@ -227,10 +227,11 @@ int Train(const TrainOptions& opt) {
                                  {"restart_count", restart}},
                                 /*sync=*/true),
                    "");
+    // Step numbers in messages are 1-based like the progress line (events keep 0-based indices).
     std::printf("segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step %lld), "
                 "%lld rank(s), checkpoint %s\n",
                 decision.mode.c_str(), (long long)step0, (long long)config.run.steps,
-                (long long)resume_warmup, (long long)schedule.WarmupUntil(), (long long)env.world_size,
+                (long long)resume_warmup, (long long)schedule.WarmupUntil() + 1, (long long)env.world_size,
                 decision.checkpoint.empty() ? "none" : decision.checkpoint.c_str());
     std::fflush(stdout);
   }
