@@ -262,7 +262,8 @@ int Train(const TrainOptions& opt) {
         if (opt.fault == "mid_file") hooks.mid_file = die;
         if (opt.fault == "before_manifest") hooks.before_manifest = die;
         if (opt.fault == "before_rename") hooks.before_rename = die;
-        if (opt.fault == "slow_save") {  // a long save, to land a second SIGTERM inside it
+        if (opt.fault == "slow_save" && std::string(reason) == "signal") {
+          // A long stop save, to land a second SIGTERM inside it.
           hooks.before_manifest = [] { ::usleep(3000 * 1000); };
         }
       }

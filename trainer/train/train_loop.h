@@ -20,7 +20,7 @@ struct TrainOptions {
   int64_t resume_warmup = -1;  // -1 = optim.resume_warmup_steps
   // Testing: stop as if signalled once this many steps of this segment are done (0 = never);
   // die by SIGKILL at a save point (mid_file | before_manifest | before_rename), or make the save
-  // slow (slow_save) so a test can land a second SIGTERM inside it.
+  // on a stop signal slow (slow_save) so a test can land a second SIGTERM inside it.
   int64_t stop_after = 0;
   std::string fault;
   int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
