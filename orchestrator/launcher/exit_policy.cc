@@ -1,5 +1,8 @@
 #include "orchestrator/launcher/exit_policy.h"
 
+#include <cstdio>
+#include <ctime>
+
 #include "schema/exit_codes.h"
 
 namespace baton {
@@ -18,7 +21,9 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     int64_t preempt_requeues = 1;  // this one
     for (size_t i = 0; i < n_past; ++i) {
       const PastAttempt& a = ctx.history[i];
-      if (a.action == "requeue" && a.reason == "preempted") ++preempt_requeues;
+      if (a.action == "requeue" && (a.reason == "preempted" || a.reason == "timeout")) {
+        ++preempt_requeues;
+      }
     }
     if (preempt_requeues > ctx.max_restarts) {
       return {
@@ -26,8 +31,9 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
           code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
               " preemption requeues already used max_restarts=" + std::to_string(ctx.max_restarts)};
     }
-    return {"requeue", "preempted",
-            code + ": stopped on a signal, requeue " + std::to_string(preempt_requeues) + " of " +
+    return {"requeue", ctx.near_time_limit ? "timeout" : "preempted",
+            code + ": stopped on a signal" + (ctx.near_time_limit ? " at the time limit" : "") +
+                ", requeue " + std::to_string(preempt_requeues) + " of " +
                 std::to_string(ctx.max_restarts)};
   }
 
@@ -37,7 +43,7 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     const PastAttempt& a = ctx.history[i];
     const bool is_this = i + 1 == ctx.history.size();
     if (a.made_progress()) break;
-    if (!is_this && a.reason == "preempted") continue;
+    if (!is_this && (a.reason == "preempted" || a.reason == "timeout")) continue;
     ++streak;
   }
   if (streak >= kCrashLoopLimit) {
@@ -57,6 +63,35 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
   return {"requeue", "crashed",
           code + ": crash " + std::to_string(crashes) +
               " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
+}
+
+namespace {
+
+// scontrol's TimeLimit: "[D-]HH:MM:SS", "MM:SS" or "UNLIMITED" (-1: none).
+int64_t LimitSeconds(const std::string& limit) {
+  int64_t days = 0, h = 0, m = 0, sec = 0;
+  const char* c = limit.c_str();
+  if (std::sscanf(c, "%ld-%ld:%ld:%ld", &days, &h, &m, &sec) == 4) return ((days * 24 + h) * 60 + m) * 60 + sec;
+  if (std::sscanf(c, "%ld:%ld:%ld", &h, &m, &sec) == 3) return (h * 60 + m) * 60 + sec;
+  if (std::sscanf(c, "%ld:%ld", &m, &sec) == 2) return m * 60 + sec;
+  return -1;
+}
+
+}  // namespace
+
+bool NearTimeLimit(const std::string& start_time, const std::string& time_limit, double now,
+                   int64_t lead_s) {
+  // SLURM sends the warning lead_s before StartTime + TimeLimit and the launcher looks after the
+  // trainer has finished its step and saved, so at a time limit now >= that - lead_s; a
+  // preemption comes earlier. (EndTime is no help: a preemption with GraceTime moves it.)
+  // The margin covers the timestamps' whole-second resolution.
+  constexpr double kMarginS = 5;
+  const int64_t limit = LimitSeconds(time_limit);
+  std::tm tm{};
+  if (limit < 0 || strptime(start_time.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return false;
+  tm.tm_isdst = -1;
+  const double end = double(std::mktime(&tm)) + double(limit);
+  return now >= end - double(lead_s) - kMarginS;
 }
 
 }  // namespace baton

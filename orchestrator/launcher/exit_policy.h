@@ -3,8 +3,9 @@
 //   0                      -> done (completed)
 //   78 / 65                -> fail (config_error / data_error), never requeued
 //   75, or any exit while the job was being stopped (the launcher got the warning signal)
-//                          -> requeue (preempted) while preemption requeues <= max_restarts,
-//                             else fail (restart_budget)
+//                          -> requeue (preempted, or timeout when the signal came within the
+//                             warning lead of the job's time limit) while such requeues
+//                             <= max_restarts, else fail (restart_budget)
 //   anything else          -> a crash: fail (no_progress) when the last kCrashLoopLimit attempts
 //                             all ended without finishing a step; else requeue while crashes
 //                             <= max_failures, else fail (failure_budget)
@@ -33,11 +34,18 @@ struct ExitDecision {
 struct ExitContext {
   int exit_code = 0;
   bool stop_signalled = false;       // the launcher received the warning/stop signal
+  bool near_time_limit = false;      // ... and the job was at its time limit (see NearTimeLimit)
   std::vector<PastAttempt> history;  // every attempt of the run; the last one is this attempt
   int64_t max_restarts = 0;
   int64_t max_failures = 0;
 };
 
 ExitDecision DecideAfterExit(const ExitContext& ctx);
+
+// True when `now` (Unix seconds) is within `lead_s` (+ a few seconds) of the job's time limit,
+// from scontrol's StartTime ("2026-11-29T19:10:00", local time) and TimeLimit ("00:10:00"): the
+// warning signal then came from the time limit, not from a preemption. False for UNLIMITED.
+bool NearTimeLimit(const std::string& start_time, const std::string& time_limit, double now,
+                   int64_t lead_s);
 
 }  // namespace baton

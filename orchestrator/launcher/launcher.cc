@@ -189,6 +189,16 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   }
   ctx.max_restarts = config->slurm.max_restarts;
   ctx.max_failures = config->slurm.max_failures;
+  if (ctx.stop_signalled && env.in_allocation) {
+    // The same warning signal announces a preemption and the time limit; the limit tells them apart.
+    Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
+    if (job.ok() && job->has_value() && (*job)->fields.count("StartTime") &&
+        (*job)->fields.count("TimeLimit")) {
+      ctx.near_time_limit =
+          NearTimeLimit((*job)->fields.at("StartTime"), (*job)->fields.at("TimeLimit"),
+                        double(std::time(nullptr)), config->slurm.signal_lead_s);
+    }
+  }
   ExitDecision next = DecideAfterExit(ctx);
 
   if (next.action == "requeue" && env.in_allocation) {

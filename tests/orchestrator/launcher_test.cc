@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include <sstream>
 
 #include "orchestrator/launcher/exit_policy.h"
@@ -116,6 +118,35 @@ TEST(ExitPolicy, MapsExitCodes) {
   EXPECT_EQ(crash.reason, "crashed");
   // Killed while being stopped (e.g. SIGKILL after the grace time) counts as preempted.
   EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
+}
+
+TEST(ExitPolicy, WarningAtTheTimeLimitIsATimeoutNotAPreemption) {
+  ExitContext c;
+  c.exit_code = 75;
+  c.stop_signalled = true;
+  c.near_time_limit = true;
+  c.history = {Attempt(0, 5, "requeue", "timeout"), Attempt(5, 9)};
+  c.max_restarts = 2;
+  ExitDecision d = DecideAfterExit(c);
+  EXPECT_EQ(d.action, "requeue");
+  EXPECT_EQ(d.reason, "timeout");
+  c.max_restarts = 1;  // timeouts spend the same requeue budget as preemptions
+  EXPECT_EQ(DecideAfterExit(c).reason, "restart_budget");
+
+  // StartTime and TimeLimit as scontrol prints them (local time).
+  const std::time_t now = std::time(nullptr);
+  auto fmt = [](std::time_t t) {
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+    return std::string(buf);
+  };
+  // Started 9 minutes ago with a 10-minute limit and a 120 s warning: the time limit.
+  EXPECT_TRUE(NearTimeLimit(fmt(now - 540), "00:10:00", double(now), /*lead_s=*/120));
+  // Started 1 minute ago: a preemption.
+  EXPECT_FALSE(NearTimeLimit(fmt(now - 60), "00:10:00", double(now), 120));
+  EXPECT_TRUE(NearTimeLimit(fmt(now - 86400 - 3500), "1-01:00:00", double(now), 120));
+  EXPECT_TRUE(NearTimeLimit(fmt(now - 590), "10:00", double(now), 60));
+  EXPECT_FALSE(NearTimeLimit(fmt(now - 60), "UNLIMITED", double(now), 120));
 }
 
 TEST(ExitPolicy, RestartBudgetCapsPreemptionRequeues) {
