@@ -146,3 +146,4 @@ resumed=$(jq -r '[.[1:][] | .resume_mode] | unique | join(",")' <<<"$attempts")
 [[ $(jq -r '.[0].end_reason' <<<"$attempts") == preempted ]] || die "attempt 0 was not preempted"
 say "run $run COMPLETED: $target steps over $n attempts of job $job, preempted and resumed exact"
 echo "   history is in ${BATON_HOME:-$HOME/.baton}/baton.db; try: $baton ls, $baton checkpoints $run"
+echo "   the web page with its LR curve, attempt boundaries and warmups: $baton serve  (then open http://127.0.0.1:8080/)"
