@@ -42,13 +42,20 @@ std::string WarmupRange(const AttemptRecord& a) {
   return std::to_string(s0 + 1) + ".." + std::to_string(until);
 }
 
-// Opens the store, finds the run, syncs it.
-Result<RunRecord> LoadRun(Store& store, const QueryOptions& o) {
-  Result<RunRecord> run = store.FindRun(o.run);
+struct OpenedRun {
+  std::unique_ptr<Store> store;
+  RunRecord run;
+};
+
+// Opens the default store, finds the run the user named, syncs it.
+Result<OpenedRun> OpenRun(const QueryOptions& o) {
+  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
+  if (!store.ok()) return store.status();
+  Result<RunRecord> run = (*store)->FindRun(o.run);
   if (!run.ok()) return run.status();
   std::vector<RunRecord> runs = {*run};
-  if (Status st = SyncRuns(store, &runs, !o.no_sync); !st.ok()) return st;
-  return runs[0];
+  if (Status st = SyncRuns(**store, &runs, !o.no_sync); !st.ok()) return st;
+  return OpenedRun{std::move(store).value(), runs[0]};
 }
 
 int RunLs(const QueryOptions& o) {
@@ -105,14 +112,14 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts) {
 }
 
 int RunShow(const QueryOptions& o) {
-  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
-  if (!store.ok()) return ReportError(store.status());
-  Result<RunRecord> run = LoadRun(**store, o);
-  if (!run.ok()) return ReportError(run.status());
-  Result<std::vector<AttemptRecord>> attempts = (*store)->ListAttempts(run->id);
+  Result<OpenedRun> opened = OpenRun(o);
+  if (!opened.ok()) return ReportError(opened.status());
+  Store* store = opened->store.get();
+  const RunRecord* run = &opened->run;
+  Result<std::vector<AttemptRecord>> attempts = store->ListAttempts(run->id);
   if (!attempts.ok()) return ReportError(attempts.status());
-  Result<int64_t> steps = (*store)->CountSteps(run->id, /*include_superseded=*/false);
-  Result<int64_t> all_steps = (*store)->CountSteps(run->id, /*include_superseded=*/true);
+  Result<int64_t> steps = store->CountSteps(run->id, /*include_superseded=*/false);
+  Result<int64_t> all_steps = store->CountSteps(run->id, /*include_superseded=*/true);
   if (!steps.ok()) return ReportError(steps.status());
   if (!all_steps.ok()) return ReportError(all_steps.status());
   int64_t last = 0;
@@ -141,11 +148,11 @@ int RunShow(const QueryOptions& o) {
 }
 
 int RunAttempts(const QueryOptions& o) {
-  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
-  if (!store.ok()) return ReportError(store.status());
-  Result<RunRecord> run = LoadRun(**store, o);
-  if (!run.ok()) return ReportError(run.status());
-  Result<std::vector<AttemptRecord>> attempts = (*store)->ListAttempts(run->id);
+  Result<OpenedRun> opened = OpenRun(o);
+  if (!opened.ok()) return ReportError(opened.status());
+  Store* store = opened->store.get();
+  const RunRecord* run = &opened->run;
+  Result<std::vector<AttemptRecord>> attempts = store->ListAttempts(run->id);
   if (!attempts.ok()) return ReportError(attempts.status());
   if (o.json) {
     json list = json::array();
@@ -158,11 +165,11 @@ int RunAttempts(const QueryOptions& o) {
 }
 
 int RunCheckpoints(const QueryOptions& o) {
-  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
-  if (!store.ok()) return ReportError(store.status());
-  Result<RunRecord> run = LoadRun(**store, o);
-  if (!run.ok()) return ReportError(run.status());
-  Result<std::vector<CheckpointRecord>> recorded = (*store)->ListCheckpoints(run->id);
+  Result<OpenedRun> opened = OpenRun(o);
+  if (!opened.ok()) return ReportError(opened.status());
+  Store* store = opened->store.get();
+  const RunRecord* run = &opened->run;
+  Result<std::vector<CheckpointRecord>> recorded = store->ListCheckpoints(run->id);
   if (!recorded.ok()) return ReportError(recorded.status());
   // What the trainer reported, joined with what is on disk now (sizes only: hashing every
   // checkpoint on each `baton checkpoints` would be slow; the launcher checks hashes).
