@@ -16,5 +16,9 @@ inline constexpr int kExitInternal = 70;    // an internal invariant broke
 inline constexpr int kExitIo = 74;          // a read or write the OS refused
 inline constexpr int kExitRequeue = 75;     // checkpointed on a stop signal: requeue me
 inline constexpr int kExitConfig = 78;      // the run config is invalid: never requeue
+// Training diverged: train.max_nonfinite_steps consecutive steps had a NaN/Inf loss or gradient
+// norm (none was applied), or the state turned non-finite. Never requeue: a resume would
+// diverge again from the same checkpoint and data.
+inline constexpr int kExitDiverged = 79;
 
 }  // namespace baton

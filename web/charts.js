@@ -1,5 +1,6 @@
 // Chart.js line charts over the series endpoint's points, with the run's attempt boundaries
-// (labelled lines) and warmup ranges (shaded boxes) drawn by chartjs-plugin-annotation.
+// (labelled lines), warmup ranges (shaded boxes) and skipped non-finite steps (red boxes) drawn
+// by chartjs-plugin-annotation.
 // x is the step, tokens seen or wall time; boundaries and boxes are given in steps and mapped
 // onto the chosen axis through a reference series.
 
@@ -68,6 +69,24 @@ export function annotations(segments, toX, { fullLabels, shade }) {
         },
       };
     }
+  });
+  return out;
+}
+
+// Red boxes over the steps the trainer skipped because their loss or gradient norm was NaN/Inf:
+// `ranges` are [first, last] step indices (the series endpoint's nonfinite.ranges); a box covers
+// [first, last + 1) so a single step is still visible. Only the first box carries the label.
+export function nonfiniteMarks(ranges, toX) {
+  const out = {};
+  (ranges || []).forEach(([first, last], i) => {
+    out[`nonfinite${i}`] = {
+      type: 'box', xMin: toX(first), xMax: toX(last + 1),
+      backgroundColor: 'rgba(220, 38, 38, 0.22)', borderColor: 'rgba(220, 38, 38, 0.9)', borderWidth: 1,
+      label: {
+        display: i === 0, content: 'skipped (non-finite)', position: { x: 'start', y: 'start' },
+        font: { size: 10 }, color: 'rgb(153, 27, 27)',
+      },
+    };
   });
   return out;
 }

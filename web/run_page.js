@@ -1,10 +1,12 @@
 // One run: audit line, charts (LR with the expected schedule, warmup shading and attempt
 // boundaries; losses; grad norm; throughput; padding), the attempts table with per-attempt
-// summaries, checkpoints and the resolved config. Superseded steps are hidden unless asked for.
+// summaries and how the trainer ended each one, the steps the trainer skipped as non-finite,
+// checkpoints and the resolved config. Superseded steps are hidden unless asked for. Messages
+// and episode ids come from the trainer and the data: text nodes only (dom.js).
 import { getJson } from './api.js';
 import { el, clear, table } from './dom.js';
 import * as fmt from './format.js';
-import { AXES, points, stepMapper, annotations, lineChart } from './charts.js';
+import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
 
 const MAX_POINTS = 2000;  // per series: the server downsamples (min/max-preserving)
@@ -29,7 +31,18 @@ function auditLine(run) {
     `${fmt.pct(a.warmup_fraction)} of ${fmt.int(a.effective_steps)} steps under warmup${expected}`,
     ' · ', `${fmt.int(a.steps_redone)} steps redone (${fmt.duration(a.redone_compute_s)} of compute)`,
     ' · ', `${fmt.duration(a.requeue_hold_s)} lost to requeue holds`,
-    ' · ', `${a.attempts} attempts`);
+    ' · ', `${a.attempts} attempts`,
+    a.nonfinite_steps ? el('span', { class: 'skipped' }, ' · ', `${fmt.int(a.nonfinite_steps)} steps skipped (non-finite)`) : null);
+}
+
+// How the trainer itself ended the attempt (segment_end): its reason and exit code; an attempt
+// that ended without one (killed, crashed) says so.
+function trainerEnd(a) {
+  if (a.trainer_end_reason) {
+    return a.trainer_exit_code === null ? a.trainer_end_reason : `${a.trainer_end_reason} · exit ${a.trainer_exit_code}`;
+  }
+  if (!a.ended_at) return '–';
+  return a.exit_code === null ? 'no segment_end' : `no segment_end · exit ${a.exit_code}`;
 }
 
 function attemptsTable(attempts) {
@@ -40,11 +53,34 @@ function attemptsTable(attempts) {
     a.resume_mode ?? '–',
     a.warmup_from === null ? '–' : `${a.warmup_from}–${a.warmup_until} (${a.warmup_kind.replace('_', ' ')})`,
     a.end_reason ?? (a.ended_at ? '–' : 'running'),
+    el('td', { class: 'trainer-end' }, trainerEnd(a)),
+    el('td', { class: 'trainer-message' }, a.trainer_message ?? '–'),
+    a.summary.nonfinite_steps ? el('td', { class: 'num skipped' }, fmt.int(a.summary.nonfinite_steps)) : '–',
     fmt.duration(a.duration_s),
     fmt.num(a.summary.tokens_per_s), fmt.num(a.summary.s_per_step), fmt.pct(a.summary.padding_waste),
   ]);
   return table(['#', 'Job', 'Restart', 'Nodes', 'Steps (effective)', 'Resume', 'Warmup', 'End',
-    'Duration', 'tokens/s', 's/step', 'Padding'], rows, { id: 'attempts-table', class: 'data' });
+    'Trainer', 'Message', 'Skipped', 'Duration', 'tokens/s', 's/step', 'Padding'], rows,
+  { id: 'attempts-table', class: 'data' });
+}
+
+// The steps the trainer did not apply (NaN/Inf loss or gradient norm) with their episodes; only
+// when there are any. The server lists the first ones; the count is exact.
+function nonfiniteSection(nf) {
+  if (!nf || (!nf.steps && !nf.superseded)) return [];
+  const listed = nf.listed.length < nf.steps ? ` (the first ${nf.listed.length} listed)` : '';
+  const redone = nf.superseded ? `, ${fmt.int(nf.superseded)} more in steps redone after a resume` : '';
+  return [
+    el('h2', {}, 'Skipped steps (non-finite)'),
+    el('p', { id: 'nonfinite-note', class: 'meta' },
+      `${fmt.int(nf.steps)} steps not applied: their loss or gradient norm was NaN/Inf, so weights and ` +
+      `optimizer state were left as they were${redone}${listed}.`),
+    table(['Step', 'Attempt', 'Loss', 'Grad norm', 'Episodes'], nf.listed.map((s) => [
+      fmt.int(s.step), `#${s.attempt}`, s.loss === null ? 'NaN/Inf' : fmt.num(s.loss),
+      s.grad_norm === null ? 'NaN/Inf' : fmt.num(s.grad_norm),
+      el('td', { class: 'episodes' }, s.episodes.length ? s.episodes.join(', ') : '–'),
+    ]), { id: 'nonfinite-table', class: 'data' }),
+  ];
 }
 
 function checkpointsTable(cps) {
@@ -66,6 +102,7 @@ function renderCharts(grid, run, series, view) {
   const axis = view.axis;
   const toX = stepMapper(s.lr, axis);
   const boundaries = annotations(run.segments, toX, { fullLabels: false, shade: false });
+  const skipped = { ...boundaries, ...nonfiniteMarks(series.nonfinite && series.nonfinite.ranges, toX) };
   const ds = (key, label, color, extra = {}) => {
     const out = [{ label, data: points(s[key], axis), color, ...extra }];
     if (faint && faint[key] && faint[key].step.length) {
@@ -83,8 +120,8 @@ function renderCharts(grid, run, series, view) {
     { label: 'expected', data: points(s.expected_lr, axis), color: C.expected, dashed: true },
   ], { annotation: annotations(run.segments, toX, { fullLabels: true, shade: true }), yTitle: 'lr' });
   add('chart-loss', 'Loss', [...ds('loss', 'total', C.loss), ...ds('loss_video', 'video', C.video),
-    ...ds('loss_action', 'action', C.action)], { yTitle: 'loss' });
-  add('chart-grad', 'Gradient norm', ds('grad_norm', 'grad norm', C.grad), { yTitle: 'norm' });
+    ...ds('loss_action', 'action', C.action)], { yTitle: 'loss', annotation: skipped });
+  add('chart-grad', 'Gradient norm', ds('grad_norm', 'grad norm', C.grad), { yTitle: 'norm', annotation: skipped });
   add('chart-throughput', 'Throughput', [...ds('tokens_per_s', 'tokens/s', C.tps),
     ...ds('step_time_s', 's/step', C.sps, { yAxisID: 'y2' })], { yTitle: 'tokens/s', y2Title: 's/step' });
   add('chart-padding', 'Padding waste per step', ds('padding', 'padded / all tokens', C.pad), { yTitle: 'fraction' });
@@ -119,6 +156,7 @@ export async function showRun(root, id, isCurrent) {
       el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`)),
     grid,
     el('h2', {}, 'Attempts'), attemptsTable(attempts.attempts),
+    ...nonfiniteSection(run.nonfinite),
     el('h2', {}, 'Checkpoints'), checkpointsTable(checkpoints.checkpoints),
     el('h2', {}, 'Config'), el('pre', { id: 'config', class: 'config' }, run.config));
   renderCharts(grid, run, series, view);

@@ -98,6 +98,8 @@ json AttemptJson(const AttemptRecord& a, int index) {
               {"action", NullableText(a.action)},
               {"end_reason", NullableText(a.end_reason)},
               {"trainer_end_reason", NullableText(a.trainer_end_reason)},
+              {"trainer_message", NullableText(a.trainer_message)},
+              {"trainer_exit_code", NullableInt(a.trainer_exit_code)},
               {"resume_mode", NullableText(a.resume_mode)},
               {"checkpoint", NullableText(a.checkpoint)},
               {"step0", NullableInt(a.step0)},

@@ -1,6 +1,13 @@
 // `baton ls`, `baton show RUN`, `baton attempts RUN`, `baton checkpoints RUN` — each with --json.
 // Each first syncs what it shows (ingest, then reconcile unless --no-sync), so the answer is
 // current without a `baton watch` running.
+//
+// Text the trainer or the data wrote (messages, episode ids, the run's reason) reaches the
+// terminal through PrintableText: control characters are shown as escapes, never sent raw.
+// Step numbers in the text output are 1-based like the trainer's progress line and messages;
+// --json keeps the events' 0-based indices.
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -14,6 +21,12 @@ using nlohmann::json;
 namespace baton {
 
 namespace {
+
+// Non-finite steps `baton show` lists in text (the count is exact); --json lists more.
+inline constexpr size_t kShownNonfiniteSteps = 5;
+inline constexpr int64_t kJsonNonfiniteSteps = 100;
+// Episode ids shown per skipped step in text.
+inline constexpr size_t kShownEpisodeIds = 8;
 
 struct QueryOptions {
   std::string run;
@@ -40,6 +53,62 @@ std::string WarmupRange(const AttemptRecord& a) {
   }
   if (until <= s0) return "-";
   return std::to_string(s0 + 1) + ".." + std::to_string(until);
+}
+
+// `s` with every control character (C0, DEL, and C1 as UTF-8) written as an escape, so a message
+// or an id can neither move the cursor nor rewrite the terminal; other UTF-8 passes unchanged.
+std::string PrintableText(const std::string& s) {
+  std::string out;
+  char buf[8];
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[++i]));
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// How an attempt ended, in one line: the launcher's decision and reason, the exit code, then the
+// trainer's own words (its segment_end message), e.g.
+//   failed: data_error — exit 65: data/episodes/ep_000003.safetensors: tensor latents holds ...
+//   requeued: preempted — exit 75 (trainer: signal)
+//   requeued: crashed — exit 139 (the trainer wrote no segment_end)
+std::string AttemptOutcome(const AttemptRecord& a) {
+  if (a.action.empty() && a.end_reason.empty() && !a.ended_at) {
+    return a.trainer_message.empty() ? "running" : "running: " + PrintableText(a.trainer_message);
+  }
+  std::string word = a.action == "done"      ? "done"
+                     : a.action == "requeue" ? "requeued"
+                     : a.action == "fail"    ? "failed"
+                                             : "ended";
+  std::string out = word + ": " + (a.end_reason.empty() ? "-" : a.end_reason);
+  if (a.exit_code) {
+    out += " — exit " + std::to_string(*a.exit_code);
+    if (a.trainer_exit_code && *a.trainer_exit_code != *a.exit_code) {
+      out += " (trainer exit " + std::to_string(*a.trainer_exit_code) + ")";
+    }
+  } else if (a.trainer_exit_code) {
+    out += " — trainer exit " + std::to_string(*a.trainer_exit_code);
+  }
+  if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
+  if (!a.trainer_end_reason.empty()) {
+    if (a.trainer_end_reason != "completed") out += " (trainer: " + a.trainer_end_reason + ")";
+    return out;
+  }
+  if (a.action != "done") out += " (the trainer wrote no segment_end)";
+  return out;
 }
 
 struct OpenedRun {
@@ -95,6 +164,8 @@ int RunLs(const QueryOptions& o) {
   return 0;
 }
 
+// The attempt table, then one line per attempt saying how it ended (messages are too long for
+// a column).
 void PrintAttemptTable(const std::vector<AttemptRecord>& attempts) {
   std::vector<std::vector<std::string>> rows;
   int i = 0;
@@ -109,7 +180,37 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts) {
       std::cout,
       {"ATTEMPT", "JOB.RESTART", "STEPS", "RESUME", "WARMUP", "END", "EXIT", "NODES", "STARTED"},
       rows);
+  if (attempts.empty()) return;
+  std::cout << "\nhow each attempt ended:\n";
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const AttemptRecord& a = attempts[i];
+    std::cout << "  " << i << " (" << a.job_id << "." << a.restart_count
+              << "): " << AttemptOutcome(a) << "\n";
+  }
 }
+
+// "ep_1, ep_2, ... (+N more)" for one skipped step.
+std::string EpisodeList(const std::vector<std::string>& ids) {
+  if (ids.empty()) return "(no episode ids)";
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < kShownEpisodeIds; ++i) {
+    out += (i ? ", " : "") + PrintableText(ids[i]);
+  }
+  if (ids.size() > kShownEpisodeIds) {
+    out += " (+" + std::to_string(ids.size() - kShownEpisodeIds) + " more)";
+  }
+  return out;
+}
+
+// Index of an attempt id in `attempts` (the ATTEMPT column), -1 when unknown.
+int64_t AttemptIndex(const std::vector<AttemptRecord>& attempts, int64_t attempt_id) {
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    if (attempts[i].id == attempt_id) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+json NullableNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 int RunShow(const QueryOptions& o) {
   Result<OpenedRun> opened = OpenRun(o);
@@ -122,6 +223,11 @@ int RunShow(const QueryOptions& o) {
   Result<int64_t> all_steps = store->CountSteps(run->id, /*include_superseded=*/true);
   if (!steps.ok()) return ReportError(steps.status());
   if (!all_steps.ok()) return ReportError(all_steps.status());
+  Result<NonfiniteCounts> nonfinite = store->CountNonfiniteSteps(run->id);
+  if (!nonfinite.ok()) return ReportError(nonfinite.status());
+  Result<std::vector<StepRecord>> skipped = store->ListNonfiniteSteps(
+      run->id, /*include_superseded=*/false, o.json ? kJsonNonfiniteSteps : kShownNonfiniteSteps);
+  if (!skipped.ok()) return ReportError(skipped.status());
   int64_t last = 0;
   for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
   if (o.json) {
@@ -129,17 +235,49 @@ int RunShow(const QueryOptions& o) {
     j["last_step"] = last;
     j["steps"] = *steps;
     j["superseded_steps"] = *all_steps - *steps;
+    j["nonfinite_steps"] = nonfinite->effective;
+    j["nonfinite_superseded"] = nonfinite->superseded;
+    json skipped_list = json::array();
+    for (const StepRecord& s : *skipped) {
+      skipped_list.push_back({{"step", s.step},
+                              {"attempt", AttemptIndex(*attempts, s.attempt_id)},
+                              {"loss", NullableNumber(s.loss)},
+                              {"grad_norm", NullableNumber(s.grad_norm)},
+                              {"lr", NullableNumber(s.lr)},
+                              {"episodes", s.nonfinite_episodes}});
+    }
+    j["nonfinite"] = skipped_list;
     json list = json::array();
     for (size_t i = 0; i < attempts->size(); ++i) list.push_back(AttemptJson((*attempts)[i], i));
     j["attempts"] = list;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "run " << run->id << " (" << run->name << "): " << RunStatusName(run->status)
-            << (run->reason.empty() ? "" : " — " + run->reason) << "\n"
+  std::cout << "run " << run->id << " (" << PrintableText(run->name)
+            << "): " << RunStatusName(run->status)
+            << (run->reason.empty() ? "" : " — " + PrintableText(run->reason)) << "\n"
             << "  step     " << last << " of " << run->target_steps << " (" << *steps
-            << " step rows, " << (*all_steps - *steps) << " superseded)\n"
-            << "  job      " << (run->job_id.empty() ? "-" : run->job_id) << "\n"
+            << " step rows, " << (*all_steps - *steps) << " superseded)\n";
+  if (nonfinite->effective > 0 || nonfinite->superseded > 0) {
+    // Skipped steps: not applied (weights and optimizer state untouched), with the episodes of
+    // the step so the data can be checked.
+    std::cout << "  skipped  " << nonfinite->effective << " non-finite step"
+              << (nonfinite->effective == 1 ? "" : "s") << " (not applied)";
+    if (nonfinite->superseded > 0) {
+      std::cout << ", " << nonfinite->superseded << " more in steps redone after a resume";
+    }
+    std::cout << "\n";
+    for (const StepRecord& s : *skipped) {
+      std::cout << "           step " << s.step + 1 << " (attempt "
+                << AttemptIndex(*attempts, s.attempt_id)
+                << "): " << EpisodeList(s.nonfinite_episodes) << "\n";
+    }
+    if (nonfinite->effective > static_cast<int64_t>(skipped->size())) {
+      std::cout << "           ... " << nonfinite->effective - static_cast<int64_t>(skipped->size())
+                << " more (--json lists up to " << kJsonNonfiniteSteps << ")\n";
+    }
+  }
+  std::cout << "  job      " << (run->job_id.empty() ? "-" : run->job_id) << "\n"
             << "  run dir  " << run->run_dir << "\n"
             << "  config   " << run->config_source << "\n"
             << "  created  " << FormatTime(run->created_at) << "\n\n";
@@ -157,7 +295,7 @@ int RunAttempts(const QueryOptions& o) {
   if (o.json) {
     json list = json::array();
     for (size_t i = 0; i < attempts->size(); ++i) list.push_back(AttemptJson((*attempts)[i], i));
-    std::cout << list.dump(2) << "\n";
+    std::cout << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return 0;
   }
   PrintAttemptTable(*attempts);

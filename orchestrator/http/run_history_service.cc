@@ -16,6 +16,7 @@ namespace {
 json Nullable(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 json NullableDouble(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json NullableText(const std::string& v) { return v.empty() ? json(nullptr) : json(v); }
 
 bool IsLive(RunStatus s) { return !IsTerminal(s); }
 
@@ -109,11 +110,15 @@ json SegmentJson(const TimelineSegment& s) {
               {"exit_code", Nullable(a.exit_code)},
               {"action", a.action.empty() ? json(nullptr) : json(a.action)},
               {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+              {"trainer_end_reason", NullableText(a.trainer_end_reason)},
+              {"trainer_message", NullableText(a.trainer_message)},
+              {"trainer_exit_code", Nullable(a.trainer_exit_code)},
               {"world_size", Nullable(a.world_size)},
               {"summary",
                {{"effective_steps", st.effective_steps},
                 {"superseded_steps", st.superseded_steps},
                 {"warmup_steps", st.warmup_steps},
+                {"nonfinite_steps", st.nonfinite_steps},
                 {"tokens", st.tokens},
                 {"tokens_per_s", NullableDouble(tokens_per_s)},
                 {"s_per_step", NullableDouble(s_per_step)},
@@ -125,6 +130,7 @@ json AuditJson(const RunAudit& a) {
               {"effective_steps", a.effective_steps},
               {"warmup_steps", a.warmup_steps},
               {"warmup_fraction", a.warmup_fraction},
+              {"nonfinite_steps", a.nonfinite_steps},
               {"expected_warmup_steps", Nullable(a.expected_warmup_steps)},
               {"steps_redone", a.steps_redone},
               {"redone_compute_s", a.redone_compute_s},
@@ -152,9 +158,44 @@ Result<RunTimelineData> LoadTimeline(Store& store, int64_t run_id) {
   return d;
 }
 
-// The value of `key` at row i of `c`; NaN where the row has none.
+// The skipped (non-finite) steps of the run: exact counts and the first ones, effective only.
+Result<json> NonfiniteJson(Store& store, int64_t run_id,
+                           const std::vector<TimelineSegment>& segments) {
+  Result<NonfiniteCounts> counts = store.CountNonfiniteSteps(run_id);
+  if (!counts.ok()) return counts.status();
+  Result<std::vector<StepRecord>> rows =
+      store.ListNonfiniteSteps(run_id, /*include_superseded=*/false, kMaxListedNonfiniteSteps);
+  if (!rows.ok()) return rows.status();
+  std::map<int64_t, int> attempt_index;
+  for (const TimelineSegment& s : segments) attempt_index[s.attempt.id] = s.index;
+  json listed = json::array();
+  for (const StepRecord& r : *rows) {
+    auto it = attempt_index.find(r.attempt_id);
+    listed.push_back({{"step", r.step},
+                      {"attempt", it == attempt_index.end() ? 0 : it->second},
+                      {"loss", NullableDouble(r.loss)},
+                      {"loss_video", NullableDouble(r.loss_video)},
+                      {"loss_action", NullableDouble(r.loss_action)},
+                      {"grad_norm", NullableDouble(r.grad_norm)},
+                      {"lr", NullableDouble(r.lr)},
+                      {"episodes", r.nonfinite_episodes},
+                      {"time", r.time}});
+  }
+  return json{{"steps", counts->effective},
+              {"superseded", counts->superseded},
+              {"listed", std::move(listed)}};
+}
+
+// The value of `key` at row i of `c`; NaN where the row has none. A skipped (non-finite) step
+// has no loss or gradient-norm point: even a finite loss of a step that was not applied is not
+// part of the curve (and one huge value would flatten the chart); the charts mark those steps.
 double SeriesValue(const StepColumns& c, size_t i, const std::string& key,
                    const ExpectedSchedule& schedule) {
+  const bool skipped = c.nonfinite[i] != 0;
+  if (skipped &&
+      (key == "loss" || key == "loss_video" || key == "loss_action" || key == "grad_norm")) {
+    return std::nan("");
+  }
   if (key == "lr") return c.lr[i];
   if (key == "expected_lr") return schedule.known ? schedule.At(c.step[i]) : std::nan("");
   if (key == "loss") return c.loss[i];
@@ -241,6 +282,9 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   for (const TimelineSegment& s : d->segments) segments.push_back(SegmentJson(s));
   out["segments"] = std::move(segments);
   out["audit"] = AuditJson(BuildAudit(d->segments, d->schedule));
+  Result<json> nonfinite = NonfiniteJson(lease->store(), run_id, d->segments);
+  if (!nonfinite.ok()) return nonfinite.status();
+  out["nonfinite"] = std::move(nonfinite).value();
   out["now"] = now;
   return out;
 }
@@ -330,11 +374,26 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
                               tokens_seen, t0);
     }
   }
+  // Skipped steps of the effective series as ranges of consecutive steps [first, last], for
+  // markers on the charts (step indices; the UI maps them onto its x axis like the boundaries).
+  json ranges = json::array();
+  int64_t nonfinite_steps = 0;
+  for (size_t k = 0; k < effective.size(); ++k) {
+    const size_t i = effective[k];
+    if (!c.nonfinite[i]) continue;
+    ++nonfinite_steps;
+    if (!ranges.empty() && ranges.back()[1].get<int64_t>() + 1 == c.step[i]) {
+      ranges.back()[1] = c.step[i];
+    } else if (ranges.size() < kMaxNonfiniteRanges) {
+      ranges.push_back(json::array({c.step[i], c.step[i]}));
+    }
+  }
   json out{{"run_id", run_id},
            {"keys", req.keys},
            {"max_points", req.max_points},
            {"rows", effective.size()},
            {"superseded_rows", superseded.size()},
+           {"nonfinite", {{"steps", nonfinite_steps}, {"ranges", std::move(ranges)}}},
            {"series", std::move(series)}};
   if (req.include_superseded) out["superseded"] = std::move(faint);
   return out;

@@ -34,6 +34,10 @@ struct SeriesRequest {
 // Bounds of max_points (points per key).
 inline constexpr int64_t kMinSeriesPoints = 16;
 inline constexpr int64_t kMaxSeriesPoints = 200000;
+// Non-finite (skipped) steps listed by GetRun, the first ones in step order; the count is exact.
+inline constexpr int64_t kMaxListedNonfiniteSteps = 100;
+// Ranges of consecutive non-finite steps the series carries for the charts' markers.
+inline constexpr size_t kMaxNonfiniteRanges = 1000;
 
 // lr, expected_lr, loss, loss_video, loss_action, grad_norm, tokens_per_s, step_time_s,
 // padding (padded / (valid + padded) tokens), tokens.

@@ -109,6 +109,7 @@ RunAudit BuildAudit(const std::vector<TimelineSegment>& segments,
     const AttemptStepStats& st = segments[i].stats;
     audit.effective_steps += st.effective_steps;
     audit.warmup_steps += st.warmup_steps;
+    audit.nonfinite_steps += st.nonfinite_steps;
     audit.steps_redone += st.superseded_steps;
     audit.redone_compute_s += st.superseded_step_time_s;
     if (i > 0) {

@@ -55,6 +55,7 @@ struct RunAudit {
   int64_t warmup_steps = 0;  // effective steps logged in_warmup
   double warmup_fraction = 0;
   std::optional<int64_t> expected_warmup_steps;  // min(W, effective_steps) when known
+  int64_t nonfinite_steps = 0;                   // effective steps the trainer skipped (NaN/Inf)
   int64_t steps_redone = 0;                      // superseded rows
   double redone_compute_s = 0;                   // step time spent on them
   double requeue_hold_s = 0;  // sum of gaps between an attempt's end and the next one's start

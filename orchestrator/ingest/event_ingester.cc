@@ -1,6 +1,7 @@
 #include "orchestrator/ingest/event_ingester.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,28 +27,72 @@ bool JobIdLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
+// A number field, or `fallback` when absent, null (how the trainer's JSON writer spells NaN and
+// Inf), not a number, or not finite (a literal like 1e999): no NaN or Inf ever reaches the
+// store, and from there the JSON the CLI and the API print.
 double NumOr(const json& j, const char* key, double fallback) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return fallback;
-  return it->get<double>();
+  const double v = it->get<double>();
+  return std::isfinite(v) ? v : fallback;
 }
 
-int64_t IntOr(const json& j, const char* key, int64_t fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return fallback;
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
-}
-
+// An integer field; none when absent, not a number, or outside int64 (converting a float beyond
+// that range would be undefined behaviour, and a wrapped value would be a wrong step).
 std::optional<int64_t> OptInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
-  return IntOr(j, key, 0);
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    if (v > uint64_t(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(v);
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double v = it->get<double>();
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (!std::isfinite(v) || v >= kTwoTo63 || v < -kTwoTo63) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+int64_t IntOr(const json& j, const char* key, int64_t fallback) {
+  return OptInt(j, key).value_or(fallback);
 }
 
 std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return fallback;
   return it->get<std::string>();
+}
+
+bool BoolOr(const json& j, const char* key, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_boolean()) return fallback;
+  return it->get<bool>();
+}
+
+// The episode ids of a non-finite step: strings as written, numbers as their text (an index
+// instead of a name is still worth showing), anything else skipped.
+std::vector<std::string> EpisodeIds(const json& j, const char* key) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const json& id : *it) {
+    if (id.is_string()) {
+      out.push_back(id.get<std::string>());
+    } else if (id.is_number_integer()) {
+      out.push_back(id.dump());
+    }
+  }
+  return out;
+}
+
+// `text` cut to at most `max_bytes` without splitting a UTF-8 sequence (the parser only hands
+// out valid UTF-8, and the JSON writers that print it later refuse a broken one), marked "…".
+std::string CutUtf8(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + "…";
 }
 
 // Applies one record of the file's attempt. Returns kData for a record that is not usable
@@ -70,8 +115,7 @@ class RecordApplier {
     if (!attempt_id.ok()) return attempt_id.status();
 
     if (type == event_type::kStep) {
-      if (!r.contains("step") || !r["step"].is_number())
-        return Status::Data("step without \"step\"");
+      if (!OptInt(r, "step")) return Status::Data("step without a valid \"step\"");
       StepRecord s;
       s.run_id = run_.id;
       s.attempt_id = *attempt_id;
@@ -89,9 +133,10 @@ class RecordApplier {
       s.padded_frames = IntOr(r, "padded_frames", 0);
       s.step_time_s = NumOr(r, "step_time_s", kNoValue);
       s.tokens_per_s = NumOr(r, "tokens_per_s", kNoValue);
-      s.in_warmup =
-          r.contains("in_warmup") && r["in_warmup"].is_boolean() && r["in_warmup"].get<bool>();
+      s.in_warmup = BoolOr(r, "in_warmup", false);
       s.epoch = IntOr(r, "epoch", 0);
+      s.nonfinite = BoolOr(r, "nonfinite", false);
+      if (s.nonfinite) s.nonfinite_episodes = EpisodeIds(r, "nonfinite_episodes");
       *was_step = true;
       return store_.InsertStepInTx(s);
     }
@@ -145,9 +190,15 @@ class RecordApplier {
       return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
     }
     if (type == event_type::kSegmentEnd) {
-      a->trainer_end_reason = StrOr(r, "reason");
       if (auto step = OptInt(r, "step"); step && (!a->last_step || *a->last_step < *step)) {
         a->last_step = step;
+      }
+      // The first segment_end of an attempt says how it ended. When a rank fails, the others
+      // may follow with errors of their own (a lost peer): those come later and are not why.
+      if (a->trainer_end_reason.empty()) {
+        a->trainer_end_reason = StrOr(r, "reason", "?");
+        a->trainer_message = CutUtf8(StrOr(r, "message"), kMaxTrainerMessageBytes);
+        a->trainer_exit_code = OptInt(r, "exit_code");
       }
       return store_.UpdateAttemptInTx(*a);
     }
@@ -159,6 +210,8 @@ class RecordApplier {
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       const std::string at_step =
           a->last_step ? " at step " + std::to_string(*a->last_step) : std::string();
+      // The trainer's own words, so `baton ls` and the runs page say why without a click.
+      const std::string why = a->trainer_message.empty() ? "" : ": " + a->trainer_message;
       if (a->action == "done") {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
       }
@@ -169,12 +222,12 @@ class RecordApplier {
         return store_.SetActiveRunStatusInTx(
             run_.id, RunStatus::kFailed,
             a->end_reason + at_step + " (exit code " +
-                (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")",
+                (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")" + why,
             time);
       }
       if (a->action == "requeue") {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued, a->end_reason + at_step,
-                                             time);
+        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
+                                             a->end_reason + at_step + why, time);
       }
       return Status::Ok();
     }

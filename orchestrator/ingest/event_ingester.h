@@ -9,6 +9,11 @@
 //
 // Files are applied in the order their attempts happened (job id, then restart count, both
 // numerically), which is what the store's superseded marking relies on.
+//
+// Values: a number that is null (how the trainer's JSON writer spells NaN and Inf), missing or
+// not finite is stored as NULL, never as NaN; a step flagged "nonfinite" keeps its row with the
+// flag and the step's episode ids. The first segment_end of an attempt sets the trainer's end
+// reason, message and exit code; later ones (other ranks failing after the first) are ignored.
 // Stateless functions over a Store; thread-compatible (one Store per thread).
 #pragma once
 
@@ -20,6 +25,10 @@
 #include "orchestrator/store/store.h"
 
 namespace baton {
+
+// Longest trainer message (segment_end "message") kept, in bytes: it is one line; a longer one
+// is cut at a UTF-8 boundary and marked with "…".
+inline constexpr size_t kMaxTrainerMessageBytes = 4096;
 
 struct IngestStats {
   int64_t files = 0;                  // event files looked at

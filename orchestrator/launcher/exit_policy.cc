@@ -14,6 +14,8 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     return {"fail", "config_error", code + ": config error, not requeued"};
   if (ctx.exit_code == kExitData)
     return {"fail", "data_error", code + ": data error, not requeued"};
+  if (ctx.exit_code == kExitDiverged)
+    return {"fail", "diverged", code + ": training diverged (non-finite steps), not requeued"};
 
   // Earlier attempts: everything but the last entry (this attempt).
   const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
@@ -71,7 +73,8 @@ namespace {
 int64_t LimitSeconds(const std::string& limit) {
   int64_t days = 0, h = 0, m = 0, sec = 0;
   const char* c = limit.c_str();
-  if (std::sscanf(c, "%ld-%ld:%ld:%ld", &days, &h, &m, &sec) == 4) return ((days * 24 + h) * 60 + m) * 60 + sec;
+  if (std::sscanf(c, "%ld-%ld:%ld:%ld", &days, &h, &m, &sec) == 4)
+    return ((days * 24 + h) * 60 + m) * 60 + sec;
   if (std::sscanf(c, "%ld:%ld:%ld", &h, &m, &sec) == 3) return (h * 60 + m) * 60 + sec;
   if (std::sscanf(c, "%ld:%ld", &m, &sec) == 2) return m * 60 + sec;
   return -1;

@@ -2,6 +2,11 @@
 //
 //   0                      -> done (completed)
 //   78 / 65                -> fail (config_error / data_error), never requeued
+//   79                     -> fail (diverged: too many consecutive non-finite steps), never
+//                             requeued; a resume would diverge again from the same checkpoint
+//                             and data
+//   78 / 65 / 79 win over a stop signal: the exit code says the run itself is broken, so a
+//   requeue (even one the signal asked for) would only fail again
 //   75, or any exit while the job was being stopped (the launcher got the warning signal)
 //                          -> requeue (preempted, or timeout when the signal came within the
 //                             warning lead of the job's time limit) while such requeues
@@ -26,8 +31,8 @@ inline constexpr int kCrashLoopLimit = 3;
 
 struct ExitDecision {
   std::string action;  // requeue | done | fail
-  std::string reason;  // completed | preempted | crashed | config_error | data_error |
-                       // failure_budget | restart_budget | no_progress
+  std::string reason;  // completed | preempted | timeout | crashed | config_error | data_error |
+                       // diverged | failure_budget | restart_budget | no_progress
   std::string detail;  // one line for logs
 };
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace baton {
 
@@ -49,8 +50,11 @@ struct AttemptRecord {
   std::optional<int64_t> exit_code;
   std::string action;              // requeue | done | fail | ''
   std::string end_reason;          // see docs/store.md
-  std::string trainer_end_reason;  // segment_end reason
-  std::string resume_mode;         // fresh | exact | weights_only
+  std::string trainer_end_reason;  // segment_end reason: completed | signal | error | diverged
+  std::string trainer_message;     // segment_end message (the trainer's one-line error), or ''
+  // segment_end exit_code; none without a segment_end (exit_code is the launcher's view)
+  std::optional<int64_t> trainer_exit_code;
+  std::string resume_mode;  // fresh | exact | weights_only
   std::string checkpoint;
   std::optional<int64_t> step0;
   std::optional<int64_t> last_step;
@@ -81,6 +85,10 @@ struct StepRecord {
   bool in_warmup = false;
   int64_t epoch = 0;
   bool superseded = false;  // set by the store, never by the caller
+  // The step's loss or gradient norm was NaN/Inf and the step was not applied (the trainer left
+  // weights and optimizer state untouched); its losses are then usually NaN (SQL NULL).
+  bool nonfinite = false;
+  std::vector<std::string> nonfinite_episodes;  // episode ids of the whole step (all ranks)
 };
 
 struct MicrostepRecord {

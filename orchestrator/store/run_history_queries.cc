@@ -180,7 +180,7 @@ Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_s
   StepColumns c;
   Result<Statement*> s = store.db().Prepare(
       "SELECT step, time, superseded, in_warmup, tokens, padded_tokens, lr, loss, loss_video, "
-      "loss_action, grad_norm, step_time_s, tokens_per_s FROM steps "
+      "loss_action, grad_norm, step_time_s, tokens_per_s, nonfinite FROM steps "
       "WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step");
   if (!s.ok()) return s.status();
   for (int64_t id : ids) {
@@ -204,6 +204,7 @@ Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_s
       c.grad_norm.push_back(r.Double(10));
       c.step_time_s.push_back(r.Double(11));
       c.tokens_per_s.push_back(r.Double(12));
+      c.nonfinite.push_back(static_cast<uint8_t>(r.Int(13) != 0));
     }
     (*s)->Reset();
   }
@@ -222,7 +223,8 @@ SELECT a.id,
        COALESCE(SUM(CASE WHEN s.superseded = 1 THEN s.step_time_s END), 0),
        MIN(CASE WHEN s.superseded = 0 THEN s.step END),
        MAX(CASE WHEN s.superseded = 0 THEN s.step END),
-       MIN(s.time), MAX(s.time)
+       MIN(s.time), MAX(s.time),
+       COALESCE(SUM(s.superseded = 0 AND s.nonfinite), 0)
 FROM attempts a LEFT JOIN steps s ON s.attempt_id = a.id
 WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql");
   if (!s.ok()) return s.status();
@@ -246,6 +248,7 @@ WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql");
     a.last_step = r.OptInt(9);
     a.first_time = r.OptDouble(10);
     a.last_time = r.OptDouble(11);
+    a.nonfinite_steps = r.Int(12);
     out.push_back(a);
   }
   return out;

@@ -74,6 +74,7 @@ struct StepColumns {
   std::vector<int64_t> attempt_id, step, tokens, padded_tokens;
   std::vector<double> time, lr, loss, loss_video, loss_action, grad_norm, step_time_s, tokens_per_s;
   std::vector<uint8_t> superseded, in_warmup;
+  std::vector<uint8_t> nonfinite;  // the step was skipped (NaN/Inf loss or gradient norm)
   size_t size() const { return step.size(); }
 };
 
@@ -87,6 +88,7 @@ struct AttemptStepStats {
   int64_t effective_steps = 0;
   int64_t superseded_steps = 0;                  // this attempt's rows that a later attempt re-did
   int64_t warmup_steps = 0;                      // effective rows with in_warmup
+  int64_t nonfinite_steps = 0;                   // effective rows the trainer skipped
   int64_t tokens = 0;                            // effective
   int64_t padded_tokens = 0;                     // effective
   double step_time_s = 0;                        // effective, summed

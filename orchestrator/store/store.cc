@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/embedded/embedded_files.h"
 
@@ -45,7 +46,8 @@ RunRecord ReadRun(const Statement& s) {
 constexpr const char* kAttemptColumns =
     "id, run_id, job_id, restart_count, nodes, started_at, ended_at, slurm_state, exit_code, "
     "action, end_reason, trainer_end_reason, resume_mode, checkpoint, step0, last_step, "
-    "resume_warmup_steps, warmup_until, world_size, config_hash";
+    "resume_warmup_steps, warmup_until, world_size, config_hash, trainer_message, "
+    "trainer_exit_code";
 
 AttemptRecord ReadAttempt(const Statement& s) {
   AttemptRecord a;
@@ -69,13 +71,35 @@ AttemptRecord ReadAttempt(const Statement& s) {
   a.warmup_until = s.OptInt(17);
   a.world_size = s.OptInt(18);
   a.config_hash = s.Text(19);
+  a.trainer_message = s.Text(20);
+  a.trainer_exit_code = s.OptInt(21);
   return a;
 }
 
 constexpr const char* kStepColumns =
     "run_id, attempt_id, step, time, lr, loss, loss_video, loss_action, grad_norm, tokens, "
     "padded_tokens, samples, valid_frames, padded_frames, step_time_s, tokens_per_s, in_warmup, "
-    "epoch, superseded";
+    "epoch, superseded, nonfinite, nonfinite_episodes";
+
+// steps.nonfinite_episodes holds a JSON array of strings; NULL when there are none. Encoding
+// replaces invalid UTF-8 rather than failing: an id is only ever shown, never looked up.
+std::optional<std::string> EncodeEpisodes(const std::vector<std::string>& ids) {
+  if (ids.empty()) return std::nullopt;
+  return nlohmann::json(ids).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The inverse; anything that is not an array of strings reads as no ids (never an error: one
+// odd row must not hide a run's history).
+std::vector<std::string> DecodeEpisodes(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return out;
+  for (const nlohmann::json& id : j) {
+    if (id.is_string()) out.push_back(id.get<std::string>());
+  }
+  return out;
+}
 
 StepRecord ReadStep(const Statement& s) {
   StepRecord r;
@@ -98,6 +122,8 @@ StepRecord ReadStep(const Statement& s) {
   r.in_warmup = s.Int(16) != 0;
   r.epoch = s.Int(17);
   r.superseded = s.Int(18) != 0;
+  r.nonfinite = s.Int(19) != 0;
+  r.nonfinite_episodes = DecodeEpisodes(s.Text(20));
   return r;
 }
 
@@ -336,7 +362,8 @@ Status Store::UpdateAttemptInTx(const AttemptRecord& a) {
       "UPDATE attempts SET nodes = ?2, started_at = ?3, ended_at = ?4, slurm_state = ?5, "
       "exit_code = ?6, action = ?7, end_reason = ?8, trainer_end_reason = ?9, resume_mode = ?10, "
       "checkpoint = ?11, step0 = ?12, last_step = ?13, resume_warmup_steps = ?14, "
-      "warmup_until = ?15, world_size = ?16, config_hash = ?17 WHERE id = ?1");
+      "warmup_until = ?15, world_size = ?16, config_hash = ?17, trainer_message = ?18, "
+      "trainer_exit_code = ?19 WHERE id = ?1");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, a.id)
       .Bind(2, a.nodes)
@@ -354,7 +381,9 @@ Status Store::UpdateAttemptInTx(const AttemptRecord& a) {
       .Bind(14, a.resume_warmup_steps)
       .Bind(15, a.warmup_until)
       .Bind(16, a.world_size)
-      .Bind(17, a.config_hash);
+      .Bind(17, a.config_hash)
+      .Bind(18, a.trainer_message)
+      .Bind(19, a.trainer_exit_code);
   return (*s)->Run();
 }
 
@@ -391,7 +420,8 @@ Status Store::InsertStepInTx(const StepRecord& r) {
   Result<Statement*> s = db_->Prepare(
       std::string("INSERT OR REPLACE INTO steps (") + kStepColumns +
       ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND step = ?3 AND attempt_id > ?2))");
+      "EXISTS (SELECT 1 FROM steps WHERE run_id = ?1 AND step = ?3 AND attempt_id > ?2), ?19, "
+      "?20)");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, r.run_id)
       .Bind(2, r.attempt_id)
@@ -410,7 +440,9 @@ Status Store::InsertStepInTx(const StepRecord& r) {
       .Bind(15, r.step_time_s)
       .Bind(16, r.tokens_per_s)
       .Bind(17, static_cast<int64_t>(r.in_warmup))
-      .Bind(18, r.epoch);
+      .Bind(18, r.epoch)
+      .Bind(19, static_cast<int64_t>(r.nonfinite))
+      .Bind(20, EncodeEpisodes(r.nonfinite_episodes));
   BATON_RETURN_IF_ERROR((*s)->Run());
 
   Result<Statement*> last = db_->Prepare(
@@ -442,6 +474,33 @@ Result<int64_t> Store::CountSteps(int64_t run_id, bool include_superseded) {
   Result<bool> row = (*s)->Step();
   if (!row.ok()) return row.status();
   return (*s)->Int(0);
+}
+
+Result<NonfiniteCounts> Store::CountNonfiniteSteps(int64_t run_id) {
+  Result<Statement*> s = db_->Prepare(
+      "SELECT COALESCE(SUM(superseded = 0), 0), COALESCE(SUM(superseded = 1), 0) FROM steps "
+      "WHERE run_id = ?1 AND nonfinite = 1");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, run_id);
+  Result<bool> row = (*s)->Step();
+  if (!row.ok()) return row.status();
+  NonfiniteCounts c;
+  if (*row) {
+    c.effective = (*s)->Int(0);
+    c.superseded = (*s)->Int(1);
+  }
+  return c;
+}
+
+Result<std::vector<StepRecord>> Store::ListNonfiniteSteps(int64_t run_id, bool include_superseded,
+                                                          int64_t limit) {
+  Result<Statement*> s =
+      db_->Prepare(std::string("SELECT ") + kStepColumns +
+                   " FROM steps WHERE run_id = ?1 AND nonfinite = 1 AND (?2 OR superseded = 0) "
+                   "ORDER BY step, attempt_id LIMIT ?3");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, run_id).Bind(2, static_cast<int64_t>(include_superseded)).Bind(3, limit);
+  return (*s)->Collect<StepRecord>(ReadStep);
 }
 
 Status Store::InsertMicrostepInTx(const MicrostepRecord& m) {

@@ -50,6 +50,12 @@ struct StepQuery {
   int64_t offset = 0;
 };
 
+// Steps the trainer skipped because their loss or gradient norm was NaN/Inf.
+struct NonfiniteCounts {
+  int64_t effective = 0;   // in the effective series (superseded = 0)
+  int64_t superseded = 0;  // re-done by a later attempt
+};
+
 class Store {
  public:
   // Opens (creating folders and the file) and migrates. Code::kIo when the folder or file cannot
@@ -102,6 +108,11 @@ class Store {
   [[nodiscard]] Status InsertStepInTx(const StepRecord& s);
   [[nodiscard]] Result<std::vector<StepRecord>> ListSteps(int64_t run_id, const StepQuery& q = {});
   [[nodiscard]] Result<int64_t> CountSteps(int64_t run_id, bool include_superseded);
+  // Non-finite (skipped) steps of the run: counts, and the first `limit` rows in step order.
+  [[nodiscard]] Result<NonfiniteCounts> CountNonfiniteSteps(int64_t run_id);
+  [[nodiscard]] Result<std::vector<StepRecord>> ListNonfiniteSteps(int64_t run_id,
+                                                                   bool include_superseded,
+                                                                   int64_t limit);
 
   [[nodiscard]] Status InsertMicrostepInTx(const MicrostepRecord& m);
   [[nodiscard]] Result<std::vector<MicrostepRecord>> ListMicrosteps(int64_t run_id);

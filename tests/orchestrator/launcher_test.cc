@@ -120,6 +120,40 @@ TEST(ExitPolicy, MapsExitCodes) {
   EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
 }
 
+TEST(ExitPolicy, DivergedIsNeverRequeued) {
+  ExitDecision d = Decide(79, {Attempt(0, 120)});
+  EXPECT_EQ(d.action, "fail");
+  EXPECT_EQ(d.reason, "diverged");
+  EXPECT_NE(d.detail.find("exit code 79"), std::string::npos) << d.detail;
+  // Not a crash: plenty of failure budget left, a history of crashes, still no requeue.
+  std::vector<PastAttempt> crashes = {Attempt(0, 5, "requeue", "crashed"), Attempt(5, 9)};
+  EXPECT_EQ(Decide(79, crashes, false, 100, /*max_failures=*/100).reason, "diverged");
+  // Not the first attempt either: after preemptions it still fails.
+  std::vector<PastAttempt> preempted = {Attempt(0, 5, "requeue", "preempted"), Attempt(5, 9)};
+  EXPECT_EQ(Decide(79, preempted).action, "fail");
+}
+
+TEST(ExitPolicy, BrokenRunCodesWinOverAStopSignal) {
+  // The trainer exits 79/65/78 after the launcher forwarded a preemption or time-limit signal:
+  // the exit code says the run is broken, so it fails instead of being requeued as preempted.
+  for (const auto& [code, reason] : std::vector<std::pair<int, std::string>>{
+           {79, "diverged"}, {65, "data_error"}, {78, "config_error"}}) {
+    ExitContext c;
+    c.exit_code = code;
+    c.stop_signalled = true;
+    c.history = {Attempt(0, 10)};
+    c.max_restarts = 100;
+    c.max_failures = 3;
+    ExitDecision d = DecideAfterExit(c);
+    EXPECT_EQ(d.action, "fail") << code;
+    EXPECT_EQ(d.reason, reason) << code;
+    c.near_time_limit = true;  // the signal came at the time limit: same answer
+    EXPECT_EQ(DecideAfterExit(c).reason, reason) << code;
+  }
+  // Any other code after a stop signal is still the preemption (the control case).
+  EXPECT_EQ(Decide(80, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
+}
+
 TEST(ExitPolicy, WarningAtTheTimeLimitIsATimeoutNotAPreemption) {
   ExitContext c;
   c.exit_code = 75;

@@ -1,8 +1,12 @@
-// Store: migrations, transactions that roll back, prepared statements, run lookup.
+// Store: migrations (and a version 1 database upgraded in place), transactions that roll back,
+// prepared statements, run lookup, non-finite steps.
 #include "orchestrator/store/store.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "orchestrator/embedded/embedded_files.h"
 #include "test_util.h"
 
 namespace baton {
@@ -178,6 +182,128 @@ TEST(Store, StepsOfALaterAttemptSupersedeEarlierOnes) {
   std::vector<AttemptRecord> attempts = store->ListAttempts(r.id).value();
   EXPECT_EQ(attempts[0].last_step, 5);
   EXPECT_EQ(attempts[1].last_step, 6);
+}
+
+// A database written by a baton that knew only schema version 1, with rows in every table
+// that version 2 changes: opening it migrates in place and keeps every row.
+TEST(Store, UpgradesAVersion1DatabaseInPlace) {
+  TempDir tmp;
+  const std::string path = tmp / "baton.db";
+  {
+    auto db = SqliteDb::Open(path, kBusyTimeoutMs);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const EmbeddedFile* v1 = nullptr;
+    for (const EmbeddedFile& f : SqlMigrations()) {
+      if (std::string(f.name).rfind("001_", 0) == 0) v1 = &f;
+    }
+    ASSERT_NE(v1, nullptr);
+    ASSERT_TRUE((*db)->Exec(v1->text).ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 1").ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO runs (id, name, status, config, run_dir, target_steps, "
+                           "max_restarts, max_failures, created_at, updated_at) VALUES "
+                           "(1, 'old', 'FAILED', 'run: {}', '/runs/old', 10, 3, 3, 1, 1);"
+                           "INSERT INTO attempts (id, run_id, job_id, restart_count, exit_code, "
+                           "action, end_reason, trainer_end_reason) VALUES "
+                           "(1, 1, '7', 0, 65, 'fail', 'data_error', 'error');"
+                           "INSERT INTO steps (run_id, attempt_id, step, time, lr, loss) VALUES "
+                           "(1, 1, 0, 5, 0.001, 2.5), (1, 1, 1, 6, 0.001, NULL);")
+                    .ok());
+  }
+  auto store = OpenStore(path);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->SchemaVersion().value(), Store::LatestSchemaVersion());
+  EXPECT_GE(Store::LatestSchemaVersion(), 2);
+  EXPECT_EQ(store->GetRun(1).value().name, "old");
+  const AttemptRecord a = store->GetAttempt(1).value();
+  EXPECT_EQ(a.end_reason, "data_error");
+  EXPECT_EQ(a.trainer_end_reason, "error");
+  EXPECT_EQ(a.trainer_message, "");  // the new columns take their defaults
+  EXPECT_FALSE(a.trainer_exit_code.has_value());
+  const std::vector<StepRecord> steps = store->ListSteps(1).value();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(steps[0].loss, 2.5);
+  EXPECT_TRUE(std::isnan(steps[1].loss));
+  EXPECT_FALSE(steps[0].nonfinite);
+  EXPECT_TRUE(steps[0].nonfinite_episodes.empty());
+  EXPECT_EQ(store->CountNonfiniteSteps(1).value().effective, 0);
+
+  // The upgraded database takes the new fields.
+  AttemptRecord updated = a;
+  updated.trainer_message = "data/ep_3.safetensors: tensor latents holds 1 NaN/Inf value(s)";
+  updated.trainer_exit_code = 65;
+  ASSERT_TRUE(store->Write([&] { return store->UpdateAttemptInTx(updated); }).ok());
+  EXPECT_EQ(store->GetAttempt(1).value().trainer_message, updated.trainer_message);
+  EXPECT_EQ(store->GetAttempt(1).value().trainer_exit_code, 65);
+
+  // Opening again changes nothing (no migration left to run).
+  store.reset();
+  store = OpenStore(path);
+  EXPECT_EQ(store->SchemaVersion().value(), Store::LatestSchemaVersion());
+  EXPECT_EQ(store->ListSteps(1).value().size(), 2u);
+}
+
+TEST(Store, NonfiniteStepsKeepTheirFlagAndEpisodes) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord r = MakeRun(*store, "/runs/nan");
+  const std::vector<std::string> odd = {"ep_000003", "ep \"quoted\" <b>", "\xc3\xa9pisode",
+                                        std::string("bad\xff utf8")};
+  ASSERT_TRUE(store
+                  ->Write([&]() -> Status {
+                    const int64_t a1 = store->EnsureAttemptInTx(r.id, "7", 0).value();
+                    const int64_t a2 = store->EnsureAttemptInTx(r.id, "7", 1).value();
+                    for (int64_t s = 0; s < 6; ++s) {
+                      StepRecord x;
+                      x.run_id = r.id;
+                      x.attempt_id = a1;
+                      x.step = s;
+                      x.loss = 1.0;
+                      if (s == 2 || s == 4) {  // skipped; 4 is re-done by the second attempt
+                        x.nonfinite = true;
+                        x.loss = kNoValue;
+                        x.nonfinite_episodes = s == 2 ? odd : std::vector<std::string>{"ep_9"};
+                      }
+                      BATON_RETURN_IF_ERROR(store->InsertStepInTx(x));
+                    }
+                    for (int64_t s = 4; s < 6; ++s) {
+                      StepRecord x;
+                      x.run_id = r.id;
+                      x.attempt_id = a2;
+                      x.step = s;
+                      x.loss = 0.5;
+                      BATON_RETURN_IF_ERROR(store->InsertStepInTx(x));
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  const NonfiniteCounts counts = store->CountNonfiniteSteps(r.id).value();
+  EXPECT_EQ(counts.effective, 1);
+  EXPECT_EQ(counts.superseded, 1);
+  std::vector<StepRecord> effective = store->ListNonfiniteSteps(r.id, false, 10).value();
+  ASSERT_EQ(effective.size(), 1u);
+  EXPECT_EQ(effective[0].step, 2);
+  EXPECT_TRUE(effective[0].nonfinite);
+  EXPECT_TRUE(std::isnan(effective[0].loss));  // stored as NULL, read back as "no value"
+  ASSERT_EQ(effective[0].nonfinite_episodes.size(), 4u);
+  EXPECT_EQ(effective[0].nonfinite_episodes[0], "ep_000003");
+  EXPECT_EQ(effective[0].nonfinite_episodes[1], odd[1]);
+  EXPECT_EQ(effective[0].nonfinite_episodes[2], odd[2]);
+  // Invalid UTF-8 cannot be stored as JSON text: it is replaced, the rest of the id kept.
+  EXPECT_EQ(effective[0].nonfinite_episodes[3].rfind("bad", 0), 0u);
+  EXPECT_NE(effective[0].nonfinite_episodes[3].find(" utf8"), std::string::npos);
+  std::vector<StepRecord> all = store->ListNonfiniteSteps(r.id, true, 10).value();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].step, 4);
+  EXPECT_TRUE(all[1].superseded);
+  EXPECT_EQ(all[1].nonfinite_episodes, std::vector<std::string>{"ep_9"});
+  EXPECT_EQ(store->ListNonfiniteSteps(r.id, true, 1).value().size(), 1u);  // the limit holds
+  // Applied steps carry no flag and no ids.
+  std::vector<StepRecord> steps = store->ListSteps(r.id).value();
+  ASSERT_EQ(steps.size(), 6u);
+  EXPECT_FALSE(steps[0].nonfinite);
+  EXPECT_TRUE(steps[0].nonfinite_episodes.empty());
+  EXPECT_FALSE(steps[4].nonfinite);  // the second attempt's step 4 went through
 }
 
 }  // namespace

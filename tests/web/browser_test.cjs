@@ -1,6 +1,8 @@
 // Headless Chromium (Debian's, never a downloaded one) against a running `baton serve`.
 // Checks: the runs page lists the demo run; the run page draws a non-empty LR chart with the
-// attempt boundaries and the shaded warmup ranges; superseded points appear on request; a run
+// attempt boundaries and the shaded warmup ranges; superseded points appear on request; the
+// run with skipped non-finite steps marks them on the loss chart, lists them with their episode
+// ids and shows each attempt's trainer end and message (markup in them shown as text); a run
 // named <script>alert(1)</script> is shown as text (no dialog, no injected element); no page
 // errors or CSP violations. Screenshots go to $ARTIFACTS.
 const path = require('path');
@@ -10,6 +12,7 @@ const base = process.env.BASE_URL;
 const ids = JSON.parse(process.env.FIXTURE_IDS);
 const artifacts = process.env.ARTIFACTS;
 const XSS = '<script>alert(1)</script>';
+const MARKUP_EPISODE = 'ep_<img src=x onerror=alert(2)>';  // run_fixture.h kMarkupEpisode
 
 const failures = [];
 function check(ok, what) {
@@ -97,6 +100,51 @@ function check(ok, what) {
     const xMax = await page.evaluate(() => Chart.getChart('chart-lr').scales.x.max);
     check(xMax > 1e6, `tokens-seen x axis (${xMax})`);
     await page.screenshot({ path: path.join(artifacts, 'run_page_superseded_tokens.png'), fullPage: true });
+
+    // ---- skipped non-finite steps and the trainer's own account of each attempt
+    await page.goto(base + `#/runs/${ids.nonfinite_run_id}`);
+    await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
+    const nf = await page.evaluate(() => {
+      const loss = Chart.getChart('chart-loss');
+      const ann = loss.options.plugins.annotation.annotations;
+      const total = loss.data.datasets[0].data.filter((p) => p.y !== null).map((p) => p.x);
+      const grad = Chart.getChart('chart-grad').options.plugins.annotation.annotations;
+      return {
+        boxes: Object.entries(ann).filter(([k]) => k.startsWith('nonfinite')).map(([, a]) => [a.xMin, a.xMax]),
+        label: (ann.nonfinite0 || { label: {} }).label.content,
+        gradBoxes: Object.keys(grad).filter((k) => k.startsWith('nonfinite')).length,
+        lossSteps: total,
+        lrBoxes: Object.keys(Chart.getChart('chart-lr').options.plugins.annotation.annotations)
+          .filter((k) => k.startsWith('nonfinite')).length,
+      };
+    });
+    console.log(JSON.stringify({ boxes: nf.boxes, label: nf.label, gradBoxes: nf.gradBoxes }));
+    check(JSON.stringify(nf.boxes) === JSON.stringify([[15, 16], [42, 45]]), `loss chart marks the skipped steps 15 and 42..44 (${JSON.stringify(nf.boxes)})`);
+    check(nf.label === 'skipped (non-finite)', 'the marks are labelled "skipped (non-finite)"');
+    check(nf.gradBoxes === 2 && nf.lrBoxes === 0, 'grad-norm chart marks them too, the LR chart does not');
+    check(nf.lossSteps.length === 41 && ![15, 42, 43, 44].some((s) => nf.lossSteps.includes(s)),
+      `skipped steps have no loss point (${nf.lossSteps.length} points)`);
+    const nfRows = await page.$$eval('#nonfinite-table tbody tr', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    check(nfRows.length === 4, `skipped-steps table lists 4 steps (${nfRows.length})`);
+    check(nfRows.length > 0 && nfRows[0][0] === '15' && nfRows[0][1] === '#1' && nfRows[0][3] === 'NaN/Inf' &&
+      nfRows[0][4] === `ep_000003, ${MARKUP_EPISODE}`, `first skipped step with its episode ids as text (${nfRows[0]})`);
+    check(nfRows.length > 1 && nfRows[1][0] === '42' && nfRows[1][2] === 'NaN/Inf', 'a NaN loss is shown as NaN/Inf');
+    const nfAudit = await page.$eval('#audit', (e) => e.textContent);
+    check(/4 steps skipped \(non-finite\)/.test(nfAudit), `audit counts the skipped steps (${nfAudit})`);
+    const ends = await page.$$eval('#attempts-table tbody tr', (rs) => rs.map((r) => ({
+      trainer: r.querySelector('td.trainer-end').textContent,
+      message: r.querySelector('td.trainer-message').textContent,
+      text: r.textContent,
+    })));
+    check(ends.length === 2, 'two attempts');
+    check(ends.length === 2 && ends[0].trainer === 'no segment_end · exit 139' && ends[0].message === '–',
+      `a killed attempt says it left no segment_end (${ends[0] && ends[0].trainer})`);
+    check(ends.length === 2 && ends[1].trainer === 'diverged · exit 79' && /diverged/.test(ends[1].text),
+      `the diverged attempt shows the trainer's reason and exit code (${ends[1] && ends[1].trainer})`);
+    check(ends.length === 2 && ends[1].message.startsWith('3 consecutive steps with a NaN/Inf loss') &&
+      ends[1].message.endsWith(`episodes ep_000012, ${MARKUP_EPISODE}`), `the trainer's message verbatim (${ends[1] && ends[1].message})`);
+    check(await page.$$eval('main img', (e) => e.length) === 0, 'markup in messages and episode ids is not parsed (no <img>)');
+    await page.screenshot({ path: path.join(artifacts, 'run_page_nonfinite.png'), fullPage: true });
 
     // ---- the XSS run's own page
     await page.goto(base + `#/runs/${ids.xss_run_id}`);

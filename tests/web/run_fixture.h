@@ -8,11 +8,21 @@
 //   #2 job 1001.1  exact @ 300   steps 300..449, checkpoint 400, preempted
 //   #3 job 1001.2  weights_only @ 400 (K = 20), steps 400..599, checkpoint 600, completed
 // so steps 300..349 and 400..449 are re-done (100 superseded rows), 100 + 19 effective steps
-// ran under warmup, and each requeue held the job 120 s. Test-only; single-threaded.
+// ran under warmup, and each requeue held the job 120 s.
+//
+// The non-finite run ("nonfinite-demo", NonfiniteRunSpec) has two attempts of one job:
+//   #1 job 3003.0  fresh         steps 0..29, step 15 skipped (a finite loss with a NaN
+//                               gradient norm), checkpoints 10/20, killed without a
+//                               segment_end (exit 139, requeued as crashed)
+//   #2 job 3003.1  exact @ 20    steps 20..44, steps 42..44 skipped (NaN losses), checkpoint 40,
+//                               segment_end diverged (exit 79) with the trainer's message
+// so 4 effective steps are non-finite ([15], [42, 44]) and episode ids and the message carry
+// markup that must be shown as text. Test-only; single-threaded.
 #pragma once
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +31,12 @@
 #include "schema/events.h"
 
 namespace baton::webtest {
+
+// A step the trainer skipped because its loss or gradient norm was NaN/Inf.
+struct SkippedStep {
+  std::vector<std::string> episodes;  // the step's episode ids (all ranks)
+  bool loss_finite = false;           // only the gradient norm overflowed
+};
 
 struct AttemptSpec {
   std::string job_id;
@@ -33,6 +49,11 @@ struct AttemptSpec {
   std::string action;  // attempt_end action: requeue | done | fail | '' (still running)
   std::string reason;  // attempt_end reason
   double start_time = 0;
+  std::map<int64_t, SkippedStep> nonfinite;  // skipped steps
+  // segment_end reason: '' = completed when done, signal otherwise; "-" = none (a crash).
+  std::string trainer_reason;
+  std::string trainer_message;  // segment_end message ('' = none)
+  int exit_code = -1;           // segment_end and attempt_end exit code; -1 = 0 done, 75 otherwise
 };
 
 struct RunSpec {
@@ -138,6 +159,7 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
         {"restart_count", a.restart_count}});
   t += 1;
   size_t next_ckpt = 0;
+  int64_t consecutive = 0;
   for (int64_t s = a.step0; s < a.end_step; ++s) {
     t += r.step_time_s;
     // Deterministic, learnable-looking curves: loss decays, a bump after every resume.
@@ -147,22 +169,39 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
     const double action = 0.6 * std::exp(-3.0 * x) + 0.1 + 0.5 * wiggle;
     const int64_t tokens = 20000 + (s * 7919) % 4000;
     const int64_t padded = tokens * (2 + (s % 5)) / 100;
-    line("step", "trainer", t,
-         {{"step", s},
-          {"lr", FixtureLr(r, a, s)},
-          {"loss", video + action},
-          {"loss_video", video},
-          {"loss_action", action},
-          {"grad_norm", 1.5 * std::exp(-1.5 * x) + 0.2 + std::fabs(wiggle)},
-          {"tokens", tokens},
-          {"padded_tokens", padded},
-          {"samples", 16},
-          {"valid_frames", 400},
-          {"padded_frames", 416},
-          {"step_time_s", r.step_time_s},
-          {"tokens_per_s", double(tokens) / r.step_time_s},
-          {"in_warmup", FixtureInWarmup(r, a, s)},
-          {"epoch", s / 1000}});
+    nlohmann::json step{{"step", s},
+                        {"lr", FixtureLr(r, a, s)},
+                        {"loss", video + action},
+                        {"loss_video", video},
+                        {"loss_action", action},
+                        {"grad_norm", 1.5 * std::exp(-1.5 * x) + 0.2 + std::fabs(wiggle)},
+                        {"tokens", tokens},
+                        {"padded_tokens", padded},
+                        {"samples", 16},
+                        {"valid_frames", 400},
+                        {"padded_frames", 416},
+                        {"step_time_s", r.step_time_s},
+                        {"tokens_per_s", double(tokens) / r.step_time_s},
+                        {"in_warmup", FixtureInWarmup(r, a, s)},
+                        {"epoch", s / 1000}};
+    auto skipped = a.nonfinite.find(s);
+    consecutive = skipped == a.nonfinite.end() ? 0 : consecutive + 1;
+    if (skipped != a.nonfinite.end()) {
+      // As the trainer writes a skipped step: NaN/Inf come out of its JSON writer as null.
+      const double nan = std::nan("");
+      if (!skipped->second.loss_finite) {
+        step["loss"] = nan;
+        step["loss_video"] = nan;
+        step["loss_action"] = nan;
+      } else {
+        step["loss"] = 1e6;  // finite, but not applied: not part of the curve
+      }
+      step["grad_norm"] = nan;
+      step["nonfinite"] = true;
+      step["nonfinite_episodes"] = skipped->second.episodes;
+      step["consecutive_nonfinite"] = consecutive;
+    }
+    line("step", "trainer", t, step);
     if (next_ckpt < a.checkpoints.size() && a.checkpoints[next_ckpt] == s + 1) {
       line("checkpoint", "trainer", t + 0.5,
            {{"step", s + 1},
@@ -175,15 +214,22 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
   }
   if (!a.action.empty()) {
     const bool done = a.action == "done";
-    line("segment_end", "trainer", t + 1,
-         {{"step", a.end_step},
-          {"reason", done ? "completed" : "signal"},
-          {"signal", done ? nlohmann::json(nullptr) : nlohmann::json("SIGTERM")},
-          {"exit_code", done ? 0 : 75}});
+    const int code = a.exit_code >= 0 ? a.exit_code : (done ? 0 : 75);
+    if (a.trainer_reason != "-") {
+      const std::string reason =
+          !a.trainer_reason.empty() ? a.trainer_reason : (done ? "completed" : "signal");
+      nlohmann::json end{
+          {"step", a.end_step},
+          {"reason", reason},
+          {"signal", reason == "signal" ? nlohmann::json("SIGTERM") : nlohmann::json(nullptr)},
+          {"exit_code", code}};
+      if (!a.trainer_message.empty()) end["message"] = a.trainer_message;
+      line("segment_end", "trainer", t + 1, end);
+    }
     line("attempt_end", "launcher", t + 2,
          {{"job_id", a.job_id},
           {"restart_count", a.restart_count},
-          {"exit_code", done ? 0 : 75},
+          {"exit_code", code},
           {"action", a.action},
           {"reason", a.reason}});
   }
@@ -225,6 +271,38 @@ inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& r
   Result<IngestStats> ingested = IngestRun(store, *run);
   if (!ingested.ok()) return ingested.status();
   return id;
+}
+
+// Markup in an episode id (a file name may hold anything): the UI and the CLI show it as text.
+inline constexpr const char* kMarkupEpisode = "ep_<img src=x onerror=alert(2)>";
+
+// The trainer's message when nonfinite-demo diverges (shown verbatim, as text).
+inline std::string DivergedMessage() {
+  return std::string(
+             "3 consecutive steps with a NaN/Inf loss or gradient norm "
+             "(train.max_nonfinite_steps 3), last at step 45; episodes ep_000012, ") +
+         kMarkupEpisode;
+}
+
+inline RunSpec NonfiniteRunSpec(const std::string& name = "nonfinite-demo") {
+  RunSpec r;
+  r.name = name;
+  r.target_steps = 100;
+  r.warmup_steps = 10;
+  AttemptSpec a1{"3003", 0, "fresh", 0, 30, 0, {10, 20}, "requeue", "crashed", 1.71e9};
+  a1.nonfinite = {{15, {{"ep_000003", kMarkupEpisode}, /*loss_finite=*/true}}};
+  a1.trainer_reason = "-";  // killed: no segment_end
+  a1.exit_code = 139;
+  const double start2 = a1.start_time + 3 + 30 * r.step_time_s + kDemoHoldS;
+  AttemptSpec a2{"3003", 1, "exact", 20, 45, 0, {40}, "fail", "diverged", start2};
+  a2.nonfinite = {{42, {{"ep_000011", "ep_000012"}}},
+                  {43, {{"ep_000011"}}},
+                  {44, {{"ep_000012", kMarkupEpisode}}}};
+  a2.trainer_reason = "diverged";
+  a2.trainer_message = DivergedMessage();
+  a2.exit_code = 79;
+  r.attempts = {a1, a2};
+  return r;
 }
 
 // A run still in its first attempt (RUNNING), named to test escaping.

@@ -3,9 +3,10 @@
 //
 //   baton_web_fixture --db DB --runs-root DIR [--scale N] [--extra-runs N]
 //
-// Creates the demo run (3 attempts, weights-only resume; ×N steps with --scale), a live run
-// named <script>alert(1)</script>, and N small completed runs. Prints
-// {"demo_run_id":..,"xss_run_id":..,"runs":..,"step_rows":..} on stdout.
+// Creates the demo run (3 attempts, weights-only resume; ×N steps with --scale), a run with
+// non-finite (skipped) steps that diverged, a live run named <script>alert(1)</script>, and N
+// small completed runs. Prints
+// {"demo_run_id":..,"nonfinite_run_id":..,"xss_run_id":..,"runs":..,"step_rows":..} on stdout.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -69,11 +70,14 @@ int main(int argc, char** argv) {
   }
   const int64_t demo = check(webtest::CreateRunThroughIngest(
       **store, root, webtest::DemoRunSpec("preempted-demo", scale)));
+  const int64_t nonfinite =
+      check(webtest::CreateRunThroughIngest(**store, root, webtest::NonfiniteRunSpec()));
   const int64_t xss = check(webtest::CreateRunThroughIngest(
       **store, root, webtest::LiveRunSpec("<script>alert(1)</script>", 40)));
   std::cout << nlohmann::json{{"demo_run_id", demo},
+                              {"nonfinite_run_id", nonfinite},
                               {"xss_run_id", xss},
-                              {"runs", extra + 2},
+                              {"runs", extra + 3},
                               {"step_rows", (*store)->CountSteps(demo, true).value()}}
                    .dump()
             << std::endl;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `baton show` / `baton attempts` over the run history the web tests use (baton_web_fixture:
+# real event files + ingest): how each attempt ended, with the trainer's message; the skipped
+# non-finite steps with their episode ids; the same in --json; control characters in a message
+# escaped, never sent to the terminal raw. No SLURM (--no-sync).
+#   cli_show_test.sh BATON FIXTURE
+set -euo pipefail
+baton=$1 fixture=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export BATON_HOME=$tmp/home
+mkdir -p "$BATON_HOME"
+fails=0
+ok() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+# expect WHAT TEXT NEEDLE: TEXT holds NEEDLE (a fixed string)
+expect() { if grep -qF -- "$3" <<<"$2"; then ok "$1"; else fail "$1: no '$3' in:"; echo "$2"; fi; }
+expect_not() { if grep -qF -- "$3" <<<"$2"; then fail "$1: '$3' in:"; echo "$2"; else ok "$1"; fi; }
+
+ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs")
+nf=$(jq -r .nonfinite_run_id <<<"$ids")
+demo=$(jq -r .demo_run_id <<<"$ids")
+markup='ep_<img src=x onerror=alert(2)>'
+message="3 consecutive steps with a NaN/Inf loss or gradient norm (train.max_nonfinite_steps 3), last at step 45; episodes ep_000012, $markup"
+
+show=$("$baton" show "$nf" --no-sync)
+echo "$show"
+expect "status and reason carry the message" "$show" "FAILED — diverged at step 45 (exit code 79): $message"
+expect "skipped-step count" "$show" "skipped  4 non-finite steps (not applied)"
+expect "first skipped step, 1-based, with its episodes as text" "$show" "step 16 (attempt 0): ep_000003, $markup"
+expect "a skipped step of the second attempt" "$show" "step 43 (attempt 1): ep_000011, ep_000012"
+expect "the diverged attempt, with the trainer's message" "$show" "1 (3003.1): failed: diverged — exit 79: $message"
+expect "the killed attempt says it left no segment_end" "$show" "0 (3003.0): requeued: crashed — exit 139 (the trainer wrote no segment_end)"
+
+attempts=$("$baton" attempts "$nf" --no-sync)
+expect "attempts: the same endings" "$attempts" "1 (3003.1): failed: diverged — exit 79: $message"
+
+demo_show=$("$baton" show "$demo" --no-sync)
+expect_not "a run without skipped steps has no skipped line" "$demo_show" "non-finite"
+expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 (trainer: signal)"
+expect "a completed attempt" "$demo_show" "2 (1001.2): done: completed — exit 0"
+
+json=$("$baton" show "$nf" --no-sync --json)
+check_json() { if jq -e "$2" >/dev/null <<<"$json"; then ok "$1"; else fail "$1 ($2)"; fi; }
+check_json "--json: nonfinite_steps" '.nonfinite_steps == 4 and .nonfinite_superseded == 0'
+check_json "--json: skipped steps with 0-based index, attempt, null loss, episodes" \
+  ".nonfinite | length == 4 and .[0].step == 15 and .[0].attempt == 0 and .[0].grad_norm == null
+   and .[0].episodes == [\"ep_000003\", \"$markup\"] and .[1].step == 42 and .[1].loss == null"
+check_json "--json: trainer end per attempt" \
+  ".attempts[1].trainer_end_reason == \"diverged\" and .attempts[1].trainer_exit_code == 79
+   and .attempts[1].trainer_message == \"$message\" and .attempts[0].trainer_end_reason == null
+   and .attempts[0].trainer_message == null and .attempts[0].exit_code == 139"
+json=$("$baton" attempts "$nf" --no-sync --json)
+check_json "attempts --json: trainer message" ".[1].trainer_message == \"$message\""
+
+# A later attempt whose message holds terminal control sequences (ESC, BEL, a C1 CSI, newline).
+run_dir=$("$baton" show "$nf" --no-sync --json | jq -r .run_dir)
+printf '%s\n' \
+  '{"type":"attempt_start","time":1710000900,"source":"launcher","job_id":"3003","restart_count":2,"nodes":"n","checkpoint":null,"mode":"exact","step0":40,"resume_warmup_steps":0}' \
+  '{"type":"segment_end","time":1710000901,"source":"trainer","step":40,"reason":"error","exit_code":70,"message":"\u001b]0;owned\u0007 \u001b[31mred\u001b[0m \u009b2J next\nline"}' \
+  '{"type":"attempt_end","time":1710000902,"source":"launcher","exit_code":70,"action":"fail","reason":"crashed"}' \
+  >"$run_dir/events/3003.2.jsonl"
+attempts=$("$baton" attempts "$nf" --no-sync)
+expect "control characters are escaped" "$attempts" '\x1b]0;owned\x07 \x1b[31mred\x1b[0m \u009b2J next\nline'
+if LC_ALL=C grep -q $'\x1b' <<<"$attempts"; then fail "a raw ESC reached the terminal"; else ok "no raw ESC in the output"; fi
+if LC_ALL=C grep -q $'\xc2\x9b' <<<"$attempts"; then fail "a raw C1 CSI reached the terminal"; else ok "no raw C1 CSI in the output"; fi
+
+if [ "$fails" -ne 0 ]; then
+  echo "cli show test: $fails failed"
+  exit 1
+fi
+echo "cli show test: all passed"
