@@ -38,6 +38,29 @@ void LogSignal(int sig) {
             << " to the trainer\n";
 }
 
+// A run folder is a folder holding run.yaml (written by `baton submit`). Checked before anything
+// is written, so a mistyped path creates nothing: not the folder, not events/ inside some
+// other folder. A run.yaml that is there but broken is the config step's 78, not this.
+Status CheckRunDir(const std::string& run_dir) {
+  std::error_code ec;
+  const fs::file_status dir = fs::status(run_dir, ec);
+  if (dir.type() == fs::file_type::not_found) {
+    return Status::NotFound("no run folder '" + run_dir + "' (nothing was created)");
+  }
+  if (ec) return Status::Io("cannot inspect the run folder " + run_dir + ": " + ec.message());
+  if (!fs::is_directory(dir)) {
+    return Status::NotFound("'" + run_dir + "' is not a run folder: not a directory");
+  }
+  const std::string config = run_dir + "/run.yaml";
+  const fs::file_status config_status = fs::status(config, ec);
+  if (config_status.type() == fs::file_type::not_found) {
+    return Status::NotFound("'" + run_dir + "' is not a run folder: " + config +
+                            " does not exist (nothing was created)");
+  }
+  if (ec) return Status::Io("cannot inspect " + config + ": " + ec.message());
+  return Status::Ok();
+}
+
 bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
   for (const char* x : xs) {
     if (s == x) return true;
@@ -106,6 +129,10 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   const std::string run_dir = fs::absolute(run_dir_in, ec).lexically_normal().string();
   const std::string events_path =
       run_dir + "/events/" + EventsFileName(env.job_id, env.restart_count);
+  if (Status st = CheckRunDir(run_dir); !st.ok()) {
+    log << "baton launch: " << st.ToString() << "\n";
+    return st.exit_code();
+  }
   log << "baton launch: run dir " << run_dir << ", job " << env.job_id << " restart "
       << env.restart_count << " on " << env.nodes << "\n";
 
@@ -190,7 +217,8 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   ctx.max_restarts = config->slurm.max_restarts;
   ctx.max_failures = config->slurm.max_failures;
   if (ctx.stop_signalled && env.in_allocation) {
-    // The same warning signal announces a preemption and the time limit; the limit tells them apart.
+    // The same warning signal announces a preemption and the time limit; the limit tells them
+    // apart.
     Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
     if (job.ok() && job->has_value() && (*job)->fields.count("StartTime") &&
         (*job)->fields.count("TimeLimit")) {

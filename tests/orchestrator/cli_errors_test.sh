@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `baton` error paths users hit: unknown run (66), malformed YAML (78), a missing sbatch (69),
-# a SLURM controller that is down (69) — each with a clear message and nothing half-written
-# (no run row, no run folder). Needs no running SLURM: the "down" controller is a slurm.conf
+# a SLURM controller that is down (69), `baton launch` on a path that is not a run folder (66)
+# — each with a clear message and nothing half-written (no run row, no run folder, no events/). Needs no running SLURM: the "down" controller is a slurm.conf
 # pointing at a port nobody listens on.
 # usage: cli_errors_test.sh BATON SOURCE_DIR
 source "$(dirname "$0")/../cli/lib.sh"
@@ -59,6 +59,31 @@ CONF
 expect_exit 69 env SLURM_CONF="$tmp/down.conf" "$baton" submit "$tmp/ok.yaml"
 expect_in "$err" "SLURM controller is not reachable"
 no_runs
+
+# `baton launch` on a mistyped path, a folder without run.yaml, or a file: 66 naming what is
+# missing, and nothing is created (not the folder, not events/ inside it).
+expect_exit 66 "$baton" launch "$tmp/no/such/run"
+expect_in "$err" "no run folder '$tmp/no/such/run'"
+[ ! -e "$tmp/no" ] || fail "launch created $tmp/no"
+expect_exit 66 env -C "$tmp" "$baton" launch tpyo-run
+expect_in "$err" "no run folder '$tmp/tpyo-run'"
+[ ! -e "$tmp/tpyo-run" ] || fail "launch created $tmp/tpyo-run"
+expect_exit 66 "$baton" launch "$BATON_HOME/runs/1-tpyo"
+expect_in "$err" "$BATON_HOME/runs/1-tpyo"
+no_runs
+mkdir "$tmp/not-a-run"
+expect_exit 66 "$baton" launch "$tmp/not-a-run"
+expect_in "$err" "'$tmp/not-a-run' is not a run folder: $tmp/not-a-run/run.yaml does not exist"
+[ -z "$(ls -A "$tmp/not-a-run")" ] || fail "launch wrote into $tmp/not-a-run: $(ls -A "$tmp/not-a-run")"
+ln -s "$tmp/nowhere.yaml" "$tmp/not-a-run/run.yaml"  # a dangling link is no run.yaml either
+expect_exit 66 "$baton" launch "$tmp/not-a-run"
+expect_in "$err" "run.yaml does not exist"
+[ "$(ls -A "$tmp/not-a-run")" = run.yaml ] || fail "launch wrote into $tmp/not-a-run"
+printf 'x' >"$tmp/a-file"
+expect_exit 66 "$baton" launch "$tmp/a-file"
+expect_in "$err" "'$tmp/a-file' is not a run folder: not a directory"
+[ "$(cat "$tmp/a-file")" = x ] || fail "launch changed $tmp/a-file"
+expect_exit 64 "$baton" launch
 
 # --dry-run needs no SLURM and writes nothing.
 expect_exit 0 env PATH= "$baton" submit "$tmp/ok.yaml" --dry-run
