@@ -3,10 +3,10 @@
 // docs/web_ui.md), plus ingestion and reconciliation in the background so what it shows is
 // current.
 //
-// Threads: the HTTP server's workers (each leases a read connection from a StorePool), one
-// sync thread (its own writer connection: ingest every active run, then reconcile with SLURM),
-// and one thread waiting for SIGINT/SIGTERM to stop both. WAL keeps readers and the writer out
-// of each other's way.
+// Threads: the HTTP server's connection threads (an API request leases a read connection from
+// a StorePool, at most kHttpReadConnections at once), one sync thread (its own writer
+// connection: ingest every active run, then reconcile with SLURM), and one thread waiting for
+// SIGINT/SIGTERM to stop both. WAL keeps readers and the writer out of each other's way.
 #include <pthread.h>
 #include <signal.h>
 
@@ -33,8 +33,8 @@ namespace baton {
 
 namespace {
 
-// Read connections opened up front and kept: one per HTTP worker.
-constexpr size_t kMaxIdleReaders = kHttpWorkerThreads;
+// Read connections opened up front and kept: one per API request the server runs at once.
+constexpr size_t kMaxIdleReaders = kHttpReadConnections;
 // Environment variable that supplies the token when --token is not given.
 constexpr const char* kTokenEnv = "BATON_TOKEN";
 

@@ -21,6 +21,28 @@ int HttpStatusFor(Code code) {
   return 500;
 }
 
+const char* ErrorCodeFor(int http_status) {
+  switch (http_status) {
+    case 400:
+      return "bad_request";
+    case 401:
+      return "unauthorized";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 413:
+      return "payload_too_large";
+    case 414:
+      return "uri_too_long";
+    case 416:
+      return "range_not_satisfiable";
+    case 503:
+      return "unavailable";
+  }
+  return http_status >= 400 && http_status < 500 ? "bad_request" : "internal";
+}
+
 nlohmann::json ErrorBody(int http_status, const std::string& code, const std::string& message) {
   return {{"error", {{"code", code}, {"status", http_status}, {"message", message}}}};
 }

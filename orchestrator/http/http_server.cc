@@ -2,9 +2,14 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <functional>
 #include <iostream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "orchestrator/http/api_error.h"
 
@@ -12,10 +17,51 @@ using nlohmann::json;
 
 namespace baton {
 
+// Turns at the database: API requests beyond kHttpReadConnections wait here, holding only their
+// connection thread, instead of opening read connections that may wait on the writer.
+class RequestGate {
+ public:
+  explicit RequestGate(int turns) : free_(turns) {}
+  // Holds one turn for its lifetime.
+  class Turn {
+   public:
+    explicit Turn(RequestGate* gate) : gate_(gate) {
+      std::unique_lock<std::mutex> lock(gate_->mu_);
+      gate_->cv_.wait(lock, [this] { return gate_->free_ > 0; });
+      --gate_->free_;
+    }
+    ~Turn() {
+      {
+        std::lock_guard<std::mutex> lock(gate_->mu_);
+        ++gate_->free_;
+      }
+      gate_->cv_.notify_one();
+    }
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    RequestGate* gate_;
+  };
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;  // guarded by mu_
+};
+
 namespace {
 
-// Seconds a client may take to send a request / receive a response.
-constexpr time_t kSocketTimeoutS = 30;
+// Seconds a client may pause while sending its request, and an idle connection (no request yet,
+// or between keep-alive requests) is kept. Short: each such client holds a connection thread.
+constexpr time_t kReadTimeoutS = 5;
+constexpr time_t kKeepAliveTimeoutS = 5;
+// Seconds a client may take to receive a response (a series can be a few hundred KiB).
+constexpr time_t kWriteTimeoutS = 30;
+// Bytes of request body read (and dropped) for a method that is refused anyway; larger is 413.
+constexpr size_t kMaxRequestBodyBytes = 64 * 1024;
+// What the server answers besides 405 (Allow header, and the message of a 405).
+constexpr const char* kAllowedMethods = "GET, HEAD";
 
 // The UI may only run its own scripts and talk to its own origin: a run name or config that
 // slipped past escaping still could not execute or send data anywhere.
@@ -135,6 +181,91 @@ Result<SeriesRequest> SeriesParams(const httplib::Request& req) {
   return r;
 }
 
+// An API route: its path pattern (as documented), the query parameters it takes, and a handler
+// that returns the answer or the failure to answer with.
+using ApiHandler = std::function<Result<json>(const httplib::Request&)>;
+struct ApiRoute {
+  const char* regex;  // httplib pattern over the path; group 1 is the run id where there is one
+  const char* name;   // the route as docs/http_api.md writes it, for messages
+  std::vector<std::string> params;
+  ApiHandler handler;
+};
+
+// kInvalidArgument naming the first query parameter `route` does not take, or one given twice
+// (which value would win is a guess; httplib alone would silently take the first). `token` is
+// taken everywhere when the server has one.
+Status CheckQueryParams(const httplib::Request& req, const ApiRoute& route, bool token_param) {
+  for (auto it = req.params.begin(); it != req.params.end();
+       it = req.params.upper_bound(it->first)) {
+    const std::string& key = it->first;
+    const bool known =
+        (token_param && key == "token") ||
+        std::find(route.params.begin(), route.params.end(), key) != route.params.end();
+    if (!known) {
+      std::string takes;
+      for (const std::string& p : route.params) takes += (takes.empty() ? "" : ", ") + p;
+      return Status::InvalidArgument("unknown query parameter '" + key + "' for " + route.name +
+                                     " (it takes " + (takes.empty() ? "none" : takes) + ")");
+    }
+    if (req.params.count(key) > 1) {
+      return Status::InvalidArgument("query parameter '" + key + "' is given more than once");
+    }
+  }
+  return Status::Ok();
+}
+
+// 405 for every method but GET/HEAD, in the one error shape, with the Allow header.
+void SendMethodNotAllowed(const httplib::Request& req, httplib::Response& res) {
+  res.set_header("Allow", kAllowedMethods);
+  SendJson(res, 405,
+           ErrorBody(
+               405, "method_not_allowed",
+               req.method + " is not allowed: this server is read-only (" + kAllowedMethods + ")"));
+}
+
+// True when httplib will read this request's body before routing and can do so within
+// kMaxRequestBodyBytes: a body left unread would be parsed as the client's next request on a
+// keep-alive connection. A chunked body, or a POST without Content-Length (read until the client
+// closes), is never read at all.
+bool HasDrainableBody(const httplib::Request& req) {
+  const bool reads_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                          req.method == "DELETE";
+  return reads_body && req.has_header("Content-Length") && !req.has_header("Transfer-Encoding");
+}
+
+// httplib refuses a method it does not know (PROPFIND, FOO) as a malformed request. A request line
+// that is well formed apart from that gets the answer every other method gets: 405.
+bool IsUnknownMethod(const httplib::Request& req) {
+  if (req.method.empty() || req.target.empty() || !req.path.empty()) return false;
+  if (req.version != "HTTP/1.1" && req.version != "HTTP/1.0") return false;
+  return std::all_of(req.method.begin(), req.method.end(),
+                     [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; });
+}
+
+// Whole bodies only: a Range header is ignored, as HTTP allows. httplib would otherwise cut every
+// answer — JSON errors included — to the requested bytes and still call it 200. The request is
+// httplib's own non-const object, handed to handlers as const.
+void IgnoreRange(const httplib::Request& req) { const_cast<httplib::Request&>(req).ranges.clear(); }
+
+// The message for an error httplib answered before any route ran.
+std::string LibraryErrorMessage(const httplib::Request& req, int status) {
+  switch (status) {
+    case 400:
+      return "malformed request: the request line or a header could not be parsed (each is "
+             "limited to 8192 bytes)";
+    case 404:
+      return "no such path: " + req.path;
+    case 413:
+      return "request body over " + std::to_string(kMaxRequestBodyBytes) +
+             " bytes; this server is read-only";
+    case 414:
+      return "request line over 8192 bytes";
+    case 416:
+      return "malformed Range header";
+  }
+  return "HTTP " + std::to_string(status);
+}
+
 // Compares without an early exit, so response time does not reveal a matching prefix.
 bool SameToken(const std::string& given, const std::string& expected) {
   unsigned char diff = given.size() == expected.size() ? 0 : 1;
@@ -154,10 +285,13 @@ HttpServer::HttpServer(RunHistoryService* service, ServerOptions options)
     : service_(service),
       options_(std::move(options)),
       static_files_(options_.ui_dir),
+      gate_(std::make_unique<RequestGate>(kHttpReadConnections)),
       server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkerThreads); };
-  server_->set_read_timeout(kSocketTimeoutS);
-  server_->set_write_timeout(kSocketTimeoutS);
+  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpConnectionThreads); };
+  server_->set_read_timeout(kReadTimeoutS);
+  server_->set_keep_alive_timeout(kKeepAliveTimeoutS);
+  server_->set_write_timeout(kWriteTimeoutS);
+  server_->set_payload_max_length(kMaxRequestBodyBytes);
   InstallRoutes();
 }
 
@@ -167,7 +301,8 @@ void HttpServer::InstallRoutes() {
   httplib::Server& s = *server_;
   s.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                          {"Referrer-Policy", "no-referrer"},
-                         {"X-Frame-Options", "DENY"}});
+                         {"X-Frame-Options", "DENY"},
+                         {"Accept-Ranges", "none"}});
 
   // The boundary: nothing below may throw out of a handler.
   s.set_exception_handler(
@@ -183,9 +318,34 @@ void HttpServer::InstallRoutes() {
         SendJson(res, 500, ErrorBody(500, "internal", "internal error: " + what));
       });
 
-  // Token check for every /api/ request (before routing, so unknown routes leak nothing).
+  // Every error status goes through here before it is written, ours (already JSON: left alone)
+  // and httplib's own, which come with an empty body: a request it could not parse (an unknown
+  // method among them), a URI over its limit, a body over ours, a bad Range, no route.
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        IgnoreRange(req);
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (res.status == 400 && IsUnknownMethod(req)) {
+          SendMethodNotAllowed(req, res);
+        } else {
+          SendJson(res, res.status,
+                   ErrorBody(res.status, ErrorCodeFor(res.status),
+                             LibraryErrorMessage(req, res.status)));
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+
+  // Before routing: the method (read-only), then the token for every /api/ request (so unknown
+  // routes leak nothing).
   const std::string token = options_.token;
   s.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    IgnoreRange(req);
+    if (req.method != "GET" && req.method != "HEAD") {
+      // httplib reads the body first, then the catch-all routes below answer 405.
+      if (HasDrainableBody(req)) return httplib::Server::HandlerResponse::Unhandled;
+      SendMethodNotAllowed(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (token.empty() || req.path.rfind("/api/", 0) != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -200,48 +360,80 @@ void HttpServer::InstallRoutes() {
     return httplib::Server::HandlerResponse::Handled;
   });
 
+  // The API: each route with the query parameters it takes (docs/http_api.md "Endpoints").
   RunHistoryService* svc = service_;
-  s.Get("/api/health", [](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200, {{"ok", true}});
-  });
-  s.Get("/api/runs", [svc](const httplib::Request& req, httplib::Response& res) {
-    Result<RunListQuery> q = RunListParams(req);
-    if (!q.ok()) return SendError(res, q.status());
-    SendResult(res, svc->ListRuns(*q));
-  });
-  s.Get(R"(/api/runs/([^/]+))", [svc](const httplib::Request& req, httplib::Response& res) {
-    Result<int64_t> id = RunIdParam(req);
-    if (!id.ok()) return SendError(res, id.status());
-    SendResult(res, svc->GetRun(*id));
-  });
-  s.Get(R"(/api/runs/([^/]+)/attempts)",
-        [svc](const httplib::Request& req, httplib::Response& res) {
-          Result<int64_t> id = RunIdParam(req);
-          if (!id.ok()) return SendError(res, id.status());
-          Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
-          if (!page.ok()) return SendError(res, page.status());
-          SendResult(res, svc->ListAttempts(*id, *page));
-        });
-  s.Get(R"(/api/runs/([^/]+)/checkpoints)",
-        [svc](const httplib::Request& req, httplib::Response& res) {
-          Result<int64_t> id = RunIdParam(req);
-          if (!id.ok()) return SendError(res, id.status());
-          Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
-          if (!page.ok()) return SendError(res, page.status());
-          SendResult(res, svc->ListCheckpoints(*id, *page));
-        });
-  s.Get(R"(/api/runs/([^/]+)/series)", [svc](const httplib::Request& req, httplib::Response& res) {
-    Result<int64_t> id = RunIdParam(req);
-    if (!id.ok()) return SendError(res, id.status());
-    Result<SeriesRequest> r = SeriesParams(req);
-    if (!r.ok()) return SendError(res, r.status());
-    SendResult(res, svc->GetSeries(*id, *r));
-  });
+  const std::vector<ApiRoute> routes = {
+      {"/api/health",
+       "/api/health",
+       {},
+       [](const httplib::Request&) -> Result<json> {
+         return json{{"ok", true}};
+       }},
+      {"/api/runs",
+       "/api/runs",
+       {"limit", "offset", "sort", "order", "status"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<RunListQuery> q = RunListParams(req);
+         if (!q.ok()) return q.status();
+         return svc->ListRuns(*q);
+       }},
+      {R"(/api/runs/([^/]+))",
+       "/api/runs/{id}",
+       {},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<int64_t> id = RunIdParam(req);
+         if (!id.ok()) return id.status();
+         return svc->GetRun(*id);
+       }},
+      {R"(/api/runs/([^/]+)/attempts)",
+       "/api/runs/{id}/attempts",
+       {"limit", "offset"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<int64_t> id = RunIdParam(req);
+         if (!id.ok()) return id.status();
+         Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
+         if (!page.ok()) return page.status();
+         return svc->ListAttempts(*id, *page);
+       }},
+      {R"(/api/runs/([^/]+)/checkpoints)",
+       "/api/runs/{id}/checkpoints",
+       {"limit", "offset"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<int64_t> id = RunIdParam(req);
+         if (!id.ok()) return id.status();
+         Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
+         if (!page.ok()) return page.status();
+         return svc->ListCheckpoints(*id, *page);
+       }},
+      {R"(/api/runs/([^/]+)/series)",
+       "/api/runs/{id}/series",
+       {"keys", "max_points", "superseded"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<int64_t> id = RunIdParam(req);
+         if (!id.ok()) return id.status();
+         Result<SeriesRequest> r = SeriesParams(req);
+         if (!r.ok()) return r.status();
+         return svc->GetSeries(*id, *r);
+       }},
+  };
+  const bool token_param = !options_.token.empty();
+  RequestGate* gate = gate_.get();
+  for (const ApiRoute& route : routes) {
+    s.Get(route.regex,
+          [route, token_param, gate](const httplib::Request& req, httplib::Response& res) {
+            if (Status st = CheckQueryParams(req, route, token_param); !st.ok()) {
+              return SendError(res, st);
+            }
+            RequestGate::Turn turn(gate);
+            SendResult(res, route.handler(req));
+          });
+  }
   s.Get(R"(/api/.*)", [](const httplib::Request& req, httplib::Response& res) {
     SendJson(res, 404, ErrorBody(404, "not_found", "no API route " + req.path));
   });
 
-  // The UI. Anything that is not a known file is a JSON 404 too (one error shape).
+  // The UI. Anything that is not a known file is a JSON 404 too (one error shape). Its query
+  // string is the page's own (?token=, ?run=): not checked here.
   const StaticFiles* files = &static_files_;
   s.Get(R"(/.*)", [files](const httplib::Request& req, httplib::Response& res) {
     Result<StaticFile> f = files->Find(req.path);
@@ -256,16 +448,11 @@ void HttpServer::InstallRoutes() {
     res.set_content(std::move(f->body), f->content_type.c_str());
   });
 
-  // Read-only: say so in the one error shape for every other method.
-  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("Allow", "GET, HEAD");
-    SendJson(res, 405,
-             ErrorBody(405, "method_not_allowed", req.method + " is not allowed: read-only"));
-  };
-  s.Post(R"(/.*)", not_allowed);
-  s.Put(R"(/.*)", not_allowed);
-  s.Patch(R"(/.*)", not_allowed);
-  s.Delete(R"(/.*)", not_allowed);
+  // Methods whose body httplib has drained (HasDrainableBody) arrive here.
+  s.Post(R"(.*)", SendMethodNotAllowed);
+  s.Put(R"(.*)", SendMethodNotAllowed);
+  s.Patch(R"(.*)", SendMethodNotAllowed);
+  s.Delete(R"(.*)", SendMethodNotAllowed);
 }
 
 Status HttpServer::Bind() {

@@ -7,10 +7,16 @@
 //   GET /api/runs/{id}/checkpoints?limit&offset
 //   GET /api/runs/{id}/series?keys=lr,loss&max_points=N&superseded=1
 //   GET /<file>                           the UI (StaticFiles)
-// (docs/http_api.md). Read-only: every other method is 405. Handlers never throw: a failed
-// Status and any exception caught at the boundary answer in the one JSON error shape
-// (api_error.h). With a token, /api/ requests need `Authorization: Bearer <token>` (or
-// `?token=`); the static UI carries no data and needs none.
+// (docs/http_api.md). Read-only: every other method is 405 with `Allow: GET, HEAD`. Each API
+// route declares the query parameters it takes; any other, or one given twice, is a 400 naming
+// it. Every error — a failed Status, an exception caught at the boundary, and what httplib
+// answers by itself (a malformed request, a URI over its limit, a body over ours) — answers in
+// the one JSON error shape (api_error.h). With a token, /api/ requests need
+// `Authorization: Bearer <token>` (or `?token=`); the static UI carries no data and needs none.
+//
+// Slow clients: a connection holds a thread while it sends its request, so there are many
+// more connection threads than requests allowed to query the database at once, and a client
+// that goes quiet between bytes, or never sends a request, is dropped after a few seconds.
 //
 // Owns the httplib::Server; borrows the service. Bind() then Listen() (blocks, serving on a
 // thread pool) from one thread; Stop() from any thread.
@@ -29,6 +35,8 @@ class Server;
 
 namespace baton {
 
+class RequestGate;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;     // 0 = any free port (tests)
@@ -36,9 +44,12 @@ struct ServerOptions {
   std::string ui_dir;  // '' = the embedded UI
 };
 
-// Worker threads answering requests; each leases its own read connection, so a StorePool warmed
-// with this many never has to open one while ingestion writes.
-inline constexpr int kHttpWorkerThreads = 8;
+// Threads that hold client connections. Mostly they wait on slow or idle clients (each for at
+// most the read or keep-alive timeout at a time), so 32 of those leave plenty for everyone else.
+inline constexpr int kHttpConnectionThreads = 64;
+// API requests that query the database at once; the others wait for a turn. Each leases one
+// read connection, so a StorePool warmed with this many never opens one while ingestion writes.
+inline constexpr int kHttpReadConnections = 8;
 
 // True for 127.0.0.0/8, ::1 and "localhost": the hosts `baton serve` may bind without a token.
 bool IsLoopbackHost(const std::string& host);
@@ -64,6 +75,7 @@ class HttpServer {
   RunHistoryService* service_;
   ServerOptions options_;
   StaticFiles static_files_;
+  std::unique_ptr<RequestGate> gate_;  // kHttpReadConnections turns at the database
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
 };

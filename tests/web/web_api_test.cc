@@ -1,14 +1,26 @@
 // The web API against a temp database filled through the real path (run_fixture.h: event files
 // + IngestRun): the downsampler, the series and its superseded points, the timeline and audit
 // figures of a 3-attempt run with a weights-only resume, and the HTTP layer's contracts (one
-// error shape, 404s, pagination, token, no path traversal, answers while a writer holds the
-// lock).
+// error shape for every error, httplib's own included; 404s; unknown or repeated query
+// parameters; 405 with Allow; pagination; token; no path traversal; answers while a writer
+// holds the lock and while slow clients hold connections open).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "orchestrator/http/http_server.h"
 #include "orchestrator/http/run_history_service.h"
@@ -249,6 +261,106 @@ TEST_F(WebApi, AttemptsAndCheckpointsPaginate) {
 
 // ---- HTTP
 
+// A plain TCP connection to 127.0.0.1:port that sends exactly the bytes it is given: requests
+// httplib's client would not send (TRACE, a malformed line, an endless request line).
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    timeval tv{/*tv_sec=*/10, /*tv_usec=*/0};  // a test never waits forever on the server
+    if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  bool Send(const std::string& bytes) {
+    return fd_ >= 0 && ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                           static_cast<ssize_t>(bytes.size());
+  }
+  // The first response: its head, then as many body bytes as its Content-Length says. Not
+  // "until the server closes": after a request httplib could not parse, it keeps the connection
+  // and reads the rest of the request as further (malformed) requests.
+  std::string ReadResponse() {
+    std::string got;
+    char buf[4096];
+    size_t want = std::string::npos;
+    while (fd_ >= 0 && got.size() < want) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, size_t(n));
+      const size_t head_end = got.find("\r\n\r\n");
+      if (want == std::string::npos && head_end != std::string::npos) {
+        std::string head = got.substr(0, head_end);
+        for (char& ch : head) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        const size_t cl = head.find("\r\ncontent-length:");
+        want = head_end + 4 + (cl == std::string::npos ? 0 : size_t(std::atoll(&head[cl + 17])));
+      }
+    }
+    return got;
+  }
+
+ private:
+  int fd_;
+};
+
+// One raw exchange: status, headers (lower-cased names) and body of the first response.
+struct RawResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;
+  std::string body;
+};
+
+RawResponse Exchange(int port, const std::string& request) {
+  RawConnection c(port);
+  EXPECT_TRUE(c.ok());
+  EXPECT_TRUE(c.Send(request));
+  const std::string raw = c.ReadResponse();
+  RawResponse r;
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || head_end == std::string::npos) return r;
+  r.status = std::atoi(raw.c_str() + 9);
+  std::istringstream head(raw.substr(0, head_end));
+  std::string line;
+  std::getline(head, line);  // the status line
+  while (std::getline(head, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+    r.headers[name] = value;
+  }
+  r.body = raw.substr(head_end + 4);
+  if (r.headers.count("content-length")) {
+    r.body = r.body.substr(0, size_t(std::atoll(r.headers["content-length"].c_str())));
+  }
+  return r;
+}
+
+// The one error shape: {"error": {"code", "status", "message"}} with the response's status.
+void ExpectErrorShape(RawResponse r, int status, const std::string& code) {
+  EXPECT_EQ(r.status, status) << r.body;
+  EXPECT_NE(r.headers["content-type"].find("application/json"), std::string::npos) << r.body;
+  const json body = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body;
+  EXPECT_EQ(body["error"]["status"], status) << r.body;
+  EXPECT_EQ(body["error"]["code"], code) << r.body;
+  EXPECT_TRUE(body["error"]["message"].is_string()) << r.body;
+}
+
 class WebHttp : public WebApi {
  protected:
   void Start(const std::string& token = "") {
@@ -392,6 +504,204 @@ TEST_F(WebHttp, AnswersWhileIngestionHoldsTheWriteLock) {
   EXPECT_EQ(series["rows"], 40);  // the uncommitted row is not visible
   ASSERT_TRUE(tx->Commit().ok());
   EXPECT_EQ(Get("/api/runs/" + std::to_string(xss_) + "/series?keys=lr", 200)["rows"], 41);
+}
+
+TEST_F(WebHttp, UnknownOrRepeatedQueryParametersAreRejected) {
+  Start();
+  const std::string run = "/api/runs/" + std::to_string(demo_);
+  for (const std::string& path :
+       {std::string("/api/health?x=1"), std::string("/api/runs?limt=5"),
+        std::string("/api/runs?limit=5&sort=id&verbose=1"), run + "?limit=5",
+        run + "/attempts?sort=id", run + "/checkpoints?keys=lr", run + "/series?limit=10",
+        run + "/series?keys=lr&max_point=10", std::string("/api/runs?token=abc"),
+        std::string("/api/runs?%3Cscript%3E=1")}) {
+    const json e = Get(path, 400);
+    EXPECT_EQ(e["error"]["code"], "bad_request") << path;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("unknown query parameter"),
+              std::string::npos)
+        << path << ": " << e;
+  }
+  EXPECT_NE(Get("/api/runs?limt=5", 400)["error"]["message"].get<std::string>().find("'limt'"),
+            std::string::npos);
+  EXPECT_NE(Get("/api/runs?%3Cscript%3E=1", 400)["error"]["message"].get<std::string>().find(
+                "'<script>'"),
+            std::string::npos);
+  // The same parameter twice is ambiguous (which one wins?), not silently the first.
+  const json twice = Get("/api/runs?limit=1&limit=2", 400);
+  EXPECT_NE(twice["error"]["message"].get<std::string>().find("'limit'"), std::string::npos);
+  Get(run + "/series?keys=lr&keys=loss", 400);
+  EXPECT_NE(Get("/api/runs?a%00b=1", 400)["error"]["message"].get<std::string>().find(
+                std::string("'a\0b'", 5)),
+            std::string::npos);
+  Get("/api/runs?limit", 400);  // present without a value: not the default
+  Get("/api/runs?limit=%FF", 400);
+  // Known parameters still work; the static UI takes any (its page URL carries ?token=).
+  Get("/api/runs?limit=1&offset=0&sort=id&order=asc&status=RUNNING", 200);
+  Get(run + "/series?keys=lr&max_points=100&superseded=0", 200);
+  Get(run + "/attempts?limit=1&offset=1", 200);
+  Get(run + "/checkpoints?limit=1&offset=0", 200);
+  httplib::Result page = client_->Get("/?token=abc&run=7");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  // An unknown route stays a 404 whatever its parameters.
+  Get("/api/nope?x=1", 404);
+}
+
+TEST_F(WebHttp, TokenIsAKnownParameterOnlyWhenTheServerHasOne) {
+  Start("s3cret");
+  Get("/api/runs?token=s3cret&limit=1", 200);
+  Get("/api/health?token=s3cret", 200);
+  Get("/api/runs?token=s3cret&bogus=1", 400);
+  Get("/api/runs?bogus=1", 401);  // no token: nothing about the routes leaks
+}
+
+TEST_F(WebHttp, EveryErrorUsesTheOneShape) {
+  Start();
+  const int port = server_->port();
+  // Methods other than GET/HEAD: 405 with Allow, bodies or not, known to httplib or not.
+  for (const std::string method :
+       {"OPTIONS", "TRACE", "CONNECT", "POST", "PUT", "PATCH", "DELETE", "PROPFIND", "FOO"}) {
+    for (const std::string path : {"/api/runs", "/index.html", "/no-such"}) {
+      const RawResponse r =
+          Exchange(port, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      ExpectErrorShape(r, 405, "method_not_allowed");
+      EXPECT_EQ(r.headers.at("allow"), "GET, HEAD") << method << " " << path;
+    }
+  }
+  ExpectErrorShape(Exchange(port, "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                   405, "method_not_allowed");
+  // A body is read (so the connection stays in step) but never accepted.
+  ExpectErrorShape(Exchange(port,
+                            "POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                            "Connection: close\r\n\r\n{}"),
+                   405, "method_not_allowed");
+  const std::string big(2 * 1024 * 1024, 'x');
+  ExpectErrorShape(
+      Exchange(port, "PUT /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                         std::to_string(big.size()) + "\r\nConnection: close\r\n\r\n" + big),
+      413, "payload_too_large");
+  // Errors httplib answers itself, before any route runs.
+  ExpectErrorShape(Exchange(port, "GET /" + std::string(9000, 'a') +
+                                      " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                   414, "uri_too_long");
+  ExpectErrorShape(Exchange(port, "GET /api/runs?" + std::string(9000, 'a') +
+                                      "=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                   414, "uri_too_long");
+  ExpectErrorShape(Exchange(port, "GET /api/runs HTTP/9.9\r\nHost: x\r\n\r\n"), 400, "bad_request");
+  ExpectErrorShape(Exchange(port, "this is not http\r\n\r\n"), 400, "bad_request");
+  ExpectErrorShape(Exchange(port, "GET /api/runs HTTP/1.1\r\nX-Big: " + std::string(9000, 'b') +
+                                      "\r\nConnection: close\r\n\r\n"),
+                   400, "bad_request");
+  ExpectErrorShape(Exchange(port,
+                            "GET /api/health HTTP/1.1\r\nHost: x\r\nRange: bytes=zz\r\n"
+                            "Connection: close\r\n\r\n"),
+                   416, "range_not_satisfiable");
+  // A Range is ignored: JSON answers, errors included, are never cut to a byte range.
+  const RawResponse ranged =
+      Exchange(port,
+               "GET /api/runs/9999 HTTP/1.1\r\nHost: x\r\nRange: bytes=0-5\r\n"
+               "Connection: close\r\n\r\n");
+  ExpectErrorShape(ranged, 404, "not_found");
+  const RawResponse whole = Exchange(
+      port, "GET /api/health HTTP/1.1\r\nHost: x\r\nRange: bytes=2-3\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(whole.status, 200);
+  EXPECT_EQ(json::parse(whole.body, nullptr, false), json({{"ok", true}})) << whole.body;
+  std::string many_ranges = "bytes=0-1";
+  for (int i = 0; i < 2000; ++i) many_ranges += ",0-1";
+  const RawResponse still_whole =
+      Exchange(port, "GET /api/health HTTP/1.1\r\nHost: x\r\nRange: " + many_ranges +
+                         "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(still_whole.status, 200);
+  EXPECT_EQ(json::parse(still_whole.body, nullptr, false), json({{"ok", true}}));
+  // Paths just under the 8192-byte limit reach the routes and answer 404, not a crash.
+  ExpectErrorShape(Exchange(port, "GET /api/runs/" + std::string(8100, '1') +
+                                      "/series HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                   404, "not_found");
+  std::string deep;
+  for (int i = 0; i < 4050; ++i) deep += "/a";
+  ExpectErrorShape(
+      Exchange(port, "GET " + deep + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), 404,
+      "not_found");
+  // Not-found paths httplib's routes cannot match at all (absolute form, a decoded newline).
+  ExpectErrorShape(
+      Exchange(port, "GET http://x/api/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), 404,
+      "not_found");
+  ExpectErrorShape(Exchange(port, "GET /a%0Ab HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                   404, "not_found");
+}
+
+TEST_F(WebHttp, HeadAndGetServeStaticFilesAndTheApi) {
+  Start();
+  for (const char* path : {"/", "/index.html", "/vendor/chart.umd.min.js", "/api/health"}) {
+    httplib::Result get = client_->Get(path);
+    ASSERT_TRUE(get) << path;
+    EXPECT_EQ(get->status, 200) << path;
+    EXPECT_FALSE(get->body.empty()) << path;
+    httplib::Result head = client_->Head(path);
+    ASSERT_TRUE(head) << path;
+    EXPECT_EQ(head->status, 200) << path;
+    EXPECT_TRUE(head->body.empty()) << path;
+    EXPECT_EQ(head->get_header_value("Content-Length"), std::to_string(get->body.size())) << path;
+    EXPECT_EQ(head->get_header_value("Content-Type"), get->get_header_value("Content-Type"));
+  }
+  httplib::Result missing = client_->Head("/no-such-file.js");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
+// 32 slow clients — half connect and send nothing, half trickle a request line a byte at a
+// time — must not hold every worker: a normal request is still answered within a second.
+TEST_F(WebHttp, SlowClientsDoNotStarveOthers) {
+  Start();
+  constexpr int kSlowClients = 32;
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < kSlowClients; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(server_->port()));
+    ASSERT_TRUE(slow.back()->ok());
+    // Paced so the server accepts each at once: a burst overflows its short listen backlog and
+    // the kernel retries the dropped ones a second later, after the request this test times.
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    const std::string line = "GET /api/runs?limit=1 HTTP/1.1\r\nHost: x\r\n";
+    for (size_t i = 0; i < line.size() && !done; ++i) {
+      for (int c = 0; c < kSlowClients; c += 2) slow[size_t(c)]->Send(line.substr(i, 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all accepted, all waiting
+
+  httplib::Client other("127.0.0.1", server_->port());
+  other.set_read_timeout(5, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  httplib::Result res = other.Get("/api/runs?limit=1");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  trickle.join();
+  std::cout << "normal request with " << kSlowClients << " slow connections open: " << took
+            << " s\n";
+  ASSERT_TRUE(res) << "no answer within 5 s (" << httplib::to_string(res.error()) << ")";
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(took, 1.0);
+}
+
+// More API requests at once than there are turns at the database: the rest wait their turn and
+// every one is answered.
+TEST_F(WebHttp, ConcurrentRequestsBeyondTheReadConnectionsAllAnswer) {
+  Start();
+  constexpr int kClients = 3 * kHttpReadConnections;
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&] {
+      httplib::Client c("127.0.0.1", server_->port());
+      httplib::Result r = c.Get(("/api/runs/" + std::to_string(demo_) + "/series?keys=lr").c_str());
+      if (r && r->status == 200) ++answered;
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered, kClients);
 }
 
 // ---- non-finite (skipped) steps and the trainer's end message (run_fixture.h: nonfinite-demo)
