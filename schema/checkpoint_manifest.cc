@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "schema/atomic_file.h"
 
@@ -37,6 +38,12 @@ Result<std::string> HashFile(const std::string& path, uint64_t* bytes_out) {
   return std::string(hex);
 }
 
+std::vector<std::string> RequiredFiles(const std::string& kind) {
+  if (kind == "full") return {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
+  if (kind == "weights_only") return {kWeightsFile};
+  return {};
+}
+
 Status WriteManifest(const std::string& dir, CheckpointManifest m,
                      const std::vector<std::string>& files) {
   m.files.clear();
@@ -53,6 +60,7 @@ Status WriteManifest(const std::string& dir, CheckpointManifest m,
                            {"kind", m.kind},
                            {"world_size", m.world_size},
                            {"config_hash", m.config_hash},
+                           {"finite", m.finite},
                            {"files", nlohmann::ordered_json::array()}};
   for (const auto& f : m.files) {
     j["files"].push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", f.xxh3}});
@@ -74,6 +82,7 @@ Result<CheckpointManifest> ReadManifest(const std::string& dir) {
     m.kind = j.value("kind", "full");
     m.world_size = j.value("world_size", int64_t{1});
     m.config_hash = j.value("config_hash", "");
+    m.finite = j.value("finite", false);
     for (const auto& f : j.at("files")) {
       m.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<uint64_t>(),
                          f.at("xxh3").get<std::string>()});
@@ -84,6 +93,36 @@ Result<CheckpointManifest> ReadManifest(const std::string& dir) {
   return m;
 }
 
+namespace {
+
+// A manifest path must name a file inside the checkpoint folder: relative, no "..", no ".".
+bool InsideFolder(const std::string& rel) {
+  if (rel.empty() || rel.front() == '/') return false;
+  for (const auto& part : fs::path(rel)) {
+    if (part == ".." || part == "." || part.empty()) return false;
+  }
+  return true;
+}
+
+// trainer_state.json's "step" must be the manifest's: a state file copied in from another save
+// would otherwise resume the data position and LR of another step.
+Status CheckStateStep(const std::string& dir, int64_t step) {
+  const std::string path = (fs::path(dir) / kStateFile).string();
+  auto text = ReadFile(path);
+  if (!text.ok()) return Status::Data(path + ": unreadable: " + text.status().message());
+  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+    return Status::Data(path + ": no integer \"step\"");
+  }
+  if (j["step"].get<int64_t>() != step) {
+    return Status::Data(path + ": step " + std::to_string(j["step"].get<int64_t>()) +
+                        " differs from the manifest's step " + std::to_string(step));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
   auto m = ReadManifest(dir);
   if (!m.ok()) return m.status();
@@ -92,15 +131,45 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
                         " is not known (this build reads version " +
                         std::to_string(kCheckpointFormatVersion) + ")");
   }
-  if (m->files.empty()) return Status::Data(dir + ": the manifest lists no files");
+  const std::vector<std::string> required = RequiredFiles(m->kind);
+  if (required.empty()) {
+    return Status::Data(dir + ": manifest kind '" + m->kind +
+                        "' is not known (full | weights_only)");
+  }
+  if (m->step < 0)
+    return Status::Data(dir + ": manifest step " + std::to_string(m->step) + " is negative");
+  const int64_t named_step = CheckpointStepFromName(fs::path(dir).filename().string());
+  if (named_step >= 0 && named_step != m->step) {
+    return Status::Data(dir + ": manifest step " + std::to_string(m->step) +
+                        " differs from the folder name's " + std::to_string(named_step));
+  }
+  std::set<std::string> listed;
+  for (const auto& f : m->files) {
+    if (!InsideFolder(f.path)) {
+      return Status::Data(dir + ": manifest lists '" + f.path +
+                          "', which is not a path inside the folder");
+    }
+    if (!listed.insert(fs::path(f.path).lexically_normal().string()).second) {
+      return Status::Data(dir + ": manifest lists '" + f.path + "' twice");
+    }
+  }
+  for (const auto& r : required) {
+    if (listed.count(r) == 0) {
+      return Status::Data(dir + ": a " + m->kind + " checkpoint needs " + r +
+                          ", which the manifest does not list");
+    }
+  }
   for (const auto& f : m->files) {
     const std::string path = (fs::path(dir) / f.path).string();
     std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+      return Status::Data(path + ": listed in the manifest but missing");
     const auto size = fs::file_size(path, ec);
     if (ec) return Status::Data(path + ": listed in the manifest but missing");
     if (size != f.bytes) {
-      return Status::Data(path + ": size " + std::to_string(size) + " differs from the manifest's " +
-                          std::to_string(f.bytes) + " (truncated or rewritten)");
+      return Status::Data(path + ": size " + std::to_string(size) +
+                          " differs from the manifest's " + std::to_string(f.bytes) +
+                          " (truncated or rewritten)");
     }
     if (check_hashes) {
       auto h = HashFile(path);
@@ -111,6 +180,7 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
       }
     }
   }
+  if (m->kind == "full") return CheckStateStep(dir, m->step);
   return Status::Ok();
 }
 
@@ -121,7 +191,8 @@ int64_t CheckpointStepFromName(const std::string& name) {
   return std::stoll(m[1]);
 }
 
-std::vector<CheckpointEntry> ListCheckpoints(const std::string& checkpoints_dir, bool check_hashes) {
+std::vector<CheckpointEntry> ListCheckpoints(const std::string& checkpoints_dir,
+                                             bool check_hashes) {
   std::vector<CheckpointEntry> out;
   std::error_code ec;
   if (!fs::is_directory(checkpoints_dir, ec)) return out;
@@ -137,10 +208,7 @@ std::vector<CheckpointEntry> ListCheckpoints(const std::string& checkpoints_dir,
     c.problem = st.ok() ? "" : st.message();
     if (c.valid) {
       auto m = ReadManifest(c.path);
-      if (m.ok() && m->step != step) {
-        c.valid = false;
-        c.problem = c.path + ": manifest step " + std::to_string(m->step) + " differs from the name";
-      }
+      c.finite = m.ok() && m->finite;
     }
     out.push_back(std::move(c));
   }

@@ -1,9 +1,10 @@
 // Checkpoint manifest and validation, without libtorch (the launcher needs it).
 //
-// A checkpoint folder counts only once MANIFEST.json exists in it and every file it lists has
-// the listed size and XXH3-64 hash. The trainer writes the manifest last, inside
-// checkpoint_step_<N>.partial/, then renames the folder (docs/checkpoint_format.md).
-// Pure functions over the filesystem; thread-safe.
+// A checkpoint folder counts only once MANIFEST.json exists in it, lists every file its kind
+// requires (RequiredFiles), and every listed file has the listed size and XXH3-64 hash; the
+// manifest's step, the folder name's and trainer_state.json's agree. The trainer writes the
+// manifest last, inside checkpoint_step_<N>.partial/, then renames the folder
+// (docs/checkpoint_format.md). Pure functions over the filesystem; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,16 @@ inline constexpr const char* kManifestName = "MANIFEST.json";
 inline constexpr const char* kCheckpointPrefix = "checkpoint_step_";
 inline constexpr const char* kPartialSuffix = ".partial";
 
+// The files of a checkpoint folder, relative to it.
+inline constexpr const char* kWeightsFile = "transformer/diffusion_pytorch_model.safetensors";
+inline constexpr const char* kModelConfigFile = "transformer/config.json";
+inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+inline constexpr const char* kStateFile = "trainer_state.json";
+
+// What a manifest of `kind` must list: full = weights, model config, optimizer state and
+// trainer state; weights_only = the weights. Empty for an unknown kind.
+std::vector<std::string> RequiredFiles(const std::string& kind);
+
 struct ManifestFile {
   std::string path;   // relative to the checkpoint folder
   uint64_t bytes = 0;
@@ -31,6 +42,9 @@ struct CheckpointManifest {
   std::string kind = "full";  // full | weights_only
   int64_t world_size = 1;
   std::string config_hash;
+  // The trainer checked every weight and optimizer value for NaN/Inf before writing. Retention
+  // never deletes the newest checkpoint that says so.
+  bool finite = false;
   std::vector<ManifestFile> files;
 };
 
@@ -43,8 +57,11 @@ Status WriteManifest(const std::string& dir, CheckpointManifest manifest,
 
 Result<CheckpointManifest> ReadManifest(const std::string& dir);
 
-// Manifest present and parseable, format version known, every file present with the listed size
-// and (when `check_hashes`) hash. The Status names the folder and the first problem.
+// Manifest present and parseable, format version and kind known, every required file listed
+// once, every listed path inside the folder and present with the listed size and (when
+// `check_hashes`) hash, and the steps agree: the manifest's with a checkpoint_step_<N> folder
+// name, and (kind full) with trainer_state.json's "step". The Status names the folder or file
+// and the first problem.
 Status VerifyCheckpoint(const std::string& dir, bool check_hashes = true);
 
 // The step of a "checkpoint_step_<N>" folder name; -1 for anything else (including .partial).
@@ -54,6 +71,7 @@ struct CheckpointEntry {
   std::string path;
   int64_t step = -1;
   bool valid = false;
+  bool finite = false;  // valid, and its manifest says the state was checked finite
   std::string problem;  // why it is not valid (empty when valid)
 };
 

@@ -10,6 +10,15 @@
 #include "schema/exit_codes.h"
 #include "trainer/fail.h"
 #include "trainer/tools/commands.h"
+#include "trainer/train/stop_signal.h"
+
+namespace {
+// Runs before any shared library's initialiser (libtorch's take most of the start-up time), so a
+// stop signal that arrives while the process is still loading waits instead of killing it.
+void BlockStopSignalsEarly(int, char**, char**) { baton::BlockStopSignals(); }
+__attribute__((section(".preinit_array"), used)) void (*const kBlockStopSignals)(int, char**, char**) =
+    &BlockStopSignalsEarly;
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"baton-train: the packed video-action trainer of baton"};
@@ -27,9 +36,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    baton::UnblockStopSignals();
     const int rc = app.exit(e);
     return rc == 0 ? baton::kExitOk : baton::kExitUsage;
   }
+  // Only `train` checkpoints on a stop signal; every other command keeps the default action.
+  if (!app.got_subcommand("train")) baton::UnblockStopSignals();
   try {
     return run();
   } catch (const baton::FatalError& e) {

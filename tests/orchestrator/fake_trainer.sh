@@ -73,6 +73,8 @@ checkpoint() { # checkpoint STEP REASON
     rm -rf "$d.partial"
     mkdir -p "$d.partial/transformer"
     printf 'fake weights at step %s\n' "$s" >"$d.partial/transformer/diffusion_pytorch_model.safetensors"
+    printf '{"fake": true}\n' >"$d.partial/transformer/config.json"
+    printf 'fake optimizer state at step %s\n' "$s" >"$d.partial/optimizer.safetensors"
     printf '{"step": %s}\n' "$s" >"$d.partial/trainer_state.json"
     "$baton" manifest write "$d.partial" --step "$s" --kind full || die "manifest write failed" 74
     rm -rf "$d"

@@ -20,14 +20,17 @@ namespace {
 using testing::Append;
 using testing::TempDir;
 
-// checkpoint_step_<step> with one file and a manifest of `kind`.
+// checkpoint_step_<step> with the files its `kind` requires (placeholder contents) and a manifest.
 std::string MakeCheckpoint(const TempDir& tmp, int64_t step, const std::string& kind = "full") {
   const std::string dir = tmp / ("checkpoints/checkpoint_step_" + std::to_string(step));
-  Append(dir + "/weights.bin", "weights " + std::to_string(step));
+  for (const auto& f : RequiredFiles(kind)) {
+    Append(dir + "/" + f, f == kStateFile ? "{\"step\": " + std::to_string(step) + "}"
+                                          : "contents of " + f + " at " + std::to_string(step));
+  }
   CheckpointManifest m;
   m.step = step;
   m.kind = kind;
-  EXPECT_TRUE(WriteManifest(dir, m, {"weights.bin"}).ok());
+  EXPECT_TRUE(WriteManifest(dir, m, RequiredFiles(kind)).ok());
   return dir;
 }
 
@@ -71,7 +74,7 @@ TEST(ResumeDecision, SkipsInvalidNewerCheckpointsAndSaysWhy) {
   TempDir tmp;
   const std::string good = MakeCheckpoint(tmp, 100);
   const std::string corrupt = MakeCheckpoint(tmp, 200);
-  Append(corrupt + "/weights.bin", "X");  // size no longer matches
+  Append(corrupt + "/" + kWeightsFile, "X");  // size no longer matches
   Append(tmp / "checkpoints/checkpoint_step_300/weights.bin", "no manifest: torn save");
   Append(tmp / "checkpoints/checkpoint_step_400.partial/weights.bin", "never renamed");
   ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();

@@ -2,10 +2,11 @@
 
 #include <xxhash.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cinttypes>
 #include <filesystem>
-#include <unistd.h>
+#include <sstream>
 
 #include "schema/atomic_file.h"
 #include "schema/checkpoint_manifest.h"
@@ -18,32 +19,40 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kWeightsFile = "transformer/diffusion_pytorch_model.safetensors";
-constexpr const char* kModelConfigFile = "transformer/config.json";
-constexpr const char* kOptimizerFile = "optimizer.safetensors";
-constexpr const char* kStateFile = "trainer_state.json";
-
 StDType ToStDType(torch::ScalarType t) {
   switch (t) {
-    case torch::kFloat64: return StDType::kF64;
-    case torch::kFloat32: return StDType::kF32;
-    case torch::kBFloat16: return StDType::kBF16;
-    case torch::kFloat16: return StDType::kF16;
-    case torch::kInt64: return StDType::kI64;
-    default: break;
+    case torch::kFloat64:
+      return StDType::kF64;
+    case torch::kFloat32:
+      return StDType::kF32;
+    case torch::kBFloat16:
+      return StDType::kBF16;
+    case torch::kFloat16:
+      return StDType::kF16;
+    case torch::kInt64:
+      return StDType::kI64;
+    default:
+      break;
   }
   BATON_FAIL(kExitInternal, std::string("checkpoint: unsupported dtype ") + c10::toString(t), "");
 }
 
 torch::ScalarType ToTorch(StDType t) {
   switch (t) {
-    case StDType::kF64: return torch::kFloat64;
-    case StDType::kF32: return torch::kFloat32;
-    case StDType::kBF16: return torch::kBFloat16;
-    case StDType::kF16: return torch::kFloat16;
-    case StDType::kI64: return torch::kInt64;
-    case StDType::kI32: return torch::kInt32;
-    default: return torch::kUInt8;
+    case StDType::kF64:
+      return torch::kFloat64;
+    case StDType::kF32:
+      return torch::kFloat32;
+    case StDType::kBF16:
+      return torch::kBFloat16;
+    case StDType::kF16:
+      return torch::kFloat16;
+    case StDType::kI64:
+      return torch::kInt64;
+    case StDType::kI32:
+      return torch::kInt32;
+    default:
+      return torch::kUInt8;
   }
 }
 
@@ -93,17 +102,29 @@ nlohmann::json TrainerState::ToJson() const {
   return nlohmann::ordered_json{
       {"format_version", kCheckpointFormatVersion},
       {"step", step},
-      {"sampler", {{"epoch", epoch}, {"batch", batch}, {"micro_index", micro_index},
-                   {"plan", plan}, {"batch_size", batch_size}, {"origin_epoch", origin_epoch},
-                   {"transition", transition.ToJson()}}},
+      {"sampler",
+       {{"epoch", epoch},
+        {"batch", batch},
+        {"micro_index", micro_index},
+        {"plan", plan},
+        {"batch_size", batch_size},
+        {"origin_epoch", origin_epoch},
+        {"transition", transition.ToJson()}}},
       {"grad_accum", grad_accum},
       {"world_size", world_size},
-      {"rng", {{"scheme", "philox4x32-10 counter streams keyed by (seed, purpose, step, episode)"},
-               {"seed", seed}}},
-      {"lr_schedule", {{"base_lr", base_lr}, {"warmup_steps", warmup_steps}, {"step0", lr_step0},
-                       {"resume_warmup", resume_warmup}, {"last_lr", last_lr}}},
+      {"rng",
+       {{"scheme", "philox4x32-10 counter streams keyed by (seed, purpose, step, episode)"},
+        {"seed", seed}}},
+      {"lr_schedule",
+       {{"base_lr", base_lr},
+        {"warmup_steps", warmup_steps},
+        {"step0", lr_step0},
+        {"resume_warmup", resume_warmup},
+        {"last_lr", last_lr}}},
       {"config_hash", config_hash},
-      {"dtype", dtype}};
+      {"dtype", dtype},
+      {"pad_multiple", pad_multiple},
+      {"data", {{"path", data_path}, {"fingerprint", dataset_fingerprint}}}};
 }
 
 TrainerState TrainerState::FromJson(const nlohmann::json& j) {
@@ -128,17 +149,65 @@ TrainerState TrainerState::FromJson(const nlohmann::json& j) {
   s.last_lr = lr.at("last_lr").get<double>();
   s.config_hash = j.at("config_hash").get<std::string>();
   s.dtype = j.at("dtype").get<std::string>();
+  s.pad_multiple = j.value("pad_multiple", int64_t{0});
+  if (j.contains("data") && j["data"].is_object()) {
+    s.data_path = j["data"].value("path", "");
+    s.dataset_fingerprint = j["data"].value("fingerprint", "");
+  }
   return s;
+}
+
+std::vector<std::string> ExactResumeDifferences(const TrainerState& saved,
+                                                const TrainerState& now) {
+  std::vector<std::string> diff;
+  auto cmp = [&](const char* key, const auto& a, const auto& b) {
+    if (a == b) return;
+    std::ostringstream line;
+    line << key << ": " << a << " (checkpoint) vs " << b << " (run)";
+    diff.push_back(line.str());
+  };
+  cmp("run.seed", saved.seed, now.seed);
+  cmp("data.plan", saved.plan, now.plan);
+  cmp("train.dtype", saved.dtype, now.dtype);
+  cmp("data.batch_size", saved.batch_size, now.batch_size);
+  cmp("optim.grad_accum", saved.grad_accum, now.grad_accum);
+  // Recorded since the same-run check exists; older checkpoints leave them empty.
+  if (saved.pad_multiple > 0) cmp("data.pad_multiple", saved.pad_multiple, now.pad_multiple);
+  if (!saved.data_path.empty()) cmp("data.path", saved.data_path, now.data_path);
+  if (!saved.dataset_fingerprint.empty()) {
+    cmp("dataset fingerprint (meta/episodes.jsonl + meta/info.json)", saved.dataset_fingerprint,
+        now.dataset_fingerprint);
+  }
+  return diff;
+}
+
+std::string FirstNonFinite(VideoActionModel& model, const AdamW& optimizer) {
+  torch::NoGradGuard no_grad;
+  auto finite = [](const torch::Tensor& t) { return torch::isfinite(t).all().item<bool>(); };
+  for (const auto& p : model->named_parameters()) {
+    if (!finite(p.value())) return p.key();
+  }
+  for (const auto& s : optimizer.state()) {
+    if (!finite(s.exp_avg)) return "exp_avg." + s.name;
+    if (!finite(s.exp_avg_sq)) return "exp_avg_sq." + s.name;
+  }
+  return "";
 }
 
 nlohmann::ordered_json ModelConfigJson(const ModelDims& d) {
   return {{"_class_name", "BatonVideoActionModel"},
-          {"in_channels", d.channels},     {"patch_size", d.patch},
-          {"action_dim", d.action_dim},    {"action_steps", d.action_steps},
-          {"text_dim", d.text_dim},        {"dim", d.dim},
-          {"num_heads", d.heads},          {"num_layers", d.layers},
-          {"ffn_dim", d.ffn_dim},          {"freq_dim", d.freq_dim},
-          {"rope_theta", d.rope_theta},    {"eps", d.eps}};
+          {"in_channels", d.channels},
+          {"patch_size", d.patch},
+          {"action_dim", d.action_dim},
+          {"action_steps", d.action_steps},
+          {"text_dim", d.text_dim},
+          {"dim", d.dim},
+          {"num_heads", d.heads},
+          {"num_layers", d.layers},
+          {"ffn_dim", d.ffn_dim},
+          {"freq_dim", d.freq_dim},
+          {"rope_theta", d.rope_theta},
+          {"eps", d.eps}};
 }
 
 std::string ConfigHash(const ModelDims& d) {
@@ -152,17 +221,29 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
                           const AdamW& optimizer, const TrainerState& state,
                           const CheckpointSection& retention, const SaveHooks& hooks) {
   const auto t0 = std::chrono::steady_clock::now();
+  // A checkpoint vouches for its state: never one that would spread NaN into every resume.
+  if (const std::string bad = FirstNonFinite(model, optimizer); !bad.empty()) {
+    BATON_FAIL(kExitDiverged,
+               "refusing to write checkpoint_step_" + std::to_string(state.step) + ": tensor " +
+                   bad + " holds NaN/Inf (training diverged)",
+               "lower optim.lr or check the data (baton-train data-check); the last finite "
+               "checkpoint is kept");
+  }
   std::error_code ec;
   fs::create_directories(checkpoints_dir, ec);
   // Only one trainer (rank 0) writes here, so any .partial is a save that was cut short.
   for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0) fs::remove_all(e.path(), ec);
+    if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
+      fs::remove_all(e.path(), ec);
   }
-  const fs::path final_dir = fs::path(checkpoints_dir) / (kCheckpointPrefix + std::to_string(state.step));
+  const fs::path final_dir =
+      fs::path(checkpoints_dir) / (kCheckpointPrefix + std::to_string(state.step));
   const fs::path partial = final_dir.string() + kPartialSuffix;
   fs::create_directories(partial / "transformer", ec);
-  if (ec) BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(), "check disk space and permissions");
+  if (ec)
+    BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
+               "check disk space and permissions");
 
   {
     HeldTensors w;
@@ -170,7 +251,8 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
     CheckOk(WriteSafetensors((partial / kWeightsFile).string(), w.refs, {{"format", "pt"}}),
             "check disk space");
   }
-  CheckOk(WriteTextAtomic((partial / kModelConfigFile).string(), ModelConfigJson(model->dims()).dump(2) + "\n"),
+  CheckOk(WriteTextAtomic((partial / kModelConfigFile).string(),
+                          ModelConfigJson(model->dims()).dump(2) + "\n"),
           "check disk space");
   if (hooks.mid_file) hooks.mid_file();
   {
@@ -182,14 +264,16 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
     }
     CheckOk(WriteSafetensors((partial / kOptimizerFile).string(), o.refs), "check disk space");
   }
-  CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"), "check disk space");
+  CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
+          "check disk space");
   if (hooks.before_manifest) hooks.before_manifest();
   CheckpointManifest m;
   m.step = state.step;
   m.kind = "full";
   m.world_size = state.world_size;
   m.config_hash = state.config_hash;
-  const std::vector<std::string> files = {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
+  m.finite = true;  // checked above
+  const std::vector<std::string> files = RequiredFiles("full");
   CheckOk(WriteManifest(partial.string(), m, files), "check disk space");
   CheckOk(FsyncDir((partial / "transformer").string()), "");
   CheckOk(FsyncDir(partial.string()), "");
@@ -217,13 +301,18 @@ std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
                                         const CheckpointSection& retention) {
   std::vector<std::string> removed;
   int64_t kept_recent = 0;
+  bool kept_finite = false;
   // Sizes only: hashing every old checkpoint on every save would cost more than the save.
   for (const auto& c : ListCheckpoints(checkpoints_dir, /*check_hashes=*/false)) {
     if (!c.valid) continue;  // invalid folders never count and are left for inspection
     const bool recent = kept_recent < retention.keep_last;
     const bool milestone = retention.keep_every > 0 && c.step % retention.keep_every == 0;
+    // The newest checkpoint known to be finite survives even when newer ones are not (written
+    // by an older build, or by hand): a diverged run can always go back to it.
+    const bool newest_finite = c.finite && !kept_finite;
+    if (c.finite) kept_finite = true;
     if (recent) ++kept_recent;
-    if (recent || milestone) continue;
+    if (recent || milestone || newest_finite) continue;
     std::error_code ec;
     fs::remove_all(c.path, ec);
     if (!ec) removed.push_back(c.path);
@@ -236,7 +325,9 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   const bool has_manifest = fs::exists(fs::path(dir) / kManifestName);
   if (mode == LoadMode::kFull || has_manifest) {
     const Status st = VerifyCheckpoint(dir);
-    if (!st.ok()) FailAt(__FILE__, __LINE__, kExitData, st.ToString(), "resume from another checkpoint (--resume auto skips invalid ones)");
+    if (!st.ok())
+      FailAt(__FILE__, __LINE__, kExitData, st.ToString(),
+             "resume from another checkpoint (--resume auto skips invalid ones)");
   }
   TrainerState state;
   const fs::path state_path = fs::path(dir) / kStateFile;
@@ -249,14 +340,17 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     std::string diff;
     for (auto it = mine.begin(); it != mine.end(); ++it) {
       if (!saved.is_object() || !saved.contains(it.key()) || saved[it.key()] != *it) {
-        diff += (diff.empty() ? "" : ", ") + it.key() + " " +
-                (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
-                " vs " + it->dump();
+        diff +=
+            (diff.empty() ? "" : ", ") + it.key() + " " +
+            (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
+            " vs " + it->dump();
       }
     }
     if (!diff.empty()) {
-      BATON_FAIL(kExitConfig, dir + " was written by another model config: " + diff + " (checkpoint vs run)",
-                 "fix model.* in the config, or resume weights only (--resume-mode weights_only) to load matching tensors");
+      BATON_FAIL(kExitConfig,
+                 dir + " was written by another model config: " + diff + " (checkpoint vs run)",
+                 "fix model.* in the config, or resume weights only (--resume-mode weights_only) "
+                 "to load matching tensors");
     }
     auto st_text = ReadFile(state_path.string());
     if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");
@@ -268,8 +362,10 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   } else {
     const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
     if (step < 0) {
-      BATON_FAIL(kExitConfig, dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
-                 "rename the folder or pass an explicit checkpoint_step_<N> path");
+      BATON_FAIL(
+          kExitConfig,
+          dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
+          "rename the folder or pass an explicit checkpoint_step_<N> path");
     }
     state.step = step;
   }

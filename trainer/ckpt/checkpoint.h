@@ -7,9 +7,11 @@
 //     trainer_state.json        step, sampler cursor, RNG scheme, LR schedule, world size, hashes
 //     MANIFEST.json             written last: sizes and XXH3 hashes of the files above
 //
-// Save writes into checkpoint_step_<N>.partial/, fsyncs every file and the folder, renames, and
-// fsyncs the parent; then applies retention (keep the last K and every M-th, never the newest
-// valid one; .partial and invalid folders never count). Load verifies the manifest first and
+// Save first checks every weight and AdamW value for NaN/Inf and refuses (exit 79, diverged) to
+// write a checkpoint from non-finite state; then writes into checkpoint_step_<N>.partial/,
+// fsyncs every file and the folder, renames, and fsyncs the parent; then applies retention (keep
+// the last K and every M-th, never the newest valid one nor the newest one checked finite;
+// .partial and invalid folders never count). Load verifies the manifest first and
 // refuses a checkpoint of another model config (naming the differing keys) unless the caller
 // asks for weights only. Format: docs/checkpoint_format.md. Not thread-safe.
 #pragma once
@@ -41,9 +43,24 @@ struct TrainerState {
   int64_t warmup_steps = 0, lr_step0 = 0, resume_warmup = 0;
   std::string config_hash;   // of the model section + dataset sizes
   std::string dtype;
+  // What makes an exact resume the same run (ExactResumeDifferences); empty in checkpoints
+  // written before they were recorded, and then not compared.
+  int64_t pad_multiple = 0;
+  std::string data_path;            // the dataset folder, absolute
+  std::string dataset_fingerprint;  // DatasetIndex::fingerprint
   nlohmann::json ToJson() const;
   static TrainerState FromJson(const nlohmann::json& j);
 };
+
+// What differs between a checkpoint's trainer state and the run about to continue it, as
+// "key: checkpoint vs run" lines: seed, sampler plan, dtype, pad multiple, batch size, gradient
+// accumulation, dataset folder and fingerprint. Empty when an exact resume may proceed; the
+// world size may differ (the data plan is re-dealt).
+std::vector<std::string> ExactResumeDifferences(const TrainerState& saved, const TrainerState& now);
+
+// The first tensor of the model or the optimizer state holding a NaN or Inf, as its name
+// ("blocks.0.ffn.weight", "exp_avg_sq.blocks.0.ffn.weight"); "" when all are finite.
+std::string FirstNonFinite(VideoActionModel& model, const AdamW& optimizer);
 
 // The parts of a config a checkpoint must match to be loaded as a full state.
 nlohmann::ordered_json ModelConfigJson(const ModelDims& dims);

@@ -5,6 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include <xxhash.h>
+
+#include <cinttypes>
+#include <cstdio>
+
 #include "schema/atomic_file.h"
 
 namespace baton {
@@ -79,6 +84,22 @@ Result<DatasetShape> LoadInfo(const std::string& path) {
   return s;
 }
 
+std::string IndexFingerprint(const DatasetIndex& index) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  auto add = [&](const std::string& s) {
+    XXH3_64bits_update(state, s.data(), s.size());
+    XXH3_64bits_update(state, "\n", 1);  // a separator, so ("ab","c") and ("a","bc") differ
+  };
+  for (const auto& e : index.episodes) add(EpisodeMetaJson(e));
+  add(index.shape ? DatasetShapeJson(*index.shape) : std::string("no info.json"));
+  const uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016" PRIx64, h);
+  return hex;
+}
+
 }  // namespace
 
 Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
@@ -134,6 +155,7 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
     if (!shape.ok()) return shape.status();
     index.shape = shape.value();
   }
+  index.fingerprint = IndexFingerprint(index);
   return index;
 }
 

@@ -49,6 +49,11 @@ struct DatasetIndex {
   std::string dir;
   std::vector<EpisodeMeta> episodes;
   std::optional<DatasetShape> shape;  // from meta/info.json when present
+  // XXH3-64 (16 hex digits) of the index as read: every episode's id, n_video and file in order,
+  // and the shared sizes. An exact resume compares it with the checkpoint's, so a run never
+  // continues its data position on another dataset. Episode file contents are not hashed (that
+  // would read the whole dataset at every start).
+  std::string fingerprint;
 
   std::vector<int64_t> BucketKeys() const;
   std::string EpisodePath(int64_t i) const;

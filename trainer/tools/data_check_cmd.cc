@@ -1,9 +1,12 @@
 // `baton-train data-check`: reads a dataset the way training does — sampler plan, background
-// prefetch, read + pad-collate — and reports what it saw. Any corrupt, truncated or missing
-// episode file stops it with a data error naming the file (exit 65).
+// prefetch, read + pad-collate — and reports what it saw. Every corrupt, truncated or missing
+// episode file and every episode holding a NaN/Inf is reported, each naming the file (and the
+// tensor), and the check ends with a data error (exit 65); the good episodes are still read, so
+// one run lists every bad one.
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "trainer/data/dataset_index.h"
@@ -31,7 +34,8 @@ void RegisterDataCheck(CLI::App& app, CommandFn* selected) {
   CLI::App* cmd = app.add_subcommand(
       "data-check", "Read one epoch through the prefetching loader and pad-collate");
   cmd->add_option("--data", a->data, "Dataset folder")->required();
-  cmd->add_option("--batch-size", a->sampler.batch_size, "Episodes per batch")->capture_default_str();
+  cmd->add_option("--batch-size", a->sampler.batch_size, "Episodes per batch")
+      ->capture_default_str();
   cmd->add_option("--pad-multiple", a->pad_multiple, "Pad F to a multiple of this")
       ->capture_default_str();
   cmd->add_option("--pool-factor", a->sampler.pool_factor, "Pool = batch * factor")
@@ -58,27 +62,39 @@ void RegisterDataCheck(CLI::App& app, CommandFn* selected) {
       const int64_t pad_multiple = a->pad_multiple;
 
       const auto t0 = std::chrono::steady_clock::now();
+      std::mutex mu;
+      std::vector<std::string> problems;  // one per bad episode, in plan order
       PrefetchLoader<PaddedBatch> loader(
           [&, index](int64_t k) {
             std::vector<EpisodeData> eps;
             for (int64_t i : plan.batch(k)) {
-              eps.push_back(BATON_VALUE_OR_FAIL(
-                  ReadEpisode(*index, i), "regenerate or remove the episode named above"));
+              auto ep = ReadEpisode(*index, i);
+              if (ep.ok()) {
+                eps.push_back(std::move(ep).value());
+              } else if (ep.status().exit_code() == kExitData) {
+                std::lock_guard<std::mutex> lock(mu);
+                problems.push_back(ep.status().ToString());
+              } else {
+                FailAt(__FILE__, __LINE__, ep.status(), "");
+              }
             }
-            return PadCollate(eps, pad_multiple);
+            return eps.empty() ? PaddedBatch{} : PadCollate(eps, pad_multiple);
           },
           count, a->prefetch);
       int64_t batches = 0, episodes = 0, valid = 0, padded = 0, bytes = 0;
       while (auto batch = loader.Next()) {
         ++batches;
+        if (!batch->valid_frames.defined()) continue;
         episodes += batch->valid_frames.size(0);
         valid += batch->valid_frames.sum().item<int64_t>();
         padded += batch->padded_frames * batch->valid_frames.size(0);
-        for (const auto* t : {&batch->latents, &batch->actions, &batch->actions_mask, &batch->text}) {
+        for (const auto* t :
+             {&batch->latents, &batch->actions, &batch->actions_mask, &batch->text}) {
           bytes += t->numel() * static_cast<int64_t>(t->element_size());
         }
       }
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double waste = padded ? double(padded - valid) / double(padded) : 0.0;
       if (a->json) {
         std::printf("%s\n", nlohmann::ordered_json{{"batches", batches},
@@ -87,14 +103,24 @@ void RegisterDataCheck(CLI::App& app, CommandFn* selected) {
                                                    {"padded_frames", padded},
                                                    {"padding_waste", waste},
                                                    {"bytes", bytes},
-                                                   {"seconds", secs}}
+                                                   {"seconds", secs},
+                                                   {"bad_episodes", problems}}
                                 .dump()
                                 .c_str());
       } else {
-        std::printf("read %lld batches (%lld episodes) in %.2f s: %.1f batches/s, %.1f MB/s of "
-                    "padded tensors, padding waste %.2f %%\n",
-                    (long long)batches, (long long)episodes, secs, batches / secs,
-                    bytes / secs / 1e6, 100 * waste);
+        std::printf(
+            "read %lld batches (%lld episodes) in %.2f s: %.1f batches/s, %.1f MB/s of "
+            "padded tensors, padding waste %.2f %%\n",
+            (long long)batches, (long long)episodes, secs, batches / secs, bytes / secs / 1e6,
+            100 * waste);
+      }
+      if (!problems.empty()) {
+        for (const auto& p : problems)
+          std::fprintf(stderr, "baton-train data-check: %s\n", p.c_str());
+        std::fprintf(stderr,
+                     "baton-train data-check: %zu bad episode(s); regenerate or remove them\n",
+                     problems.size());
+        return kExitData;
       }
       return kExitOk;
     };

@@ -13,6 +13,8 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--run-dir", o->run_dir, "Run directory (default: run.dir of the config)");
   cmd->add_option("--events", o->events_path, "Events file (default: <run_dir>/events/<job>.<restart>.jsonl)");
   cmd->add_option("--resume", o->resume, "auto | none | a checkpoint folder")->capture_default_str();
+  cmd->add_flag("--start-over", o->start_over,
+                "With --resume none: move existing checkpoints aside instead of refusing");
   cmd->add_option("--resume-mode", o->resume_mode, "weights_only: load weights alone (fresh AdamW, re-warmup)")
       ->check(CLI::IsMember({"", "exact", "weights_only"}));
   cmd->add_option("--expect-mode", o->expect_mode, "The launcher's decision; refused if the checkpoint disagrees")

@@ -1,6 +1,8 @@
 // The training run of `baton-train train`: config, data, model, optimizer, resume, loop,
 // shutdown — in that order, like llm.c's main. Returns the process exit code: 0 at the target
-// step, 75 after a stop signal (checkpointed; requeue me), 78 config, 65 data.
+// step, 75 after a stop signal (checkpointed; requeue me), 79 diverged; a FatalError (78 config,
+// 65 data, 74 I/O) or any other exception (70) propagates to main after the run's events file got
+// a segment_end record with reason "error", the exit code and the message.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,10 @@ struct TrainOptions {
   std::string run_dir;        // overrides run.dir
   std::string events_path;    // default <run_dir>/events/<job>.<restart>.jsonl
   std::string resume = "auto";  // auto | none | <checkpoint folder>
+  // With --resume none: move the run folder's checkpoints aside (to checkpoints.replaced-<time>)
+  // and start over. Without it, --resume none refuses a folder holding valid checkpoints, so two
+  // runs never mix in one folder.
+  bool start_over = false;
   std::string resume_mode;    // "" = from the checkpoint; weights_only forces a weights-only load
   // The launcher's decision, checked against the checkpoint (a contradiction is exit 78).
   std::string expect_mode;    // fresh | exact | weights_only

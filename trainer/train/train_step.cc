@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "trainer/objective/flow_matching.h"
 #include "trainer/train/autocast.h"
@@ -104,12 +105,14 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   auto a = s.accessor<double, 1>();
 
   st.grad_norm = optimizer_->ClipGradNorm(config_.optim.grad_clip);
-  optimizer_->Step(lr);
   st.lr = lr;
   st.loss_video = a[0] / global_frames;
   st.loss_action = a[1] / global_frames;
   st.loss = config_.objective.video_loss_weight * st.loss_video +
             config_.objective.action_loss_weight * st.loss_action;
+  st.nonfinite = !std::isfinite(st.loss_video) || !std::isfinite(st.loss_action) ||
+                 !std::isfinite(st.loss) || !std::isfinite(st.grad_norm);
+  if (!st.nonfinite) optimizer_->Step(lr);
   st.tokens = int64_t(a[2] + 0.5);
   st.padded_tokens = int64_t(a[3] + 0.5);
   st.samples = int64_t(a[4] + 0.5);

@@ -3,7 +3,8 @@
 //
 // The caller hands over the step's micro-batches for this rank and the global count of valid
 // frames of the whole step (all micro-steps, all ranks; the sampler plan is a pure function, so
-// it is known without communication). Gradients accumulate over micro-steps in .grad and are
+// it is known without communication). A step whose loss or gradient norm is not finite is not
+// applied: one bad episode or one overflow must not turn every weight into NaN. Gradients accumulate over micro-steps in .grad and are
 // summed across ranks once, together with the step's loss sums and token counts (one bucketed
 // reduction per step). Not thread-safe; owns no data, borrows model, optimizer and group.
 #pragma once
@@ -33,6 +34,9 @@ struct StepStats {
   int64_t valid_frames = 0, padded_frames = 0;          // global
   std::vector<MicroProfile> micro;                      // this rank, when profiling
   bool stop = false;  // some rank asked to stop (agreed in the step's one reduction)
+  // The loss or the gradient norm was NaN/Inf: the update was skipped (weights and AdamW state
+  // untouched). Decided from reduced values, so every rank decides the same.
+  bool nonfinite = false;
 };
 
 class TrainStepper {

@@ -1,0 +1,56 @@
+#include "trainer/train/segment_log.h"
+
+#include <filesystem>
+
+#include "trainer/fail.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+void SegmentLog::SetPath(const std::string& explicit_path, const std::string& run_dir,
+                         const std::string& job, int64_t restart) {
+  if (!explicit_path.empty()) {
+    path_ = explicit_path;
+  } else if (!run_dir.empty()) {
+    path_ = (fs::path(run_dir) / "events" / EventsFileName(job, restart)).string();
+  }
+}
+
+void SegmentLog::Open() {
+  if (!leader() || writer_.is_open()) return;
+  BATON_CHECK_OK(writer_.Open(path_, "trainer"), "check that the run directory is writable");
+}
+
+void SegmentLog::Write(const char* type, nlohmann::json record, bool sync) {
+  if (!leader()) return;
+  BATON_CHECK_OK(writer_.Write(type, std::move(record), sync),
+                 "check that the run directory is writable");
+}
+
+std::string ErrorMessage(const std::string& what) {
+  const size_t at = what.find("\n  at ");
+  return at == std::string::npos ? what : what.substr(0, at);
+}
+
+void SegmentLog::WriteError(int exit_code, const std::string& what, int64_t step) {
+  if (error_written_ || path_.empty()) return;
+  error_written_ = true;
+  // Only a run folder that exists gets an events file: an error about a mistyped folder must
+  // not create it.
+  if (!writer_.is_open()) {
+    std::error_code ec;
+    const fs::path events_dir = fs::path(path_).parent_path();
+    if (!fs::is_directory(events_dir.parent_path(), ec)) return;
+    if (!writer_.Open(path_, "trainer").ok()) return;
+  }
+  if (step < 0) step = step_;
+  nlohmann::json record{{"step", step < 0 ? nlohmann::json(nullptr) : nlohmann::json(step)},
+                        {"reason", "error"},
+                        {"signal", nullptr},
+                        {"exit_code", exit_code},
+                        {"rank", rank_},
+                        {"message", ErrorMessage(what)}};
+  (void)writer_.Write(event_type::kSegmentEnd, std::move(record), /*sync=*/true);
+}
+
+}  // namespace baton
