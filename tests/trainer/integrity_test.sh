@@ -17,19 +17,7 @@ make_dataset "$tmp/ds" 16 5:12
 events_of() { cat "$1"/events/*.jsonl; }
 
 # poison FILE TENSOR VALUE: sets element 3 of TENSOR (F32) in a safetensors file to VALUE.
-poison() {
-  python3 - "$@" <<'PY'
-import json, struct, sys
-path, name, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
-with open(path, "r+b") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    header = json.loads(f.read(n))
-    assert header[name]["dtype"] == "F32", header[name]
-    start = header[name]["data_offsets"][0]
-    f.seek(8 + n + start + 3 * 4)
-    f.write(struct.pack("<f", value))
-PY
-}
+poison() { python3 "$(dirname "$0")/../data/set_tensor_value.py" "$1" "$2" 3 "$3"; }
 
 # --- 1. A NaN (or Inf) in an episode's tensors: exit 65 naming file and tensor. ---------------
 cp -r "$tmp/ds" "$tmp/ds_nan"
