@@ -1,13 +1,20 @@
 #include "schema/run_config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -32,22 +39,152 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The trainer computes in float32 (or bfloat16, whose range is float32's): a float key beyond
+// this turns into inf on the first step.
+constexpr double kFloatMax = FLT_MAX;
 
-// Collects every problem so a user fixes a config in one round trip, not one error per run.
+std::string MarkText(const std::string& source, const YAML::Mark& mark) {
+  if (mark.line < 0) return source;
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Collects every problem so a user fixes a config in one round trip, not one error per run;
+// keeps the first kMaxRunConfigErrors and counts the rest.
 struct Context {
   std::string source;
   fs::path anchor;  // folder that relative paths are resolved against
+  RunConfigOptions options;
   std::vector<std::string> errors;
+  size_t dropped = 0;  // errors past kMaxRunConfigErrors
 
-  std::string Where(const YAML::Node& node) const {
-    const YAML::Mark mark = node.Mark();
-    if (mark.line < 0) return source;
-    return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  std::string Where(const YAML::Node& node) const { return MarkText(source, node.Mark()); }
+  void Add(std::string line) {
+    if (errors.size() < kMaxRunConfigErrors) {
+      errors.push_back(std::move(line));
+    } else {
+      ++dropped;
+    }
   }
   void Error(const YAML::Node& node, const std::string& key, const std::string& what) {
-    errors.push_back(Where(node) + ": " + key + ": " + what);
+    Add(Where(node) + ": " + key + ": " + what);
+  }
+  Status ToStatus() const {
+    std::string msg;
+    for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+    if (dropped > 0) msg += "\n... and " + std::to_string(dropped) + " more";
+    return Status::Config(msg);
   }
 };
+
+// Walks the YAML events (which keep every key and its position, unlike YAML::Node, whose maps
+// hide a repeated key) and reports each key given twice in one mapping, naming both places.
+class RepeatedKeyFinder : public YAML::EventHandler {
+ public:
+  explicit RepeatedKeyFinder(Context& ctx) : ctx_(ctx) {}
+
+  void OnDocumentStart(const YAML::Mark&) override { stack_.clear(); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override {
+    static const std::string kNull = "null";
+    Leaf(mark, &kNull);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Leaf(mark, nullptr); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    Leaf(mark, &value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, /*is_map=*/false);
+  }
+  void OnSequenceEnd() override { stack_.pop_back(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, /*is_map=*/true);
+  }
+  void OnMapEnd() override { stack_.pop_back(); }
+
+ private:
+  struct Frame {
+    bool is_map = false;
+    std::string path;                        // key path of this container ("" for the root)
+    bool expect_key = true;                  // maps alternate key, value
+    std::string value_path;                  // path of the value after the key just read
+    std::map<std::string, YAML::Mark> keys;  // scalar keys seen, with where
+    int64_t items = 0;                       // sequences: items seen
+  };
+
+  // A node begins: as a key or a value of the enclosing mapping, or an item of a list. Returns
+  // the node's own key path. `key` is the scalar text when the node is a scalar.
+  std::string Begin(const YAML::Mark& mark, const std::string* key) {
+    if (stack_.empty()) return "";
+    Frame& f = stack_.back();
+    if (!f.is_map) return f.path + "[" + std::to_string(f.items++) + "]";
+    if (!f.expect_key) {
+      f.expect_key = true;
+      return f.value_path;
+    }
+    f.expect_key = false;
+    if (key == nullptr) {  // a list, mapping or alias as a key: the validator names it
+      f.value_path = f.path.empty() ? "?" : f.path + ".?";
+      return f.value_path;
+    }
+    f.value_path = f.path.empty() ? *key : f.path + "." + *key;
+    auto [it, inserted] = f.keys.emplace(*key, mark);
+    if (!inserted) {
+      const bool section = stack_.size() == 1;
+      ctx_.Add(MarkText(ctx_.source, mark) + ": " + f.value_path + ": repeated " +
+               (section ? "section" : "key") + ", first given at " +
+               MarkText(ctx_.source, it->second) + " (YAML readers would keep only one of them)");
+    }
+    return f.value_path;
+  }
+  void Leaf(const YAML::Mark& mark, const std::string* scalar) { Begin(mark, scalar); }
+  void Open(const YAML::Mark& mark, bool is_map) {
+    Frame f;
+    f.is_map = is_map;
+    f.path = Begin(mark, nullptr);
+    stack_.push_back(std::move(f));
+  }
+
+  Context& ctx_;
+  std::vector<Frame> stack_;
+};
+
+// The checks YAML::Node cannot make: repeated keys, and a second document (which YAML::Load
+// would drop without a word). Returns false when the text is not YAML at all.
+bool CheckYamlStructure(Context& ctx, const std::string& yaml_text) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  RepeatedKeyFinder finder(ctx);
+  try {
+    if (!parser.HandleNextDocument(finder)) return true;
+    struct SecondDocument : YAML::EventHandler {
+      YAML::Mark start;
+      void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+      void OnDocumentEnd() override {}
+      void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+      void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+      void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    const std::string&) override {}
+      void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                           YAML::EmitterStyle::value) override {}
+      void OnSequenceEnd() override {}
+      void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                      YAML::EmitterStyle::value) override {}
+      void OnMapEnd() override {}
+    } second;
+    if (parser.HandleNextDocument(second)) {
+      ctx.Add(MarkText(ctx.source, second.start) +
+              ": a second YAML document starts here; a run config is one document "
+              "(remove the '---' line and what follows, or merge it into the first)");
+    }
+  } catch (const YAML::Exception& e) {
+    ctx.Add(MarkText(ctx.source, e.mark) + ": malformed YAML: " + e.msg);
+    return false;
+  }
+  return true;
+}
 
 std::string Describe(const YAML::Node& node) {
   if (node.IsNull()) return "null";
@@ -56,27 +193,51 @@ std::string Describe(const YAML::Node& node) {
   return "'" + node.Scalar() + "'";
 }
 
-// Quoted scalars carry the "!" tag: `batch_size: "4"` is a string, not a number.
-bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+const std::regex& IntPattern() {
+  static const std::regex kInt("[-+]?[0-9]+");
+  return kInt;
+}
+const std::regex& FloatPattern() {
+  static const std::regex kFloat("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
+  return kFloat;
+}
+
+// A scalar is a number only when its tag says so: plain ("?") or an explicit !!int / !!float.
+// Quoted scalars carry the "!" tag and `!!str 4` the str tag: `batch_size: "4"` is a string.
+bool IsNumberScalar(const YAML::Node& node, bool allow_float) {
+  if (!node.IsScalar()) return false;
+  const std::string& tag = node.Tag();
+  return tag == "?" || tag == "tag:yaml.org,2002:int" ||
+         (allow_float && tag == "tag:yaml.org,2002:float");
+}
+
+// For messages: a string that would be a number without its quotes or tag.
+std::string StringNumberHint(const YAML::Node& node) {
+  if (!node.IsScalar() || IsNumberScalar(node, /*allow_float=*/true)) return "";
+  if (!std::regex_match(node.Scalar(), FloatPattern())) return "";
+  return " (quoted or tagged !!str, so a string, not a number)";
+}
 
 bool ParseInt(const YAML::Node& node, int64_t* out) {
-  if (!IsPlainScalar(node)) return false;
+  if (!IsNumberScalar(node, /*allow_float=*/false)) return false;
   const std::string& s = node.Scalar();
-  static const std::regex kInt("[-+]?[0-9]+");
-  if (!std::regex_match(s, kInt)) return false;
+  if (!std::regex_match(s, IntPattern())) return false;
   const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
   auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
+// True when `node` is written as a decimal number; `*out` may then be +-inf (1e400) or beyond
+// float32's range (1e39): the caller reports those as out of range, naming the value.
 bool ParseFloat(const YAML::Node& node, double* out) {
-  if (!IsPlainScalar(node)) return false;
+  if (!IsNumberScalar(node, /*allow_float=*/true)) return false;
   const std::string& s = node.Scalar();
-  static const std::regex kFloat("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
-  if (!std::regex_match(s, kFloat)) return false;
+  if (!std::regex_match(s, FloatPattern())) return false;
   *out = std::strtod(s.c_str(), nullptr);
-  return std::isfinite(*out);
+  return true;
 }
+
+bool InFloatRange(double x) { return std::isfinite(x) && std::abs(x) <= kFloatMax; }
 
 std::string FormatDouble(double v) {
   char buf[64];
@@ -131,7 +292,7 @@ class Section {
     if (!v.IsDefined()) return;
     int64_t x = 0;
     if (!ParseInt(v, &x)) {
-      ctx_.Error(v, Key(key), "expected an integer, got " + Describe(v));
+      ctx_.Error(v, Key(key), "expected an integer, got " + Describe(v) + StringNumberHint(v));
     } else if (x < min || x > max) {
       const std::string range = max == kMaxInt ? ">= " + std::to_string(min)
                                                : "in [" + std::to_string(min) + ", " +
@@ -147,10 +308,19 @@ class Section {
     if (!v.IsDefined()) return;
     double x = 0;
     if (!ParseFloat(v, &x)) {
-      ctx_.Error(v, Key(key), "expected a finite number, got " + Describe(v));
+      ctx_.Error(v, Key(key), "expected a finite number, got " + Describe(v) + StringNumberHint(v));
+    } else if (!InFloatRange(x)) {
+      const std::string range =
+          "finite and within float32's range, |x| <= " + FormatDouble(kFloatMax);
+      ctx_.Error(v, Key(key), "value " + v.Scalar() + " is out of range (must be " + range + ")");
     } else if (x < min || x > max || (min_open && x == min)) {
       ctx_.Error(v, Key(key), "value " + v.Scalar() + " is out of range (must be " +
                                   RangeText(min, max, min_open) + ")");
+    } else if (min_open && static_cast<float>(x) == static_cast<float>(min)) {
+      ctx_.Error(v, Key(key),
+                 "value " + v.Scalar() + " is out of range (must be " +
+                     RangeText(min, max, min_open) + "; it rounds to " + FormatDouble(min) +
+                     " in float32)");
     } else {
       *out = x;
     }
@@ -222,6 +392,73 @@ bool ValidSlurmTime(const std::string& t) {
   return std::regex_match(t, kTime);
 }
 
+// "a FIFO", "a folder", ... for a file that is not a regular one.
+std::string FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Opens `path` for reading only if it is a regular file. O_NONBLOCK: a FIFO swapped in after the
+// stat must not block the open. Returns the fd, or -1 with `*why` set.
+int OpenRegularFile(const std::string& path, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *why = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    *why = "it is " + FileKind(st.st_mode) + ", not a regular file";
+  } else {
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+// Counts a dataset's episodes the way the trainer's index reader does (the non-blank lines of
+// meta/episodes.jsonl), reading only until `enough` are seen so a large index costs little.
+// -1 when there is no index (the trainer reports that, naming it); a message when the index
+// is not a regular file or cannot be read.
+Result<int64_t> CountEpisodes(const std::string& index_path, int64_t enough) {
+  struct stat st {};
+  if (::stat(index_path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return int64_t{-1};
+    return Status::Config(index_path + ": cannot stat: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Config(index_path + " is " + FileKind(st.st_mode) + ", not a regular file");
+  }
+  std::string why;
+  const int fd = OpenRegularFile(index_path, &why);
+  if (fd < 0) return Status::Config(index_path + ": cannot read: " + why);
+  int64_t count = 0;
+  bool content = false;  // the current line holds a non-blank character
+  char buf[1 << 16];
+  while (count < enough) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      const char ch = buf[i];
+      if (ch == '\n') {
+        count += content ? 1 : 0;
+        content = false;
+      } else if (ch != ' ' && ch != '\t' && ch != '\r') {
+        content = true;
+      }
+    }
+  }
+  ::close(fd);
+  return count + (content ? 1 : 0);
+}
+
 std::string Resolve(const Context& ctx, const std::string& p) {
   if (p.empty()) return p;
   fs::path path(p);
@@ -271,6 +508,7 @@ void ReadData(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "data");
   s.set_root_mark(root);
   auto& x = c.data;
+  bool dataset_found = false;
   if (s.String("path", &x.path, /*required=*/true)) {
     const YAML::Node v = s.node()["path"];
     if (x.path.empty()) {
@@ -280,10 +518,27 @@ void ReadData(Context& ctx, const YAML::Node& root, RunConfig& c) {
       std::error_code ec;
       if (!fs::is_directory(x.path, ec)) {
         ctx.Error(v, "data.path", "no such dataset folder '" + x.path + "'");
+      } else {
+        dataset_found = true;
       }
     }
   }
+  const size_t errors_before = ctx.errors.size() + ctx.dropped;
   s.Int("batch_size", &x.batch_size, 1, 65536);
+  if (dataset_found && ctx.errors.size() + ctx.dropped == errors_before) {
+    // A batch larger than the dataset would repeat episodes inside one batch.
+    const std::string index = (fs::path(x.path) / "meta" / "episodes.jsonl").string();
+    const Result<int64_t> episodes = CountEpisodes(index, x.batch_size);
+    const YAML::Node batch = s.node()["batch_size"];
+    if (!episodes.ok()) {
+      ctx.Error(s.node()["path"], "data.path", episodes.status().message());
+    } else if (episodes.value() >= 0 && x.batch_size > episodes.value()) {
+      ctx.Error(batch ? batch : s.node()["path"], "data.batch_size",
+                "value " + std::to_string(x.batch_size) + (batch ? "" : " (the default)") +
+                    " exceeds the dataset's " + std::to_string(episodes.value()) + " episodes (" +
+                    index + ")");
+    }
+  }
   s.Int("pad_multiple", &x.pad_multiple, 1, 4096);
   s.Int("pool_factor", &x.pool_factor, 1, 1 << 20);
   s.Enum<SamplerPlan>("plan", &x.plan,
@@ -394,7 +649,20 @@ void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c) {
   s.Enum<std::string>("device", &x.device, {{"cpu", "cpu"}, {"cuda", "cuda"}});
   s.Int("log_every", &x.log_every, 1);
   s.Int("profile", &x.profile, 0);
+  s.Int("max_nonfinite_steps", &x.max_nonfinite_steps, 1);
   s.Finish();
+  if (x.device == "cuda" && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
+    const YAML::Node v = s.node()["device"];
+    if (ctx.options.cuda == RunConfigOptions::Cuda::kNo) {
+      ctx.Error(v, "train.device",
+                "value cuda needs a baton-train built with CUDA, and this one was built without "
+                "(use cpu, or rebuild with -DBATON_CUDA=ON against a CUDA libtorch)");
+    } else {
+      c.warnings.push_back(ctx.Where(v) +
+                           ": train.device: value cuda needs a baton-train built with CUDA "
+                           "(-DBATON_CUDA=ON); the trainer checks this when the job starts");
+    }
+  }
 }
 
 const std::vector<std::string> kSections = {"run",   "slurm", "data",       "model", "objective",
@@ -402,22 +670,30 @@ const std::vector<std::string> kSections = {"run",   "slurm", "data",       "mod
 
 }  // namespace
 
-Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source) {
+Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source,
+                                 const RunConfigOptions& options) {
+  if (yaml_text.size() > static_cast<size_t>(kMaxRunConfigBytes)) {
+    return Status::Config(source + ": " + std::to_string(yaml_text.size()) +
+                          " bytes is too large for a run config (at most " +
+                          std::to_string(kMaxRunConfigBytes) + " bytes)");
+  }
   Context ctx;
   ctx.source = source;
+  ctx.options = options;
   {
     std::error_code ec;
     fs::path p(source);
     ctx.anchor = p.has_parent_path() ? fs::absolute(p.parent_path(), ec) : fs::current_path(ec);
   }
+  if (!CheckYamlStructure(ctx, yaml_text)) return ctx.ToStatus();
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    return Status::Config(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                          std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+    return Status::Config(MarkText(source, e.mark) + ": malformed YAML: " + e.msg);
   }
   if (!root.IsMap()) {
+    if (!ctx.errors.empty()) return ctx.ToStatus();  // a second document, named by line
     return Status::Config(source + ": expected a mapping with sections " +
                           "run, slurm, data, model, objective, optim, checkpoint, train; got " +
                           (root.IsNull() ? std::string("an empty file") : Describe(root)));
@@ -443,25 +719,53 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
     ReadCheckpoint(ctx, root, c);
     ReadTrain(ctx, root, c);
   } catch (const YAML::Exception& e) {
-    ctx.errors.push_back(source + ": unreadable YAML structure: " + e.msg);
+    ctx.Add(source + ": unreadable YAML structure: " + e.msg);
   }
   if (c.run.name.empty()) c.run.name = fs::path(source).stem().string();
   if (c.run.name.empty()) c.run.name = "run";
 
-  if (!ctx.errors.empty()) {
-    std::string msg;
-    for (const auto& e : ctx.errors) msg += (msg.empty() ? "" : "\n") + e;
-    return Status::Config(msg);
-  }
+  if (!ctx.errors.empty()) return ctx.ToStatus();
   return c;
 }
 
-Result<RunConfig> LoadRunConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Config(path + ": cannot read the config file (does it exist?)");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseRunConfig(buf.str(), path);
+Result<RunConfig> LoadRunConfig(const std::string& path, const RunConfigOptions& options) {
+  // Checked before opening: opening a FIFO blocks until a writer comes, and reading a device
+  // or a huge file never ends in time.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Config(path + ": cannot read the config file (" + std::strerror(errno) + ")");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Config(path + ": cannot read the config file: it is " + FileKind(st.st_mode) +
+                          ", not a regular file");
+  }
+  auto too_large = [&](int64_t bytes) {
+    return Status::Config(path + ": the config file is " + std::to_string(bytes) +
+                          " bytes, more than a run config's limit of " +
+                          std::to_string(kMaxRunConfigBytes) + " bytes (is it the right file?)");
+  };
+  if (st.st_size > kMaxRunConfigBytes) return too_large(st.st_size);
+  std::string why;
+  const int fd = OpenRegularFile(path, &why);
+  if (fd < 0) return Status::Config(path + ": cannot read the config file: " + why);
+  // One byte past the limit tells a file that grew after the stat from one at the limit.
+  std::string text(static_cast<size_t>(kMaxRunConfigBytes) + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      return Status::Config(path + ": cannot read the config file: " + err);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got > static_cast<size_t>(kMaxRunConfigBytes)) return too_large(static_cast<int64_t>(got));
+  text.resize(got);
+  return ParseRunConfig(text, path, options);
 }
 
 std::string ToYaml(const RunConfig& c) {
@@ -551,6 +855,7 @@ std::string ToYaml(const RunConfig& c) {
   kv("device", c.train.device);
   ki("log_every", c.train.log_every);
   ki("profile", c.train.profile);
+  ki("max_nonfinite_steps", c.train.max_nonfinite_steps);
   e << YAML::EndMap;
 
   e << YAML::EndMap;

@@ -96,10 +96,15 @@ struct TrainSection {
   std::string device = "cpu";      // cpu | cuda
   int64_t log_every = 1;           // steps between progress lines
   int64_t profile = 0;             // micro-steps to profile (tokens, fwd+bwd time, peak memory)
+  // Consecutive steps with a NaN/Inf loss or gradient norm (each skipped, not applied) after
+  // which the run stops as diverged (exit 79).
+  int64_t max_nonfinite_steps = 3;
 };
 
 struct RunConfig {
   std::string source;              // the file it was read from (for messages)
+  // Notes that do not stop the run ("<file>:<line>:<col>: <key>: <note>"); not part of ToYaml.
+  std::vector<std::string> warnings;
   RunSection run;
   SlurmSection slurm;
   DataSection data;
@@ -113,13 +118,31 @@ struct RunConfig {
 const char* SamplerPlanName(SamplerPlan plan);
 const char* DTypeName(DType dtype);
 
+// What the caller knows about where the config will run.
+struct RunConfigOptions {
+  // Whether the baton-train that runs this config was built with CUDA. The orchestrator cannot
+  // know (the job may run a trainer built on another machine, docs/trainer_deps.md): kUnknown
+  // accepts `train.device: cuda` with a warning. baton-train knows: kNo rejects it (exit 78).
+  enum class Cuda { kUnknown, kYes, kNo };
+  Cuda cuda = Cuda::kUnknown;
+};
+
+// A run config is a few KiB; a bigger file is the wrong file, refused before it is parsed.
+constexpr int64_t kMaxRunConfigBytes = 1 << 20;
+// Problems listed in one error; the rest are counted ("... and 7 more"), so a generated or
+// wrong file cannot flood a terminal or hold unbounded memory.
+constexpr size_t kMaxRunConfigErrors = 20;
+
 // Reads, resolves (relative paths against the file's folder) and validates `path`. On failure
 // the Status (Code::kConfig) lists every problem found, one per line, each as
-// "<file>:<line>:<col>: <key.path>: <what> (got <value>)".
-Result<RunConfig> LoadRunConfig(const std::string& path);
+// "<file>:<line>:<col>: <key.path>: <what> (got <value>)". A path that is not a regular file
+// (a folder, a FIFO, a device) or is larger than kMaxRunConfigBytes is refused without reading it,
+// so a FIFO never blocks the caller.
+Result<RunConfig> LoadRunConfig(const std::string& path, const RunConfigOptions& options = {});
 
 // Same, from YAML text; `source` names it in messages and anchors relative paths.
-Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source);
+Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source,
+                                 const RunConfigOptions& options = {});
 
 // The resolved config as YAML (every key, absolute paths). ParseRunConfig(ToYaml(c)) == c.
 std::string ToYaml(const RunConfig& config);

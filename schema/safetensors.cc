@@ -64,6 +64,79 @@ T Load(const uint8_t* p) {
   return v;
 }
 
+// Element count and byte size of `shape` x `elem_size`, or false when they do not fit in int64.
+// Every partial product is checked, the zero dimensions left out: a crafted shape whose byte
+// count wraps around 2^64 would otherwise match a small data range, and code that multiplies
+// some of the dimensions later must not overflow either.
+bool ShapeBytes(const std::vector<int64_t>& shape, size_t elem_size, uint64_t* numel,
+                uint64_t* bytes) {
+  int64_t nonzero = static_cast<int64_t>(elem_size);
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(nonzero, d, &nonzero)) {
+      return false;
+    }
+  }
+  *bytes = empty ? 0 : static_cast<uint64_t>(nonzero);
+  *numel = empty ? 0 : *bytes / elem_size;
+  return true;
+}
+
+// "a FIFO", "a folder", ... for a file that is not a regular one.
+std::string FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+template <class T>
+std::vector<T> Convert(const StTensorInfo& t, const uint8_t* p) {
+  const int64_t n = t.numel();
+  std::vector<T> out(static_cast<size_t>(n));
+  switch (t.dtype) {
+    case StDType::kF32:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(Load<float>(p + 4 * i));
+      break;
+    case StDType::kF64:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(Load<double>(p + 8 * i));
+      break;
+    case StDType::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(HalfToFloat(Load<uint16_t>(p + 2 * i)));
+      break;
+    case StDType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint32_t bits = uint32_t(Load<uint16_t>(p + 2 * i)) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        out[i] = T(f);
+      }
+      break;
+    case StDType::kI64:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(Load<int64_t>(p + 8 * i));
+      break;
+    case StDType::kI32:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(Load<int32_t>(p + 4 * i));
+      break;
+    case StDType::kI16:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(Load<int16_t>(p + 2 * i));
+      break;
+    case StDType::kI8:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(int8_t(p[i]));
+      break;
+    case StDType::kU8:
+    case StDType::kBool:
+      for (int64_t i = 0; i < n; ++i) out[i] = T(p[i]);
+      break;
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* StDTypeName(StDType dtype) {
@@ -114,20 +187,32 @@ const StTensorInfo* SafetensorsFile::Find(const std::string& name) const {
 }
 
 Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  auto corrupt = [&](const std::string& why) {
+    return Status::Data(path + ": not a valid safetensors file: " + why);
+  };
+  // Refused before opening: opening a FIFO blocks until a writer comes, and a device never ends.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound(path + ": no such file");
+    return Status::Io(path + ": cannot stat: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return corrupt("it is " + FileKind(st.st_mode) + ", not a regular file");
+  // O_NONBLOCK: a FIFO swapped in after the stat must not block the open either.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": no such file");
     return Status::Io(path + ": cannot open: " + std::strerror(errno));
   }
-  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
     return Status::Io(path + ": cannot stat: " + std::strerror(errno));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return corrupt("it is " + FileKind(st.st_mode) + ", not a regular file");
+  }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  auto corrupt = [&](const std::string& why) {
-    return Status::Data(path + ": not a valid safetensors file: " + why);
-  };
   if (size < 8) {
     ::close(fd);
     return corrupt("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
@@ -178,13 +263,21 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
       if (!e["dtype"].is_string() || !ParseStDType(e["dtype"].get<std::string>(), &t.dtype)) {
         return corrupt("tensor '" + t.name + "' has unknown dtype " + e["dtype"].dump());
       }
-      uint64_t numel = 1;
+      if (!e["shape"].is_array()) {
+        return corrupt("tensor '" + t.name + "' has a bad shape " + e["shape"].dump());
+      }
       for (const auto& d : e["shape"]) {
-        if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+        // An unsigned above INT64_MAX would turn negative in get<int64_t>: rejected as such.
+        if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) ||
+            d.get<int64_t>() < 0) {
           return corrupt("tensor '" + t.name + "' has a bad shape " + e["shape"].dump());
         }
         t.shape.push_back(d.get<int64_t>());
-        numel *= static_cast<uint64_t>(t.shape.back());
+      }
+      uint64_t numel = 0, nbytes = 0;
+      if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
+        return corrupt("tensor '" + t.name + "' has shape " + ShapeString(t.shape) +
+                       " whose size in " + StDTypeName(t.dtype) + " bytes overflows 64 bits");
       }
       const auto& off = e["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
@@ -198,11 +291,10 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
                        std::to_string(t.end) + ") lie outside the " + std::to_string(data_size) +
                        "-byte data section (truncated?)");
       }
-      if (t.end - t.begin != numel * StDTypeSize(t.dtype)) {
+      if (t.end - t.begin != nbytes) {
         return corrupt("tensor '" + t.name + "' holds " + std::to_string(t.end - t.begin) +
                        " bytes but dtype " + StDTypeName(t.dtype) + " x shape " +
-                       ShapeString(t.shape) + " needs " +
-                       std::to_string(numel * StDTypeSize(t.dtype)));
+                       ShapeString(t.shape) + " needs " + std::to_string(nbytes));
       }
       file->tensors_.push_back(std::move(t));
     }
@@ -211,7 +303,9 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
   }
 
   std::vector<const StTensorInfo*> by_offset;
-  for (const auto& t : file->tensors_) by_offset.push_back(&t);
+  for (const auto& t : file->tensors_) {
+    if (t.begin < t.end) by_offset.push_back(&t);  // an empty range overlaps nothing
+  }
   std::sort(by_offset.begin(), by_offset.end(),
             [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
@@ -231,27 +325,18 @@ Result<std::vector<float>> SafetensorsFile::ReadFloat32(
     return Status::Data(path_ + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
                         ", expected " + ShapeString(*expected_shape));
   }
-  const int64_t n = t->numel();
-  std::vector<float> out(static_cast<size_t>(n));
-  const uint8_t* p = Data(*t);
-  switch (t->dtype) {
-    case StDType::kF32: std::memcpy(out.data(), p, n * 4); break;
-    case StDType::kF64: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<double>(p + 8 * i)); break;
-    case StDType::kF16: for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(Load<uint16_t>(p + 2 * i)); break;
-    case StDType::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint32_t bits = uint32_t(Load<uint16_t>(p + 2 * i)) << 16;
-        std::memcpy(&out[i], &bits, 4);
-      }
-      break;
-    case StDType::kI64: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int64_t>(p + 8 * i)); break;
-    case StDType::kI32: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int32_t>(p + 4 * i)); break;
-    case StDType::kI16: for (int64_t i = 0; i < n; ++i) out[i] = float(Load<int16_t>(p + 2 * i)); break;
-    case StDType::kI8: for (int64_t i = 0; i < n; ++i) out[i] = float(int8_t(p[i])); break;
-    case StDType::kU8:
-    case StDType::kBool: for (int64_t i = 0; i < n; ++i) out[i] = float(p[i]); break;
+  if (t->dtype == StDType::kF32) {
+    std::vector<float> out(static_cast<size_t>(t->numel()));
+    if (!out.empty()) std::memcpy(out.data(), Data(*t), out.size() * 4);
+    return out;
   }
-  return out;
+  return Convert<float>(*t, Data(*t));
+}
+
+Result<std::vector<double>> SafetensorsFile::ReadFloat64(const std::string& name) const {
+  const StTensorInfo* t = Find(name);
+  if (t == nullptr) return Status::Data(path_ + ": tensor '" + name + "' is missing");
+  return Convert<double>(*t, Data(*t));
 }
 
 Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>& tensors,
@@ -264,13 +349,15 @@ Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>&
     if (t.name == "__metadata__" || !names.insert(t.name).second) {
       return Status::InvalidArgument(path + ": tensor name '" + t.name + "' is reserved or repeated");
     }
-    uint64_t numel = 1;
-    for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
-    const uint64_t nbytes = numel * StDTypeSize(t.dtype);
-    header[t.name] = {{"dtype", StDTypeName(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + nbytes}}};
-    offset += nbytes;
+    uint64_t numel = 0, nbytes = 0;
+    if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes) ||
+        __builtin_add_overflow(offset, nbytes, &nbytes)) {
+      return Status::InvalidArgument(path + ": tensor '" + t.name + "' has shape " +
+                                     ShapeString(t.shape) + " whose size overflows 64 bits");
+    }
+    header[t.name] = {
+        {"dtype", StDTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, nbytes}}};
+    offset = nbytes;
   }
   std::string text = header.dump();
   // Pad with spaces so the data section starts 8-byte aligned (as upstream writers do).
@@ -281,9 +368,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>&
       return Status::Io(path + ": short write of the header");
     }
     for (const auto& t : tensors) {
-      uint64_t numel = 1;
-      for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
-      const size_t nbytes = numel * StDTypeSize(t.dtype);
+      uint64_t numel = 0, nbytes = 0;
+      ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes);  // checked above
       if (nbytes > 0 && std::fwrite(t.data, 1, nbytes, f) != nbytes) {
         return Status::Io(path + ": short write of tensor '" + t.name + "': " + std::strerror(errno));
       }

@@ -35,10 +35,12 @@ struct StTensorInfo {
 
 class SafetensorsFile {
  public:
-  // Maps `path` and validates it: header length within the file, JSON well formed, every dtype
-  // known, every byte range inside the data, matching dtype x shape, and not overlapping
-  // another. Code::kNotFound when the file is missing, Code::kData for anything corrupt; the
-  // message names the file.
+  // Maps `path` and validates it: a regular file (a FIFO or device is refused before it is
+  // opened, so Open never blocks), header length within the file, JSON well formed, every dtype
+  // known, a shape whose byte size fits in int64 (checked without wrapping), every byte range
+  // inside the data, matching dtype x shape, and not overlapping another. Code::kNotFound when
+  // the file is missing, Code::kData for anything corrupt; the message names the file and
+  // tensor.
   static Result<std::shared_ptr<const SafetensorsFile>> Open(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -54,6 +56,9 @@ class SafetensorsFile {
   // Code::kData naming file and tensor when absent or when `expected_shape` (if given) differs.
   Result<std::vector<float>> ReadFloat32(const std::string& name,
                                          const std::vector<int64_t>* expected_shape = nullptr) const;
+  // The named tensor converted to float64 without an intermediate float32 (exact for F64, F32,
+  // F16, BF16 and integers up to 2^53).
+  Result<std::vector<double>> ReadFloat64(const std::string& name) const;
 
  private:
   SafetensorsFile() = default;

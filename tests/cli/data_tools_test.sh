@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # baton-train synth-data / sampler-stats / data-check through the real binary, including a
-# corrupt, a truncated and a missing episode file (exit 65 naming the file).
+# corrupt, a truncated, a missing, a FIFO, a folder and a size-overflowing episode file (exit 65
+# naming the file).
 # usage: data_tools_test.sh BATON_TRAIN
 source "$(dirname "$0")/lib.sh"
 bt=$1
@@ -51,4 +52,19 @@ expect_in "$err" "$victim: not a valid safetensors file"
 rm "$victim"                                 # missing
 expect_exit 65 "$bt" data-check --data "$ds" --batch-size 4
 expect_in "$err" "$victim: no such file"
+mkfifo "$victim"                             # a FIFO: refused unopened (timeout: never block)
+expect_exit 65 timeout 20 "$bt" data-check --data "$ds" --batch-size 4
+expect_in "$err" "$victim: not a valid safetensors file: it is a FIFO, not a regular file"
+rm "$victim" && mkdir "$victim"              # a folder
+expect_exit 65 timeout 20 "$bt" data-check --data "$ds" --batch-size 4
+expect_in "$err" "$victim: not a valid safetensors file: it is a folder, not a regular file"
+rmdir "$victim"
+# A shape whose byte size wraps around 2^64 (2^62 x 4 x 4 bytes = 0 mod 2^64) against 0 bytes.
+python3 - "$victim" <<'PY'
+import json, struct, sys
+h = json.dumps({"latents": {"dtype": "F32", "shape": [2**62, 4], "data_offsets": [0, 0]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)
+PY
+expect_exit 65 timeout 20 "$bt" data-check --data "$ds" --batch-size 4
+expect_in "$err" "$victim: not a valid safetensors file: tensor 'latents' has shape [4611686018427387904, 4] whose size in F32 bytes overflows 64 bits"
 echo "$checks passed, 0 failed"

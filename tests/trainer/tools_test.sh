@@ -61,6 +61,65 @@ expect_exit 0 "$bt" tensor-diff "$tmp/two.safetensors" "$tmp/ref.safetensors" --
 expect_exit 0 "$bt" one-step --config "$tmp/f64.yaml" --count 16 --batch-size 4 --step 1 --out "$tmp/other.safetensors"
 expect_exit 1 "$bt" tensor-diff "$tmp/other.safetensors" "$tmp/ref.safetensors" --max-rel 1e-10
 
+# tensor-diff is the oracle of every bit-exactness check above: NaN and Inf must count.
+# st FILE DTYPE VALUES...: a one-tensor file (tensor $NAME, default w); raw32: F32 given as hex.
+st() {
+  python3 - "$tmp/$1.safetensors" "${NAME:-w}" "$2" "${@:3}" <<'PY'
+import json, struct, sys
+path, name, dtype, vals = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+if dtype == "raw32":
+    dtype, data = "F32", b"".join(bytes.fromhex(v) for v in vals)
+else:
+    data = struct.pack("<%d%s" % (len(vals), {"F32": "f", "F64": "d"}[dtype]), *map(float, vals))
+h = json.dumps({name: {"dtype": dtype, "shape": [len(vals)], "data_offsets": [0, len(data)]}}).encode()
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+}
+td() { expect_exit "$1" "$bt" tensor-diff "$tmp/$2.safetensors" "$tmp/$3.safetensors" "${@:4}"; }
+st fin F32 1 2 3;  st fin2 F32 1 2.0000002 3;  st nan1 F32 1 nan 3;  st nan1b F32 1.0000001 nan 3
+st nan0 F32 nan 2 3;  st pinf F32 1 inf 3;  st ninf F32 1 -inf 3;  st pinf2 F32 1.0000001 inf 3
+td 1 nan1 fin --max-rel 1e30                 # NaN vs finite: no tolerance makes them equal
+expect_in "$out" "tensor 'w': 1 element(s) where NaN/Inf do not match, the first at element 1 (nan vs 2)"
+expect_in "$out" "max relative difference inf in w"
+td 1 fin nan1 --max-rel 1e30                 # ... either way round
+td 1 nan0 nan1 --max-rel 1e30                # NaN vs NaN at other positions
+expect_in "$out" "2 element(s) where NaN/Inf do not match, the first at element 0 (nan vs 1)"
+td 1 pinf ninf --max-rel 1e30                # +Inf vs -Inf
+expect_in "$out" "(inf vs -inf)"
+td 1 pinf fin --max-rel 1e30                 # Inf vs finite
+td 0 nan1b nan1 --max-rel 1e-6               # NaN at the same places, the rest within tolerance
+expect_in "$out" "max relative difference 3.974e-08 in w"
+td 1 nan1b nan1                              # ... but not at --max-rel 0
+td 0 pinf2 pinf --max-rel 1e-6               # same-signed Inf at the same place
+td 1 fin2 fin                                # a finite difference at --max-rel 0
+td 0 fin2 fin --max-rel 1e-6
+# --bitwise: the same dtype and bytes; the value comparison's equalities are not enough.
+st fin64 F64 1 2 3;  st nanA raw32 0000803f 0000c07f 00004040;  st nanB raw32 0000803f 0100c07f 00004040
+st zero F32 0 1;  st negzero F32 -0.0 1
+td 0 fin64 fin                               # F64 vs F32 of the same values: equal values ...
+td 1 fin64 fin --bitwise                     # ... different bytes
+expect_in "$out" "differs: tensor 'w': dtype F64 vs F32"
+expect_in "$out" "1 tensors, 0 bit-identical, 1 differ (bitwise)"
+td 0 nanA nanB                               # NaN payloads differ: equal as values ...
+td 1 nanA nanB --bitwise                     # ... not as bytes
+expect_in "$out" "differs: tensor 'w': 1 of 12 bytes differ, the first at byte 4 (element 1)"
+td 0 negzero zero && td 1 negzero zero --bitwise
+td 0 nan1 nan1 --bitwise
+expect_in "$out" "1 tensors, 1 bit-identical, 0 differ (bitwise)"
+td 1 fin2 fin --bitwise
+# Unreadable files, other names or shapes: 65, in both modes; bad usage: 64.
+st short F32 1 2
+td 65 short fin && expect_in "$err" "missing or shaped differently"
+td 65 short fin --bitwise
+NAME=v st named F32 1 2 3
+td 65 named fin && td 65 fin named --bitwise
+mkfifo "$tmp/fifo.safetensors"
+expect_exit 65 timeout 20 "$bt" tensor-diff "$tmp/fifo.safetensors" "$tmp/fin.safetensors"
+expect_in "$err" "$tmp/fifo.safetensors: not a valid safetensors file: it is a FIFO"
+td 64 fin fin --bitwise --max-rel 1e-3
+td 64 fin fin --max-rel -1
+td 64 fin fin --max-rel nan
+
 # Weights-only resume from an upstream-style folder (weights + config.json, nothing else).
 STEPS=5 EVERY=5 write_config "$tmp/w.yaml" "$tmp/w" "" 
 rc=0; train_ranks 1 --config "$tmp/w.yaml" || rc=$?

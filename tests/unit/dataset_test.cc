@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "schema/atomic_file.h"
 #include "schema/safetensors.h"
@@ -147,6 +150,33 @@ TEST_F(DatasetTest, TruncatedAndCorruptEpisodeFilesAreDataErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kData);
   EXPECT_NE(r.status().message().find(path), std::string::npos);
+}
+
+TEST_F(DatasetTest, NonRegularEpisodeFileIsADataErrorAndNeverBlocks) {
+  const DatasetIndex idx = Index();
+  const std::string path = idx.EpisodePath(4);
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto pending = std::async(std::launch::async, [&] { return ReadEpisode(idx, 4); });
+  if (pending.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    std::ofstream unblock(path);  // lets the blocked reader finish before failing
+    FAIL() << "ReadEpisode blocked on a FIFO";
+  }
+  auto r = pending.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 65);
+  EXPECT_NE(r.status().message().find(path + ": not a valid safetensors file: it is a FIFO"),
+            std::string::npos)
+      << r.status().message();
+
+  fs::remove(path);
+  fs::create_directories(path);
+  r = ReadEpisode(idx, 4);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().exit_code(), 65);
+  EXPECT_NE(r.status().message().find(path + ": not a valid safetensors file: it is a folder"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(DatasetTest, EpisodeWhoseFramesDisagreeWithTheIndex) {
