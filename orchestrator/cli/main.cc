@@ -17,6 +17,7 @@ int Validate(const std::string& path, bool print) {
     std::cerr << "baton: " << config.status().ToString() << "\n";
     return config.status().exit_code();
   }
+  for (const std::string& w : config->warnings) std::cerr << "baton: warning: " << w << "\n";
   if (print) {
     std::cout << baton::ToYaml(config.value());
   } else {

@@ -33,6 +33,7 @@ int RunSubmit(const SubmitOptions& o) {
     // Validate before touching $BATON_HOME: a bad config must not even create the database.
     Result<RunConfig> config = LoadRunConfig(o.config);
     if (!config.ok()) return ReportError(config.status());
+    for (const std::string& w : config->warnings) std::cerr << "baton: warning: " << w << "\n";
     Result<std::unique_ptr<Store>> opened = OpenDefaultStore();
     if (!opened.ok()) return ReportError(opened.status());
     store = std::move(opened).value();

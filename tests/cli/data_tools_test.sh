@@ -67,4 +67,10 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)
 PY
 expect_exit 65 timeout 20 "$bt" data-check --data "$ds" --batch-size 4
 expect_in "$err" "$victim: not a valid safetensors file: tensor 'latents' has shape [4611686018427387904, 4] whose size in F32 bytes overflows 64 bits"
+# The index itself as a FIFO: refused before it is opened, for the commands that skip validation.
+mv "$ds/meta/episodes.jsonl" "$tmp/index.keep" && mkfifo "$ds/meta/episodes.jsonl"
+expect_exit 65 timeout 20 "$bt" data-check --data "$ds" --batch-size 4
+expect_in "$err" "$ds/meta/episodes.jsonl: not a regular file"
+expect_exit 65 timeout 20 "$bt" sampler-stats --data "$ds" --batch-size 4 --world-size 1 --pad-multiple 4 --pool-factor 2 --seed 1
+rm "$ds/meta/episodes.jsonl" && mv "$tmp/index.keep" "$ds/meta/episodes.jsonl"
 echo "$checks passed, 0 failed"

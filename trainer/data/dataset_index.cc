@@ -108,9 +108,16 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
   DatasetIndex index;
   index.dir = fs::absolute(dir).lexically_normal().string();
   const std::string meta = (fs::path(index.dir) / "meta" / "episodes.jsonl").string();
+  // A FIFO or device here would block the reader forever: only regular files are metadata.
+  for (const std::string& f : {meta, (fs::path(index.dir) / "meta" / "info.json").string()}) {
+    if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
+      return Status::Data(f + ": not a regular file (a dataset's metadata must be plain files)");
+    }
+  }
   std::ifstream in(meta);
   if (!in) {
-    return Status::NotFound(meta + ": missing episode index (a dataset folder holds "
+    return Status::NotFound(meta +
+                            ": missing episode index (a dataset folder holds "
                             "meta/episodes.jsonl; `baton-train synth-data` writes one)");
   }
   std::unordered_set<std::string> ids;
@@ -127,7 +134,8 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
       if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer())) {
         return Status::Data(where + ": missing or bad 'id'");
       }
-      e.id = j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(j["id"].get<int64_t>());
+      e.id =
+          j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(j["id"].get<int64_t>());
       if (!j.contains("n_video") || !j["n_video"].is_number_integer()) {
         return Status::Data(where + ": episode '" + e.id + "': missing or non-integer 'n_video'");
       }
@@ -143,7 +151,8 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
     } catch (const nlohmann::json::exception& ex) {
       return Status::Data(where + ": not valid JSON: " + ex.what());
     }
-    if (!ids.insert(e.id).second) return Status::Data(where + ": episode id '" + e.id + "' repeats");
+    if (!ids.insert(e.id).second)
+      return Status::Data(where + ": episode id '" + e.id + "' repeats");
     e.frames = EpisodeLatentFrames(e.n_video);
     index.episodes.push_back(std::move(e));
   }

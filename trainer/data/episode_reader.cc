@@ -1,5 +1,8 @@
 #include "trainer/data/episode_reader.h"
 
+#include <cmath>
+#include <utility>
+
 #include "schema/safetensors.h"
 
 namespace baton {
@@ -24,13 +27,15 @@ Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
   if (!lat || !act || !mask || !text) {
     return bad("needs tensors latents, actions, actions_mask and text");
   }
-  if (lat->shape.size() != 4) return bad("latents must be [C, F, H, W], got " + ShapeString(lat->shape));
-  if (act->shape.size() != 3) return bad("actions must be [A, F, N], got " + ShapeString(act->shape));
+  if (lat->shape.size() != 4)
+    return bad("latents must be [C, F, H, W], got " + ShapeString(lat->shape));
+  if (act->shape.size() != 3)
+    return bad("actions must be [A, F, N], got " + ShapeString(act->shape));
   if (text->shape.size() != 2) return bad("text must be [L, Dt], got " + ShapeString(text->shape));
   if (lat->shape[1] != meta.frames) {
     return bad("latents hold " + std::to_string(lat->shape[1]) + " frames but n_video " +
-               std::to_string(meta.n_video) + " in the index means F = " +
-               std::to_string(meta.frames));
+               std::to_string(meta.n_video) +
+               " in the index means F = " + std::to_string(meta.frames));
   }
   if (act->shape[1] != meta.frames) {
     return bad("actions hold " + std::to_string(act->shape[1]) + " frames, expected " +
@@ -44,7 +49,7 @@ Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
   EpisodeData ep;
   ep.index = i;
   ep.frames = meta.frames;
-  ep.shape = {lat->shape[0], lat->shape[2], lat->shape[3], act->shape[0],
+  ep.shape = {lat->shape[0], lat->shape[2],  lat->shape[3], act->shape[0],
               act->shape[2], text->shape[0], text->shape[1]};
   if (index.shape && !(*index.shape == ep.shape)) {
     return bad("sizes " + ep.shape.ToString() + " differ from meta/info.json's " +
@@ -60,6 +65,25 @@ Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
   BATON_RETURN_IF_ERROR(read("actions", &ep.actions));
   BATON_RETURN_IF_ERROR(read("actions_mask", &ep.actions_mask));
   BATON_RETURN_IF_ERROR(read("text", &ep.text));
+  // One NaN in one episode would turn every weight into NaN at its first step: refuse the data
+  // where it is read, naming the file and the tensor.
+  for (const auto& [name, values] :
+       {std::pair<const char*, const std::vector<float>*>{"latents", &ep.latents},
+        {"actions", &ep.actions},
+        {"actions_mask", &ep.actions_mask},
+        {"text", &ep.text}}) {
+    int64_t bad_count = 0, first = -1;
+    for (size_t k = 0; k < values->size(); ++k) {
+      if (!std::isfinite((*values)[k])) {
+        if (first < 0) first = int64_t(k);
+        ++bad_count;
+      }
+    }
+    if (bad_count > 0) {
+      return bad(std::string("tensor ") + name + " holds " + std::to_string(bad_count) +
+                 " NaN/Inf value(s) (first at flat index " + std::to_string(first) + ")");
+    }
+  }
   for (float m : ep.actions_mask) {
     if (m != 0.0f && m != 1.0f) return bad("actions_mask holds a value other than 0 or 1");
   }

@@ -2,7 +2,8 @@
 //
 // Returns plain float buffers (no libtorch) so the reading can run on the loader's background
 // thread and be unit-tested fast; pad_collate turns a batch of them into tensors. Every problem
-// — missing file, truncated file, corrupt header, wrong shape, F that disagrees with n_video —
+// — missing file, truncated file, corrupt header, wrong shape, F that disagrees with n_video, a
+// NaN or Inf in any tensor —
 // is a Code::kData / kNotFound Status naming the file (exit 65), never a crash or a skip.
 // Thread-safe (reads only).
 #pragma once

@@ -7,6 +7,7 @@
 
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
+#include "trainer/build_options.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/dist/process_group.h"
@@ -26,19 +27,26 @@ struct Args {
 
 void RegisterOneStep(CLI::App& app, CommandFn* selected) {
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("one-step", "One optimizer step over explicit episodes; save the result");
-  cmd->add_option("--config", a->config, "Run config (YAML); train.dtype float64 for exact checks")->required();
+  CLI::App* cmd =
+      app.add_subcommand("one-step", "One optimizer step over explicit episodes; save the result");
+  cmd->add_option("--config", a->config, "Run config (YAML); train.dtype float64 for exact checks")
+      ->required();
   cmd->add_option("--first", a->first, "First episode index")->capture_default_str();
   cmd->add_option("--count", a->count, "Episodes in the step")->capture_default_str();
   cmd->add_option("--batch-size", a->batch, "Episodes per micro-batch")->capture_default_str();
-  cmd->add_option("--step", a->step, "Step index (keys the per-episode draws)")->capture_default_str();
-  cmd->add_option("--out", a->out, "Safetensors file for weights and gradients (rank 0)")->required();
+  cmd->add_option("--step", a->step, "Step index (keys the per-episode draws)")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "Safetensors file for weights and gradients (rank 0)")
+      ->required();
   cmd->callback([=] {
     *selected = [=]() -> int {
-      RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(a->config), "fix the config");
+      RunConfig config =
+          BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, TrainerConfigOptions()), "fix the config");
       const DistEnv env = DistEnvFromEnvironment();
       if (a->batch < 1 || a->count < 1 || a->count % (a->batch * env.world_size) != 0) {
-        std::fprintf(stderr, "baton-train one-step: --count must be a multiple of --batch-size x world size\n");
+        std::fprintf(
+            stderr,
+            "baton-train one-step: --count must be a multiple of --batch-size x world size\n");
         return kExitUsage;
       }
       auto group = ProcessGroupHandle::Create(env, false);
@@ -46,11 +54,13 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
       const DatasetIndex index = std::move(loaded).value();
       if (a->first < 0 || a->first + a->count > int64_t(index.episodes.size())) {
-        std::fprintf(stderr, "baton-train one-step: episodes %lld..%lld are outside the dataset of %zu\n",
-                     (long long)a->first, (long long)(a->first + a->count - 1), index.episodes.size());
+        std::fprintf(
+            stderr, "baton-train one-step: episodes %lld..%lld are outside the dataset of %zu\n",
+            (long long)a->first, (long long)(a->first + a->count - 1), index.episodes.size());
         return kExitUsage;
       }
-      const torch::Dtype dtype = config.train.dtype == DType::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+      const torch::Dtype dtype =
+          config.train.dtype == DType::kFloat64 ? torch::kFloat64 : torch::kFloat32;
       double frames = 0;
       std::vector<PaddedBatch> mine;
       DatasetShape shape;
@@ -62,7 +72,8 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
           frames += double(eps.back().frames);
           shape = eps.back().shape;
         }
-        if (m % env.world_size == env.rank) mine.push_back(PadCollate(eps, config.data.pad_multiple));
+        if (m % env.world_size == env.rank)
+          mine.push_back(PadCollate(eps, config.data.pad_multiple));
       }
       torch::manual_seed(uint64_t(config.run.seed));
       ModelDims dims = MakeModelDims(config, shape);
@@ -79,18 +90,19 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
         std::vector<StTensorRef> refs;
         for (const auto& [name, p] : named) {
           for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), p.detach()),
-                                         std::make_pair(std::string("grad."), p.grad())}) {
+                                          std::make_pair(std::string("grad."), p.grad())}) {
             keep.push_back(t.contiguous());
             refs.push_back({prefix + name, dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32,
                             keep.back().sizes().vec(), keep.back().data_ptr()});
           }
         }
         BATON_CHECK_OK(WriteSafetensors(a->out, refs), "check the --out folder");
-        std::printf("one step over %lld episodes (%lld micro-batches of %lld on %lld rank(s)): loss %.15g, "
-                    "grad norm %.15g, %lld all-reduce call(s), %lld bytes, step %.3f s\n",
-                    (long long)a->count, (long long)micro, (long long)a->batch, (long long)env.world_size,
-                    st.loss, st.grad_norm, (long long)group->allreduce_calls(),
-                    (long long)group->allreduce_bytes(), st.seconds);
+        std::printf(
+            "one step over %lld episodes (%lld micro-batches of %lld on %lld rank(s)): loss %.15g, "
+            "grad norm %.15g, %lld all-reduce call(s), %lld bytes, step %.3f s\n",
+            (long long)a->count, (long long)micro, (long long)a->batch, (long long)env.world_size,
+            st.loss, st.grad_norm, (long long)group->allreduce_calls(),
+            (long long)group->allreduce_bytes(), st.seconds);
       }
       return kExitOk;
     };

@@ -1,4 +1,4 @@
-// `baton-train verify-packing`: the notes' packing check made exact (train/verify_packing.h):
+// `baton-train verify-packing`: the packing check made exact (train/verify_packing.h):
 // sampler stats, then a batch of 4 equal lengths and a batch of 4 different lengths, packed
 // forward / loss / backward against 4 single-episode runs. Exit 1 when the float64 run misses
 // 1e-10 or a gradient is not finite.
@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/exit_codes.h"
+#include "trainer/build_options.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/sampler_stats.h"
 #include "trainer/fail.h"
@@ -27,14 +28,17 @@ struct Args {
 
 void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("verify-packing", "Packed vs single-episode loss and gradients");
+  CLI::App* cmd =
+      app.add_subcommand("verify-packing", "Packed vs single-episode loss and gradients");
   cmd->add_option("--config", a->config, "Run config (YAML)")->required();
-  cmd->add_option("--dtype", a->dtype, "float64 | float32")->check(CLI::IsMember({"float64", "float32"}))
+  cmd->add_option("--dtype", a->dtype, "float64 | float32")
+      ->check(CLI::IsMember({"float64", "float32"}))
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([=] {
     *selected = [=]() -> int {
-      RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(a->config), "fix the config");
+      RunConfig config =
+          BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, TrainerConfigOptions()), "fix the config");
       auto loaded = LoadDatasetIndex(config.data.path);
       if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
       const DatasetIndex index = std::move(loaded).value();
@@ -43,11 +47,13 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       so.pool_factor = config.data.pool_factor;
       so.seed = uint64_t(config.run.seed);
       so.plan = config.data.plan;
-      const SamplerStats stats = ComputeSamplerStats(index.BucketKeys(), so, 0, config.data.pad_multiple);
+      const SamplerStats stats =
+          ComputeSamplerStats(index.BucketKeys(), so, 0, config.data.pad_multiple);
 
       // Four episodes of one length (the most common), and the four most different lengths.
       std::map<int64_t, std::vector<int64_t>> by_len;
-      for (size_t i = 0; i < index.episodes.size(); ++i) by_len[index.episodes[i].frames].push_back(int64_t(i));
+      for (size_t i = 0; i < index.episodes.size(); ++i)
+        by_len[index.episodes[i].frames].push_back(int64_t(i));
       std::vector<int64_t> equal, mixed;
       size_t best = 0;
       for (const auto& [len, ids] : by_len) {
@@ -81,36 +87,49 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       const double tol = dtype == torch::kFloat64 ? 1e-10 : 1e-4;
       bool ok = true;
       for (const auto& r : results) {
-        ok = ok && r.loss_rel_diff <= tol && r.max_grad_rel_diff <= tol && r.grads_finite == r.grads_total;
+        ok = ok && r.loss_rel_diff <= tol && r.max_grad_rel_diff <= tol &&
+             r.grads_finite == r.grads_total;
       }
       if (a->json) {
-        nlohmann::ordered_json j{{"sampler", {{"batches_per_epoch", stats.batches_per_epoch},
-                                              {"padding_waste", stats.padding_waste},
-                                              {"distinct_shapes", stats.distinct_shapes},
-                                              {"min_frames", stats.min_frames},
-                                              {"max_frames", stats.max_frames}}},
-                                 {"dtype", a->dtype}, {"tolerance", tol}, {"ok", ok},
+        nlohmann::ordered_json j{{"sampler",
+                                  {{"batches_per_epoch", stats.batches_per_epoch},
+                                   {"padding_waste", stats.padding_waste},
+                                   {"distinct_shapes", stats.distinct_shapes},
+                                   {"min_frames", stats.min_frames},
+                                   {"max_frames", stats.max_frames}}},
+                                 {"dtype", a->dtype},
+                                 {"tolerance", tol},
+                                 {"ok", ok},
                                  {"checks", nlohmann::ordered_json::array()}};
         for (const auto& r : results) {
-          j["checks"].push_back({{"name", r.name}, {"frames", r.frames}, {"padded_frames", r.padded_frames},
-                                 {"loss_packed", r.loss_packed}, {"loss_single", r.loss_single},
-                                 {"loss_rel_diff", r.loss_rel_diff}, {"max_grad_rel_diff", r.max_grad_rel_diff},
-                                 {"worst_param", r.worst_param}, {"grads_finite", r.grads_finite},
+          j["checks"].push_back({{"name", r.name},
+                                 {"frames", r.frames},
+                                 {"padded_frames", r.padded_frames},
+                                 {"loss_packed", r.loss_packed},
+                                 {"loss_single", r.loss_single},
+                                 {"loss_rel_diff", r.loss_rel_diff},
+                                 {"max_grad_rel_diff", r.max_grad_rel_diff},
+                                 {"worst_param", r.worst_param},
+                                 {"grads_finite", r.grads_finite},
                                  {"grads_total", r.grads_total}});
         }
         std::printf("%s\n", j.dump().c_str());
       } else {
-        std::printf("sampler: %lld batches/epoch, padding waste %.2f %%, %lld distinct shapes, F %lld..%lld\n",
-                    (long long)stats.batches_per_epoch, 100 * stats.padding_waste,
-                    (long long)stats.distinct_shapes, (long long)stats.min_frames, (long long)stats.max_frames);
+        std::printf(
+            "sampler: %lld batches/epoch, padding waste %.2f %%, %lld distinct shapes, F "
+            "%lld..%lld\n",
+            (long long)stats.batches_per_epoch, 100 * stats.padding_waste,
+            (long long)stats.distinct_shapes, (long long)stats.min_frames,
+            (long long)stats.max_frames);
         for (const auto& r : results) {
           std::string f;
           for (int64_t x : r.frames) f += (f.empty() ? "" : "/") + std::to_string(x);
-          std::printf("%-18s F %s -> padded %lld: loss packed %.12g single %.12g rel diff %.2e; "
-                      "max grad rel diff %.2e (%s); %lld/%lld grads finite\n",
-                      r.name.c_str(), f.c_str(), (long long)r.padded_frames, r.loss_packed, r.loss_single,
-                      r.loss_rel_diff, r.max_grad_rel_diff, r.worst_param.c_str(), (long long)r.grads_finite,
-                      (long long)r.grads_total);
+          std::printf(
+              "%-18s F %s -> padded %lld: loss packed %.12g single %.12g rel diff %.2e; "
+              "max grad rel diff %.2e (%s); %lld/%lld grads finite\n",
+              r.name.c_str(), f.c_str(), (long long)r.padded_frames, r.loss_packed, r.loss_single,
+              r.loss_rel_diff, r.max_grad_rel_diff, r.worst_param.c_str(),
+              (long long)r.grads_finite, (long long)r.grads_total);
         }
         std::printf("%s (%s, tolerance %.0e)\n", ok ? "PASS" : "FAIL", a->dtype.c_str(), tol);
       }

@@ -17,6 +17,7 @@
 #include "schema/events.h"
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
+#include "trainer/build_options.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/data/data_plan.h"
 #include "trainer/data/dataset_index.h"
@@ -265,7 +266,7 @@ std::string JoinIds(const std::vector<std::string>& ids, size_t max) {
 
 int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   // 1. Config.
-  RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(opt.config_path),
+  RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(opt.config_path, TrainerConfigOptions()),
                                          "fix the config (baton validate shows every problem)");
   const std::string run_dir = !opt.run_dir.empty() ? opt.run_dir : config.run.dir;
   if (run_dir.empty()) {
