@@ -66,7 +66,7 @@ const char* CodeName(Code code);
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -89,8 +89,21 @@ class [[nodiscard]] Result {
 }  // namespace baton
 
 // Returns early from a function returning Status or Result<T> when `expr` failed.
-#define BATON_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::baton::Status baton_status_ = (expr);  \
+#define BATON_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::baton::Status baton_status_ = (expr);        \
     if (!baton_status_.ok()) return baton_status_; \
   } while (0)
+
+// `lhs = value of expr` when `expr` (a Result<T>) holds a value, else returns its Status from a
+// function returning Status or Result<U>. `lhs` declares (`auto x`, `RunRecord run`) or names an
+// existing variable; the value is moved out, so move-only types work. Several statements: give an
+// unbraced `if` braces around it.
+#define BATON_ASSIGN_OR_RETURN(lhs, ...) \
+  BATON_ASSIGN_OR_RETURN_IMPL_(BATON_STATUS_CONCAT_(baton_result_, __LINE__), lhs, __VA_ARGS__)
+#define BATON_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+  auto result = (__VA_ARGS__);                         \
+  if (!result.ok()) return result.status();            \
+  lhs = std::move(result).value()
+#define BATON_STATUS_CONCAT_(a, b) BATON_STATUS_CONCAT_INNER_(a, b)
+#define BATON_STATUS_CONCAT_INNER_(a, b) a##b
