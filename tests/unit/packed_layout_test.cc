@@ -41,7 +41,7 @@ TEST(PackedLayoutTest, SparsePlanCoversEveryAllowedPair) {
   EXPECT_EQ(l.valid_tokens(), (5 + 7 + 3 + 6) * 2 * (4 + 3));
 }
 
-TEST(PackedLayoutTest, MaskRuleOfModelMd) {
+TEST(PackedLayoutTest, MaskRuleOnLayoutTokens) {
   // One sample, chunk 1: video frame f has frame_id 2f, its actions 2f + 1.
   const PackedLayout l = BuildPackedLayout(4, 1, 1, 1, {{4, 1, 64}});
   auto nv = [&](int64_t f) { return l.VideoToken(false, 0, f, 0); };

@@ -51,19 +51,6 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
   lt.rope_cos = ang.cos().to(dtype).to(device);
   lt.rope_sin = ang.sin().to(dtype).to(device);
 
-  // Per-token metadata with a sentinel row at T (the empty key slot).
-  std::vector<int64_t> seq(T + 1), clean(T + 1), fid(T + 1);
-  for (int64_t t = 0; t < T; ++t) {
-    seq[t] = l.seq_id[t];
-    clean[t] = l.clean[t];
-    fid[t] = l.frame_id[t];
-  }
-  seq[T] = -2;
-  clean[T] = 0;
-  fid[T] = 0;
-  auto seq_t = torch::tensor(seq, i64), clean_t = torch::tensor(clean, i64).to(torch::kBool),
-       fid_t = torch::tensor(fid, i64);
-
   std::vector<torch::Tensor> all_queries;
   for (const auto& a : l.attention) {
     AttentionGroups g;
@@ -81,15 +68,19 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
     }
     auto q = torch::tensor(a.queries, i64);
     auto k = torch::tensor(keys, i64);
-    auto qv = q.view({a.groups, a.lq, 1}), kv = k.view({a.groups, 1, a.lk});
-    auto fq = fid_t.index({qv}), fk = fid_t.index({kv});
-    auto cq = clean_t.index({qv}), ck = clean_t.index({kv});
-    auto same = seq_t.index({qv}).eq(seq_t.index({kv})).logical_and(seq_t.index({qv}).ge(0));
-    auto near = (fq - fk).abs().le(a.window);
-    auto rule = cq.logical_and(ck).logical_and(fk.le(fq))
-                    .logical_or(cq.logical_not().logical_and(ck).logical_and(fk.lt(fq)))
-                    .logical_or(cq.logical_not().logical_and(ck.logical_not()).logical_and(fk.eq(fq)));
-    g.mask = same.logical_and(near).logical_and(rule).unsqueeze(1).to(device);
+    // The exact rule for every (query, key slot) pair of every group; an empty slot allows nothing.
+    auto mask = torch::empty({a.groups, 1, a.lq, a.lk}, torch::kBool);
+    bool* m = mask.data_ptr<bool>();
+    for (int64_t gi = 0; gi < a.groups; ++gi) {
+      const int64_t* slot = a.keys.data() + gi * a.lk;
+      for (int64_t i = 0; i < a.lq; ++i) {
+        const int64_t query = a.queries[gi * a.lq + i];
+        for (int64_t j = 0; j < a.lk; ++j) {
+          *m++ = slot[j] >= 0 && AttentionAllowed(l, query, slot[j]);
+        }
+      }
+    }
+    g.mask = mask.to(device);
     // Every valid query may attend at least to its own block, so no row of a group is empty and
     // an additive -inf bias is safe (and shared by every layer).
     g.bias = torch::zeros(g.mask.sizes(), torch::TensorOptions().dtype(dtype).device(device))
@@ -139,18 +130,12 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
                                    const torch::Tensor& v, const PackedLayout& l) {
   const int64_t T = q.size(0);
-  auto i64 = torch::TensorOptions().dtype(torch::kInt32);
-  auto seq = torch::from_blob(const_cast<int32_t*>(l.seq_id.data()), {T}, i64);
-  auto fid = torch::from_blob(const_cast<int32_t*>(l.frame_id.data()), {T}, i64);
-  auto win = torch::from_blob(const_cast<int32_t*>(l.window.data()), {T}, i64);
-  auto clean = torch::from_blob(const_cast<uint8_t*>(l.clean.data()), {T}, torch::kUInt8).to(torch::kBool);
-  auto sq = seq.view({T, 1}), sk = seq.view({1, T}), fq = fid.view({T, 1}), fk = fid.view({1, T});
-  auto cq = clean.view({T, 1}), ck = clean.view({1, T});
-  auto mask = sq.eq(sk).logical_and(sq.ge(0)).logical_and((fq - fk).abs().le(win.view({T, 1})));
-  auto rule = cq.logical_and(ck).logical_and(fk.le(fq))
-                  .logical_or(cq.logical_not().logical_and(ck).logical_and(fk.lt(fq)))
-                  .logical_or(cq.logical_not().logical_and(ck.logical_not()).logical_and(fk.eq(fq)));
-  mask = mask.logical_and(rule);
+  // Every pair of the row, from the one rule the block-sparse groups use.
+  auto mask = torch::empty({T, T}, torch::kBool);
+  bool* m = mask.data_ptr<bool>();
+  for (int64_t i = 0; i < T; ++i) {
+    for (int64_t j = 0; j < T; ++j) *m++ = AttentionAllowed(l, i, j);
+  }
   auto out = MaskedSoftmaxAttention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
                                     mask.to(q.device()).unsqueeze(0));
   return out.transpose(0, 1);

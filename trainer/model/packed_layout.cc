@@ -1,7 +1,6 @@
 #include "trainer/model/packed_layout.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace baton {
 
@@ -15,16 +14,6 @@ int64_t PackedLayout::computed_pairs() const {
   int64_t n = 0;
   for (const auto& a : attention) n += a.groups * a.lq * a.lk;
   return n;
-}
-
-bool AttentionAllowed(const PackedLayout& l, int64_t q, int64_t k) {
-  if (l.seq_id[q] < 0 || l.seq_id[q] != l.seq_id[k]) return false;
-  const int32_t fq = l.frame_id[q], fk = l.frame_id[k];
-  if (std::abs(fq - fk) > l.window[q]) return false;
-  const bool cq = l.clean[q], ck = l.clean[k];
-  if (cq) return ck && fk <= fq;        // clean -> clean, block-causal, own block included
-  if (ck) return fk < fq;               // noisy -> clean, strictly earlier
-  return fk == fq;                      // noisy -> noisy, own block only
 }
 
 PackedLayout BuildPackedLayout(int64_t Fp, int64_t Hp, int64_t Wp, int64_t N,

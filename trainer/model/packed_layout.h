@@ -10,14 +10,35 @@
 // It also plans the block-sparse self-attention: per sample, one query group per valid frame
 // (all 2P + 2N tokens of that frame) and the keys that group can possibly see: clean tokens of
 // the chunks within the window back to the frame's own chunk, plus the noisy tokens of its own
-// chunk. Work therefore grows with tokens x window, not tokens^2; the exact mask rule (MODEL.md)
-// is applied inside each group. Torch-free; built once per micro-step and shared by all layers.
+// chunk. Work therefore grows with tokens x window, not tokens^2; the exact mask rule
+// (MaskAllows, docs/model.md) is applied inside each group. Torch-free; built once per micro-step
+// and shared by all layers.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 namespace baton {
+
+// What the mask rule needs to know about one token.
+struct MaskToken {
+  int32_t seq_id = -1;   // sample in the row; -1 for a token of a padded frame
+  bool clean = false;    // a clean (ground-truth) copy, else noisy
+  int32_t frame_id = 0;  // 2 * chunk for video, 2 * chunk + 1 for actions
+};
+
+// The attention mask rule (docs/model.md, "The attention mask"): may query q attend to key k,
+// `window` being the query's sample's window in frame-id units. Every attention path takes its
+// mask from this one function, so the block-sparse path and the dense oracle cannot disagree on
+// the rule. Pure.
+inline bool MaskAllows(const MaskToken& q, const MaskToken& k, int32_t window) {
+  if (q.seq_id < 0 || q.seq_id != k.seq_id) return false;
+  if (std::abs(q.frame_id - k.frame_id) > window) return false;
+  if (q.clean) return k.clean && k.frame_id <= q.frame_id;  // clean -> clean, own block included
+  if (k.clean) return k.frame_id < q.frame_id;              // noisy -> clean, strictly earlier
+  return k.frame_id == q.frame_id;                          // noisy -> noisy, own block only
+}
 
 struct SampleSpec {
   int64_t frames = 0;  // valid latent frames F_b (<= Fp)
@@ -63,6 +84,7 @@ struct PackedLayout {
   int64_t ActionToken(bool is_clean, int64_t b, int64_t f, int64_t n) const {
     return 2 * video_tokens + (is_clean ? action_tokens : 0) + (b * padded_frames + f) * action_steps + n;
   }
+  MaskToken mask_token(int64_t t) const { return {seq_id[t], clean[t] != 0, frame_id[t]}; }
   // Tokens of valid frames (the ones that take part in attention).
   int64_t valid_tokens() const;
   // Score entries the block-sparse path computes (sum of groups * lq * lk).
@@ -72,7 +94,9 @@ struct PackedLayout {
 PackedLayout BuildPackedLayout(int64_t padded_frames, int64_t patch_rows, int64_t patch_cols,
                                int64_t action_steps, const std::vector<SampleSpec>& samples);
 
-// The mask rule of MODEL.md for two tokens of the layout (the reference every path must match).
-bool AttentionAllowed(const PackedLayout& layout, int64_t q, int64_t k);
+// MaskAllows for two tokens of the layout, with the query's window.
+inline bool AttentionAllowed(const PackedLayout& layout, int64_t q, int64_t k) {
+  return MaskAllows(layout.mask_token(q), layout.mask_token(k), layout.window[q]);
+}
 
 }  // namespace baton
