@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sampler benchmark (issue: the packed data pipeline). Prints, side by side from one run:
-#  1. the notes' setting — 1270 episodes, F 103..362, batch 4, world 8, pool 50, pad multiple 8 —
-#     for the global plan, the notes' per-rank plan, and pool_factor 1 (unbucketed) baselines:
-#     padding waste (rank 0 and all ranks), distinct padded shapes, ratios vs the notes' 2.3 % / 19;
+#  1. the reference setting (docs/design.md) — 1270 episodes, F 103..362, batch 4, world 8, pool
+#     50, pad multiple 8 — for the global plan, the per-rank plan, and pool_factor 1 (unbucketed)
+#     baselines: padding waste (rank 0 and all ranks), distinct padded shapes, ratios vs the
+#     reference figures (docs/design.md) 2.3 % / 19;
 #  2. the time to build one rank's epoch plan over 1 million episodes (metadata only).
 # usage: bench/sampler_bench.sh [BUILD_DIR]
 set -euo pipefail
@@ -43,17 +44,17 @@ python3 - "$work/rows.jsonl" "$work/big.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 big = [json.loads(l) for l in open(sys.argv[2])]
-NOTES_WASTE, NOTES_SHAPES = 0.023, 19
+REF_WASTE, REF_SHAPES = 0.023, 19  # the reference figures (docs/design.md)
 r0 = rows[0]
 print(f"sampler bench: {r0['episodes']} episodes, F {r0['min_frames']}..{r0['max_frames']}, "
       f"batch 4, world 8, pad multiple 8, seed 0, epoch 0")
 print(f"{'plan':<9} {'pool':>4} {'batches/rank':>12} {'waste r0':>9} {'waste all':>9} "
-      f"{'shapes r0':>9} {'shapes all':>10} {'waste/notes':>11} {'shapes/notes':>12}")
+      f"{'shapes r0':>9} {'shapes all':>10} {'waste/ref':>11} {'shapes/ref':>12}")
 for r in rows:
     print(f"{r['plan']:<9} {r['pool_factor']:>4} {r['batches_per_epoch']:>12} "
           f"{100*r['padding_waste']:>8.2f}% {100*r['padding_waste_all_ranks']:>8.2f}% "
           f"{r['distinct_shapes']:>9} {r['distinct_shapes_all_ranks']:>10} "
-          f"{r['padding_waste']/NOTES_WASTE:>10.2f}x {r['distinct_shapes']/NOTES_SHAPES:>11.2f}x")
+          f"{r['padding_waste']/REF_WASTE:>10.2f}x {r['distinct_shapes']/REF_SHAPES:>11.2f}x")
 g, p, gu, pu = rows
 print(f"global vs per_rank waste (all ranks): {g['padding_waste_all_ranks']/p['padding_waste_all_ranks']:.2f}x; "
       f"bucketed global vs unbucketed per_rank: {g['padding_waste_all_ranks']/pu['padding_waste_all_ranks']:.3f}x")

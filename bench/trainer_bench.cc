@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int Attention(int64_t tokens, const std::string& path, int64_t window, int64_t chunk) {
-  // Notes-like rows: 4 samples, 16 patches + 4 action sub-steps per frame (40 tokens a frame).
+  // Rows like the reference dataset's (docs/design.md): 4 samples, 16 patches + 4 action
+  // sub-steps per frame (40 tokens a frame).
   const int64_t per_frame = 2 * (16 + 4), B = 4;
   const int64_t F = std::max<int64_t>(1, tokens / (per_frame * B));
   std::vector<baton::SampleSpec> specs(B, {F, chunk, window});

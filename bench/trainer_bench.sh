@@ -34,7 +34,7 @@ b1, b4 = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 for r in (b1, b4):
     print(f"batch {r['batch']:>2} x {r['micro_batches']:>2} micro-batches: {r['tokens_per_s']:>9.0f} valid tok/s "
           f"(step {r['best_step_seconds']:.2f} s, {r['padded_tokens']} padded tokens)")
-print(f"packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x  (the notes: 1.15x per token on one GPU)")
+print(f"packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x  (the reference figure, docs/design.md: 1.15x per token on one GPU)")
 PY
 
 echo

@@ -1,7 +1,7 @@
 // Process exit codes shared by both binaries (sysexits.h numbering where one fits).
 //
 // The launcher decides whether to requeue from the trainer's exit code alone, so these values are
-// part of the contract between `baton` and `baton-train` (DESIGN.md "Trainer exit codes").
+// part of the contract between `baton` and `baton-train` (docs/design.md, "Exit codes").
 #pragma once
 
 namespace baton {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lr-schedule (the notes' numbers), verify-packing (float64 to 1e-10), one optimizer step on 1 vs
+# lr-schedule (the worked examples of docs/design.md), verify-packing (float64 to 1e-10), one optimizer step on 1 vs
 # 2 ranks and across batch x accum splits, weights-only resume (LR re-warmup marked in events),
 # and a checkpoint of another model config refused naming the keys.
 # usage: tools_test.sh BATON_TRAIN

@@ -25,10 +25,11 @@ TEST(SamplerStatsTest, PaddingWasteByHand) {
   EXPECT_EQ(PaddedFrames(lengths, {1, 3}, 1), 5);
 }
 
-// The notes' setting: 1270 episodes, F 103-362, batch 4, world 8, pool 50, multiple 8 gave 2.3 %
-// with their per-rank plan. Our default global plan must do at least as well on uniform lengths;
-// the per-rank plan sorts pools of 160 (one rank's share) instead of 1280 and pays a little more.
-TEST(SamplerStatsTest, GlobalPlanBeatsTheNotesPaddingWasteOnTheirSetting) {
+// The reference setting (docs/design.md): 1270 episodes, F 103-362, batch 4, world 8, pool 50,
+// multiple 8 gave 2.3 % with the per-rank plan. Our default global plan must do at least as well on
+// uniform lengths; the per-rank plan sorts pools of 160 (one rank's share) instead of 1280 and pays
+// a little more.
+TEST(SamplerStatsTest, GlobalPlanBeatsTheReferencePaddingWasteOnItsSetting) {
   RandomStream r(0, StreamTag::kSynthData, 7);
   std::vector<int64_t> lengths;
   for (int i = 0; i < 1270; ++i) lengths.push_back(103 + int64_t(r.UniformInt(260)));

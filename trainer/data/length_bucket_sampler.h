@@ -4,9 +4,10 @@
 // pool_factor, plan kind), so every rank can compute every other rank's batches (the trainer uses
 // that to know the global valid-frame count without communication) and a resume needs only the
 // cursor (epoch, batch). Two plans:
-//  - kPerRank (the lab notes): shuffle by (seed, epoch) -> pad the tail so the count is a multiple
-//    of world_size * batch_size -> deal round-robin to ranks -> on each rank, pools of
-//    batch_size * pool_factor sorted by length -> cut into batches -> shuffle batch order.
+//  - kPerRank (the reference plan, docs/design.md): shuffle by (seed, epoch) -> pad the tail so
+//    the count is a multiple of world_size * batch_size -> deal round-robin to ranks -> on each
+//    rank, pools of batch_size * pool_factor sorted by length -> cut into batches -> shuffle
+//    batch order.
 //  - kGlobal (default): shuffle -> pad -> pools of batch_size * pool_factor * world_size sorted by
 //    length -> cut -> shuffle batch order -> rank r takes batches r, r + W, r + 2W, ...; pools span
 //    all ranks, so batches are tighter for free.
@@ -74,7 +75,7 @@ class LengthBucketBatchSampler {
   SamplerCursor state() const { return cursor_; }
   // Continue from `cursor`; throws std::out_of_range when the batch index is past the epoch.
   void load_state(const SamplerCursor& cursor);
-  // Start of `epoch` (the notes' set_epoch).
+  // Start of `epoch` (what set_epoch does for a PyTorch sampler).
   void set_epoch(int64_t epoch) { load_state({epoch, 0}); }
 
  private:

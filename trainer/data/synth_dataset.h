@@ -5,7 +5,8 @@
 // the blobs drawn where those velocities moved them, so the next latent is predictable from the
 // current one and the actions, and the text embedding is a fixed projection of the colours.
 // Unused action channels are zero and masked. Lengths are uniform in [min_frames, max_frames]
-// latent frames (the notes' F 103-362 by default); episode 0 is the shortest, 1 the longest.
+// latent frames (by default 103-362, the reference dataset's range in docs/design.md); episode 0
+// is the shortest, 1 the longest.
 // Deterministic in the seed (counter-based streams, one per episode).
 #pragma once
 
@@ -23,7 +24,8 @@ struct SynthOptions {
   uint64_t seed = 0;
   int64_t min_frames = 103;
   int64_t max_frames = 362;
-  // ~40 tokens per latent frame with patch 2: 2 * (8/2 * 8/2 + 4), as in the notes' dataset.
+  // ~40 tokens per latent frame with patch 2: 2 * (8/2 * 8/2 + 4), as in the reference dataset
+  // (docs/design.md).
   DatasetShape shape{/*channels=*/4, /*height=*/8, /*width=*/8, /*action_dim=*/8,
                      /*action_steps=*/4, /*text_len=*/4, /*text_dim=*/16};
   int64_t blobs = 2;

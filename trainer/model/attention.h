@@ -4,7 +4,8 @@
 // LayoutTensors turns a PackedLayout into device tensors once per micro-step: RoPE cos/sin per
 // token, and per sample the query/key gather indices and the exact boolean mask of each query
 // group. Every layer reuses them (they are inputs of the graph, never module state, so a forward
-// of another shape between a forward and its backward cannot corrupt them — the notes' gotcha).
+// of another shape between a forward and its backward cannot replace them, as it would replace a
+// mask kept on the module that the backward re-reads).
 // Rows that may attend to nothing (padded frames) produce zeros, never NaN, forward and backward.
 #pragma once
 

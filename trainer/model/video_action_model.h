@@ -1,4 +1,4 @@
-// VideoActionModel: the transformer of MODEL.md at any size — video patch tokens and action
+// VideoActionModel: the transformer of docs/model.md at any size — video patch tokens and action
 // tokens with their own in/out layers and timestep embedders, shared adaLN-zero blocks with
 // QK-RMSNorm across heads, 3-axis RoPE, per-token timesteps, per-sample text cross-attention.
 //

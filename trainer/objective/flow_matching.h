@@ -1,4 +1,4 @@
-// The flow-matching objective of MODEL.md, with per-episode randomness.
+// The flow-matching objective of docs/model.md, with per-episode randomness.
 //
 // Every random choice for an episode at an optimizer step — per-frame timesteps for video and
 // actions, the noise, whether the clean video copy is lightly noised (and its timesteps), the

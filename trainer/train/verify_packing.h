@@ -1,4 +1,4 @@
-// The notes' packing check, made exact: a packed forward / loss / backward of a batch versus the
+// The packing check, made exact: a packed forward / loss / backward of a batch versus the
 // same episodes run one by one, on the same model and the same per-episode draws.
 //
 // With the loss normalised by the batch's valid frames, the packed loss must equal the sum of
