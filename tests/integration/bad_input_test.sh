@@ -56,17 +56,7 @@ expect 69 "'sbatch' not found in PATH" env PATH=/nonexistent "$baton" submit "$T
 unchanged "unknown runs and a missing sbatch"
 
 # A controller that is down: a slurm.conf whose controller port nobody listens on.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$TMP/down.conf" <<CONF
-ClusterName=baton-down
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$port
-AuthType=auth/none
-CredType=cred/none
-MessageTimeout=2
-NodeName=localhost CPUs=1 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES State=UP
-CONF
+write_down_slurm_conf "$TMP/down.conf"
 down=(env SLURM_CONF="$TMP/down.conf")
 expect 69 "SLURM controller is not reachable" "${down[@]}" "$baton" submit "$TMP/ok.yaml"
 expect 69 "" "${down[@]}" "$baton" cancel "$run"

@@ -57,7 +57,7 @@ grep -qF "$bad_file" <<<"$show" && grep -qF "tensor latents holds 1 NaN/Inf valu
   fail "baton show does not say why run $nan_run stopped: $show"
 grep -qF "data_error — exit 65" <<<"$("$baton" attempts "$nan_run")" || fail "baton attempts lacks the ending"
 ok "baton show / attempts name $bad_file and the tensor"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$baton" serve --port "$port" >"$TMP/serve.log" 2>&1 &
 serve_pid=$!
 REF_PIDS+=("$serve_pid") # killed by the exit trap

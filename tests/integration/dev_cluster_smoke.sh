@@ -13,6 +13,7 @@
 # Exit 0 on success; 1 on a failed check; 2 if the cluster is not up, or still busy with other
 # jobs after SMOKE_IDLE_WAIT seconds (default 120).
 set -euo pipefail
+source "$(dirname "$0")/../lib/slurm.sh"
 
 TMP=$(mktemp -d /tmp/baton-smoke.XXXXXX)
 chmod 0755 "$TMP"
@@ -45,11 +46,6 @@ fail() {
     exit 1
 }
 
-# job_field JOBID FIELD -> value of FIELD=... in `scontrol show job` ('' if the job is gone).
-job_field() {
-    scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1
-}
-
 # wait_state JOBID STATE TIMEOUT_S: until the job is in STATE (COMPLETED jobs stay visible
 # to scontrol for MinJobAge=300 s, which is how this works without accounting).
 wait_state() {
@@ -64,23 +60,13 @@ wait_state() {
 }
 
 # ------------------------------------------------------------------ 1. cluster is up
-scontrol ping 2>/dev/null | grep -q 'is UP' ||
-    { echo "FAIL  slurmctld does not answer; run slurm/dev_cluster.sh up" >&2; exit 2; }
+require_cluster_up
 parts=$(sinfo -h -o '%P' | tr '\n' ' ')
 [[ " $parts " == *" debug* "* && " $parts " == *" urgent "* ]] ||
     { echo "FAIL  expected partitions 'debug*' and 'urgent', sinfo says: $parts" >&2; exit 2; }
 CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
 # The preemption check takes every CPU and preempts debug jobs: wait for other jobs to finish.
-idle_wait=${SMOKE_IDLE_WAIT:-120}
-deadline=$((SECONDS + idle_wait))
-while [[ -n $(squeue -h -o '%i') ]]; do
-    if ((SECONDS >= deadline)); then
-        echo "FAIL  the cluster still has jobs after ${idle_wait}s (squeue); this test needs it idle" >&2
-        squeue >&2
-        exit 2
-    fi
-    sleep 1
-done
+wait_cluster_idle "${SMOKE_IDLE_WAIT:-120}"
 ok "cluster up: partitions ${parts% }, ${CPUS} CPUs"
 
 # ------------------------------------------------------------------ 2. a plain job completes

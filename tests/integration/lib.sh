@@ -3,9 +3,11 @@
 #   source lib.sh BATON BATON_TRAIN
 # Sets $baton, $bt (absolute paths), $TMP (a fresh folder, removed on exit unless
 # BATON_KEEP_TMP=1 or a check failed and BATON_KEEP_TMP_ON_FAIL=1), BATON_HOME, BATON_TRAIN_BIN.
-# Every job a test submits goes through track_job so the exit trap scancels it.
+# Every job a test submits goes through track_job so the exit trap scancels it. The SLURM helpers
+# every test script shares (job_field, wait_for, ...) come from tests/lib/slurm.sh.
 # shellcheck shell=bash
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/slurm.sh"
 
 baton=$(realpath "$1")
 bt=$(realpath "$2")
@@ -53,36 +55,13 @@ fail() {
   exit 1
 }
 
-# wait_for TIMEOUT_S DESCRIPTION COMMAND...: polls COMMAND every 0.3 s until it succeeds.
-wait_for() {
-  local timeout=$1 what=$2 deadline
-  shift 2
-  deadline=$((SECONDS + timeout))
-  until "$@"; do
-    ((SECONDS < deadline)) || fail "timed out after ${timeout}s waiting for: $what"
-    sleep 0.3
-  done
-}
-
-job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1; }
-
 # require_idle_cluster: the controller answers and no job runs (the preemption tests need every
 # CPU). Waits up to BATON_IT_IDLE_WAIT (120) s for other jobs to finish; exits 2 otherwise.
 require_idle_cluster() {
-  scontrol ping 2>/dev/null | grep -q 'is UP' ||
-    { echo "FAIL  slurmctld does not answer; run: bash slurm/dev_cluster.sh up" >&2; exit 2; }
+  require_cluster_up
   CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
   [[ $CPUS =~ ^[0-9]+$ ]] || { echo "FAIL  no debug partition (sinfo)" >&2; exit 2; }
-  local i
-  for ((i = 0; i < ${BATON_IT_IDLE_WAIT:-120}; i++)); do
-    [[ -z $(squeue -h -t RUNNING,PENDING,COMPLETING,CONFIGURING,SUSPENDED -o '%i') ]] && break
-    sleep 1
-  done
-  if [[ -n $(squeue -h -t RUNNING,PENDING,COMPLETING,CONFIGURING,SUSPENDED -o '%i') ]]; then
-    echo "FAIL  the cluster is busy (squeue); this test needs it idle" >&2
-    squeue >&2
-    exit 2
-  fi
+  wait_cluster_idle "${BATON_IT_IDLE_WAIT:-120}"
   ok "cluster up and idle, ${CPUS} CPUs"
 }
 

@@ -5,6 +5,7 @@
 # pointing at a port nobody listens on.
 # usage: cli_errors_test.sh BATON SOURCE_DIR
 source "$(dirname "$0")/../cli/lib.sh"
+source "$(dirname "$0")/../lib/slurm.sh"
 baton=$1
 export BATON_HOME=$tmp/home
 export BATON_SLURM_TIMEOUT_S=30
@@ -45,17 +46,7 @@ expect_in "$err" "'sbatch' not found in PATH"
 no_runs
 
 # A controller that is down (its port is closed).
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$tmp/down.conf" <<CONF
-ClusterName=baton-down
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$port
-AuthType=auth/none
-CredType=cred/none
-MessageTimeout=2
-NodeName=localhost CPUs=1 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES State=UP
-CONF
+write_down_slurm_conf "$tmp/down.conf"
 expect_exit 69 env SLURM_CONF="$tmp/down.conf" "$baton" submit "$tmp/ok.yaml"
 expect_in "$err" "SLURM controller is not reachable"
 no_runs

@@ -8,6 +8,7 @@
 # usage: integration_preempt_resume.sh BATON SOURCE_DIR
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 set -euo pipefail
+source "$(dirname "$0")/../lib/slurm.sh"
 baton=$(realpath "$1")
 src=$(realpath "$2")
 
@@ -34,26 +35,12 @@ fail() {
     done
     exit 1
 }
-job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1; }
-# wait_for TIMEOUT_S DESCRIPTION COMMAND...: until COMMAND succeeds.
-wait_for() {
-    local timeout=$1 what=$2 deadline
-    shift 2
-    deadline=$((SECONDS + timeout))
-    until "$@"; do
-        ((SECONDS < deadline)) || fail "timed out after ${timeout}s waiting for: $what"
-        sleep 0.5
-    done
-}
 show_field() { "$baton" show "$run" --json | jq -r "$1"; }
 
 # ------------------------------------------------------------------ cluster
-scontrol ping 2>/dev/null | grep -q 'is UP' ||
-    { echo "FAIL  slurmctld does not answer; run slurm/dev_cluster.sh up" >&2; exit 2; }
+require_cluster_up
 CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
-idle() { [[ -z $(squeue -h -t RUNNING,PENDING,COMPLETING,CONFIGURING -o '%i') ]]; }
-for ((i = 0; i < 120; i++)); do idle && break; sleep 1; done
-idle || { echo "FAIL  the cluster is busy (squeue); this test needs it idle" >&2; squeue >&2; exit 2; }
+wait_cluster_idle 120
 ok "cluster up and idle, ${CPUS} CPUs"
 
 # ------------------------------------------------------------------ submit
