@@ -9,23 +9,11 @@
 #include <iomanip>
 #include <iostream>
 
-#include "orchestrator/ingest/event_ingester.h"
-#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "schema/events.h"
 
-using nlohmann::json;
-
 namespace baton {
-
-namespace {
-
-json NullableInt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
-json NullableDouble(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-json NullableDouble(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
-json NullableText(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
-
-}  // namespace
 
 int ReportError(const Status& status) {
   std::cerr << "baton: " << status.ToString() << "\n";
@@ -44,76 +32,23 @@ std::string SelfPath() {
   return ec ? "baton" : p.string();
 }
 
-Status SyncRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile) {
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) std::cerr << "baton: warning: " << w << "\n";
+}
+
+Status SyncQueriedRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile) {
   std::unique_ptr<SlurmClient> slurm;
-  for (RunRecord& run : *runs) {
-    // Finished runs too: their last lines (attempt_end) may still be unread; ingest is cheap.
-    Result<IngestStats> s = IngestRun(store, run);
-    if (!s.ok()) return s.status().Annotate("ingesting run " + std::to_string(run.id));
-    for (const std::string& w : s->warnings) std::cerr << "baton: warning: " << w << "\n";
-    if (reconcile && !IsTerminal(run.status)) {
-      Result<RunRecord> fresh = store.GetRun(run.id);
-      if (!fresh.ok()) return fresh.status();
-      if (!slurm) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
-      Status st = ReconcileRun(store, *slurm, *fresh, UnixTimeNow());
-      if (st.code() == Code::kUnavailable) {
-        std::cerr << "baton: warning: status may be stale: " << st.message() << "\n";
-        reconcile = false;  // do not wait for a down controller once per run
-      } else if (!st.ok()) {
-        return st;
-      }
-    }
-    Result<RunRecord> fresh = store.GetRun(run.id);
-    if (!fresh.ok()) return fresh.status();
-    run = std::move(fresh).value();
+  if (reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
+  BATON_ASSIGN_OR_RETURN(SyncReport report,
+                         SyncRuns(store, *runs, SyncOptions{slurm.get()}, UnixTimeNow()));
+  PrintWarnings(report.ingested.warnings);
+  if (report.reconcile.code() == Code::kUnavailable) {
+    std::cerr << "baton: warning: status may be stale: " << report.reconcile.message() << "\n";
+  } else if (!report.reconcile.ok()) {
+    return report.reconcile;
   }
+  *runs = std::move(report.runs);
   return Status::Ok();
-}
-
-json RunJson(const RunRecord& r) {
-  return json{{"id", r.id},
-              {"run_id", r.id},
-              {"name", r.name},
-              {"status", RunStatusName(r.status)},
-              {"reason", r.reason},
-              {"run_dir", r.run_dir},
-              {"config_source", r.config_source},
-              {"target_steps", r.target_steps},
-              {"max_restarts", r.max_restarts},
-              {"max_failures", r.max_failures},
-              {"job_id", NullableText(r.job_id)},
-              {"created_at", r.created_at},
-              {"updated_at", r.updated_at}};
-}
-
-json AttemptJson(const AttemptRecord& a, int index) {
-  return json{{"attempt", index},
-              {"job_id", a.job_id},
-              {"restart_count", a.restart_count},
-              {"nodes", a.nodes},
-              {"started_at", NullableDouble(a.started_at)},
-              {"ended_at", NullableDouble(a.ended_at)},
-              {"slurm_state", NullableText(a.slurm_state)},
-              {"exit_code", NullableInt(a.exit_code)},
-              {"action", NullableText(a.action)},
-              {"end_reason", NullableText(a.end_reason)},
-              {"trainer_end_reason", NullableText(a.trainer_end_reason)},
-              {"trainer_message", NullableText(a.trainer_message)},
-              {"trainer_exit_code", NullableInt(a.trainer_exit_code)},
-              {"resume_mode", NullableText(a.resume_mode)},
-              {"checkpoint", NullableText(a.checkpoint)},
-              {"step0", NullableInt(a.step0)},
-              {"last_step", NullableInt(a.last_step)},
-              {"resume_warmup_steps", a.resume_warmup_steps},
-              {"warmup_until", NullableInt(a.warmup_until)},
-              {"world_size", NullableInt(a.world_size)}};
-}
-
-json CheckpointJson(const CheckpointRecord& c) {
-  return json{{"step", c.step},     {"path", c.path},
-              {"bytes", c.bytes},   {"seconds", NullableDouble(c.seconds)},
-              {"reason", c.reason}, {"valid", c.valid},
-              {"time", c.time}};
 }
 
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,

@@ -1,14 +1,15 @@
-// What the subcommands share: the store, SLURM, error printing, syncing run history (ingest +
-// reconcile) and the JSON/table forms of records. Single-threaded.
+// What the subcommands share: the store, SLURM, error printing, the query commands' sync pass,
+// the JSON form of records (record_json.h, the same as the web API's) and their table form.
+// Single-threaded.
 #pragma once
 
 #include <iosfwd>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "orchestrator/slurm/slurm_client.h"
+#include "orchestrator/store/record_json.h"
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
@@ -27,17 +28,17 @@ std::unique_ptr<SlurmClient> MakeSlurmClient(double timeout_s);
 // Absolute path of the running baton binary.
 std::string SelfPath();
 
-// Brings `runs` up to date: ingests their event files, then (when `reconcile`) asks SLURM about
-// their jobs. SLURM being unreachable is a warning on stderr, not an error: history already
-// ingested is still worth showing. Re-reads the runs afterwards.
-[[nodiscard]] Status SyncRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile);
+// Prints "baton: warning: <w>" for each of `warnings` to stderr.
+void PrintWarnings(const std::vector<std::string>& warnings);
+
+// The sync pass (orchestrator/reconcile/sync_pass.h) of a query command: brings `runs` up to
+// date, asking SLURM (with kQuerySlurmTimeoutS) when `reconcile`. SLURM being unreachable is a
+// warning on stderr, not an error: history already ingested is still worth showing. Replaces
+// the runs with their records after the pass.
+[[nodiscard]] Status SyncQueriedRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile);
 
 // Seconds query commands wait for SLURM before showing possibly stale status.
 inline constexpr double kQuerySlurmTimeoutS = 10.0;
-
-nlohmann::json RunJson(const RunRecord& r);
-nlohmann::json AttemptJson(const AttemptRecord& a, int index);
-nlohmann::json CheckpointJson(const CheckpointRecord& c);
 
 // A plain text table with left-aligned columns.
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,

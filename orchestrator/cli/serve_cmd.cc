@@ -23,8 +23,7 @@
 #include "orchestrator/http/http_server.h"
 #include "orchestrator/http/run_history_service.h"
 #include "orchestrator/http/store_pool.h"
-#include "orchestrator/ingest/event_ingester.h"
-#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
 #include "schema/events.h"
@@ -68,28 +67,24 @@ class StopFlag {
   bool stopped_ = false;
 };
 
-// One ingest + reconcile pass. `all_runs` also ingests finished runs (the first pass: lines
-// written after the last CLI call). Problems are warnings: the UI keeps serving what it has.
-void SyncPass(Store& store, SlurmClient* slurm, bool all_runs) {
-  Result<std::vector<RunRecord>> runs = all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns();
-  if (!runs.ok()) {
-    std::cerr << "baton serve: warning: " << runs.status().ToString() << "\n";
-    return;
+// One sync pass (sync_pass.h). `all_runs` also ingests finished runs (the first pass: lines
+// written after the last CLI call). Problems are warnings: the UI keeps serving what it has, and
+// a pass that failed outright is tried again at the next interval.
+Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
+                         all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns());
+  BATON_ASSIGN_OR_RETURN(
+      const SyncReport pass,
+      SyncRuns(store, runs, SyncOptions{slurm, /*continue_after_ingest_error=*/true},
+               UnixTimeNow()));
+  for (const std::string& w : pass.ingested.warnings) {
+    std::cerr << "baton serve: warning: " << w << "\n";
   }
-  for (const RunRecord& run : *runs) {
-    Result<IngestStats> s = IngestRun(store, run);
-    if (!s.ok()) {
-      std::cerr << "baton serve: warning: ingesting run " << run.id << ": " << s.status().ToString()
-                << "\n";
-      continue;
-    }
-    for (const std::string& w : s->warnings) std::cerr << "baton serve: warning: " << w << "\n";
+  for (const std::string& c : pass.changes) std::cout << c << std::endl;
+  if (!pass.reconcile.ok()) {
+    std::cerr << "baton serve: warning: status may be stale: " << pass.reconcile.ToString() << "\n";
   }
-  if (slurm == nullptr) return;
-  std::vector<std::string> changes;
-  Status st = ReconcileAll(store, *slurm, UnixTimeNow(), &changes);
-  for (const std::string& c : changes) std::cout << c << std::endl;
-  if (!st.ok()) std::cerr << "baton serve: warning: status may be stale: " << st.ToString() << "\n";
+  return Status::Ok();
 }
 
 int RunServe(ServeOptions o) {
@@ -128,7 +123,9 @@ int RunServe(ServeOptions o) {
     if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
     bool first = true;
     do {
-      SyncPass(**writer, slurm.get(), first);
+      if (Status st = ServeSyncPass(**writer, slurm.get(), first); !st.ok()) {
+        std::cerr << "baton serve: warning: " << st.ToString() << "\n";
+      }
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
       first = false;
     } while (!stop.WaitFor(o.interval_s));

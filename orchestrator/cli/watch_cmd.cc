@@ -8,8 +8,7 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
-#include "orchestrator/ingest/event_ingester.h"
-#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "schema/events.h"
 
@@ -25,33 +24,28 @@ struct WatchOptions {
 
 // One pass. Returns the SLURM status (kUnavailable when down); store errors too.
 Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
-  Result<std::vector<RunRecord>> runs = store.ListActiveRuns();
-  if (!runs.ok()) return runs.status();
-  IngestStats total;
-  for (const RunRecord& run : *runs) {
-    Result<IngestStats> s = IngestRun(store, run);
-    if (!s.ok()) return s.status();
-    total.Add(*s);
-  }
-  for (const std::string& w : total.warnings) std::cerr << "baton: warning: " << w << "\n";
-  std::vector<std::string> changes;
-  Status st = ReconcileAll(store, slurm, UnixTimeNow(), &changes);
+  BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
+  BATON_ASSIGN_OR_RETURN(const SyncReport pass,
+                         SyncRuns(store, runs, SyncOptions{&slurm}, UnixTimeNow()));
+  const IngestStats& total = pass.ingested;
+  PrintWarnings(total.warnings);
+  const Status& st = pass.reconcile;
   if (json) {
     std::cout << nlohmann::json{{"time", UnixTimeNow()},
-                                {"active_runs", runs->size()},
+                                {"active_runs", runs.size()},
                                 {"records", total.records},
                                 {"steps", total.steps},
                                 {"bad_lines", total.bad_lines},
-                                {"changes", changes},
+                                {"changes", pass.changes},
                                 {"error",
                                  st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}}
                      .dump()
               << std::endl;
   } else {
-    for (const std::string& c : changes) std::cout << c << "\n";
+    for (const std::string& c : pass.changes) std::cout << c << "\n";
     if (total.records > 0) {
       std::cout << "ingested " << total.records << " records (" << total.steps << " steps) from "
-                << runs->size() << " active runs" << std::endl;
+                << runs.size() << " active runs" << std::endl;
     }
   }
   return st;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "orchestrator/http/api_error.h"
+#include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
 
@@ -72,9 +73,8 @@ constexpr const char* kContentSecurityPolicy =
 void SendJson(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
-  // error_handler_t::replace: invalid UTF-8 in a run name or config never throws here.
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
-                  "application/json; charset=utf-8");
+  // DumpJson replaces invalid UTF-8 in a run name or config: it never throws here.
+  res.set_content(DumpJson(body), "application/json; charset=utf-8");
 }
 
 void SendError(httplib::Response& res, const Status& status) {
@@ -102,11 +102,10 @@ Result<int64_t> IntParam(const httplib::Request& req, const char* name, int64_t 
 }
 
 Result<PageRequest> PageParams(const httplib::Request& req, int64_t default_limit) {
-  Result<int64_t> limit = IntParam(req, "limit", default_limit, 1, kMaxPageLimit);
-  if (!limit.ok()) return limit.status();
-  Result<int64_t> offset = IntParam(req, "offset", 0, 0, INT64_MAX / 2);
-  if (!offset.ok()) return offset.status();
-  return PageRequest{*limit, *offset};
+  BATON_ASSIGN_OR_RETURN(const int64_t limit,
+                         IntParam(req, "limit", default_limit, 1, kMaxPageLimit));
+  BATON_ASSIGN_OR_RETURN(const int64_t offset, IntParam(req, "offset", 0, 0, INT64_MAX / 2));
+  return PageRequest{limit, offset};
 }
 
 // The {id} of /api/runs/{id}/...; kNotFound when it is not a run id at all.
@@ -122,10 +121,9 @@ Result<int64_t> RunIdParam(const httplib::Request& req) {
 
 Result<RunListQuery> RunListParams(const httplib::Request& req) {
   RunListQuery q;
-  Result<PageRequest> page = PageParams(req, /*default_limit=*/50);
-  if (!page.ok()) return page.status();
-  q.limit = page->limit;
-  q.offset = page->offset;
+  BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/50));
+  q.limit = page.limit;
+  q.offset = page.offset;
   if (req.has_param("sort")) {
     std::optional<RunSortKey> key = ParseRunSortKey(req.get_param_value("sort"));
     if (!key) {
@@ -167,10 +165,8 @@ Result<SeriesRequest> SeriesParams(const httplib::Request& req) {
     if (std::find(r.keys.begin(), r.keys.end(), key) == r.keys.end()) r.keys.push_back(key);
   }
   if (r.keys.empty()) return Status::InvalidArgument("keys must name at least one series");
-  Result<int64_t> max_points =
-      IntParam(req, "max_points", r.max_points, kMinSeriesPoints, kMaxSeriesPoints);
-  if (!max_points.ok()) return max_points.status();
-  r.max_points = *max_points;
+  BATON_ASSIGN_OR_RETURN(
+      r.max_points, IntParam(req, "max_points", r.max_points, kMinSeriesPoints, kMaxSeriesPoints));
   if (req.has_param("superseded")) {
     const std::string v = req.get_param_value("superseded");
     if (v != "0" && v != "1") {
@@ -373,47 +369,39 @@ void HttpServer::InstallRoutes() {
        "/api/runs",
        {"limit", "offset", "sort", "order", "status"},
        [svc](const httplib::Request& req) -> Result<json> {
-         Result<RunListQuery> q = RunListParams(req);
-         if (!q.ok()) return q.status();
-         return svc->ListRuns(*q);
+         BATON_ASSIGN_OR_RETURN(const RunListQuery q, RunListParams(req));
+         return svc->ListRuns(q);
        }},
       {R"(/api/runs/([^/]+))",
        "/api/runs/{id}",
        {},
        [svc](const httplib::Request& req) -> Result<json> {
-         Result<int64_t> id = RunIdParam(req);
-         if (!id.ok()) return id.status();
-         return svc->GetRun(*id);
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         return svc->GetRun(id);
        }},
       {R"(/api/runs/([^/]+)/attempts)",
        "/api/runs/{id}/attempts",
        {"limit", "offset"},
        [svc](const httplib::Request& req) -> Result<json> {
-         Result<int64_t> id = RunIdParam(req);
-         if (!id.ok()) return id.status();
-         Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
-         if (!page.ok()) return page.status();
-         return svc->ListAttempts(*id, *page);
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
+         return svc->ListAttempts(id, page);
        }},
       {R"(/api/runs/([^/]+)/checkpoints)",
        "/api/runs/{id}/checkpoints",
        {"limit", "offset"},
        [svc](const httplib::Request& req) -> Result<json> {
-         Result<int64_t> id = RunIdParam(req);
-         if (!id.ok()) return id.status();
-         Result<PageRequest> page = PageParams(req, /*default_limit=*/100);
-         if (!page.ok()) return page.status();
-         return svc->ListCheckpoints(*id, *page);
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
+         return svc->ListCheckpoints(id, page);
        }},
       {R"(/api/runs/([^/]+)/series)",
        "/api/runs/{id}/series",
        {"keys", "max_points", "superseded"},
        [svc](const httplib::Request& req) -> Result<json> {
-         Result<int64_t> id = RunIdParam(req);
-         if (!id.ok()) return id.status();
-         Result<SeriesRequest> r = SeriesParams(req);
-         if (!r.ok()) return r.status();
-         return svc->GetSeries(*id, *r);
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         BATON_ASSIGN_OR_RETURN(const SeriesRequest r, SeriesParams(req));
+         return svc->GetSeries(id, r);
        }},
   };
   const bool token_param = !options_.token.empty();

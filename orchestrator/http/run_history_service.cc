@@ -6,17 +6,13 @@
 
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/http/series_downsampler.h"
+#include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
 
 namespace baton {
 
 namespace {
-
-json Nullable(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
-json Nullable(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-json NullableDouble(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-json NullableText(const std::string& v) { return v.empty() ? json(nullptr) : json(v); }
 
 bool IsLive(RunStatus s) { return !IsTerminal(s); }
 
@@ -28,14 +24,16 @@ std::optional<double> WallSeconds(const RunSummary& r, double now) {
   return std::max(0.0, end - *r.first_started_at);
 }
 
+// The run as the runs table shows it: the record's JSON (record_json.h, as the CLI's) without
+// the restart budgets, which the API has never published, plus progress figures.
 json SummaryJson(const RunSummary& r, double now) {
   json restarts = json::array();
   for (const AttemptBrief& a : r.attempt_list) {
     restarts.push_back({{"job_id", a.job_id},
                         {"restart_count", a.restart_count},
-                        {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
-                        {"step0", Nullable(a.step0)},
-                        {"last_step", Nullable(a.last_step)}});
+                        {"end_reason", JsonTextOrNull(a.end_reason)},
+                        {"step0", JsonNumber(a.step0)},
+                        {"last_step", JsonNumber(a.last_step)}});
   }
   const std::optional<int64_t> restart_count =
       r.attempt_list.empty() ? std::nullopt
@@ -44,40 +42,35 @@ json SummaryJson(const RunSummary& r, double now) {
   if (r.last_checkpoint_time) checkpoint_age = std::max(0.0, now - *r.last_checkpoint_time);
   // Steps finished = last step index + 1 (step indices are 0-based, docs/events.md).
   const int64_t done = r.last_step ? *r.last_step + 1 : 0;
-  return json{{"id", r.run.id},
-              {"name", r.run.name},
-              {"status", RunStatusName(r.run.status)},
-              {"live", IsLive(r.run.status)},
-              {"reason", r.run.reason},
-              {"job_id", r.run.job_id.empty() ? json(nullptr) : json(r.run.job_id)},
-              {"attempt", r.attempts},
-              {"restart_count", Nullable(restart_count)},
-              {"restarts", std::max<int64_t>(0, r.attempts - 1)},
-              {"attempts", restarts},
-              {"last_step", Nullable(r.last_step)},
-              {"steps_done", done},
-              {"target_steps", r.run.target_steps},
-              {"progress", r.run.target_steps > 0
-                               ? json(std::min(1.0, double(done) / double(r.run.target_steps)))
-                               : json(nullptr)},
-              {"last_loss", NullableDouble(r.last_loss)},
-              {"last_lr", NullableDouble(r.last_lr)},
-              {"last_step_time", Nullable(r.last_step_time)},
-              {"last_checkpoint_step", Nullable(r.last_checkpoint_step)},
-              {"last_checkpoint_time", Nullable(r.last_checkpoint_time)},
-              {"last_checkpoint_age_s", Nullable(checkpoint_age)},
-              {"created_at", r.run.created_at},
-              {"updated_at", r.run.updated_at},
-              {"started_at", Nullable(r.first_started_at)},
-              {"wall_s", Nullable(WallSeconds(r, now))},
-              {"run_dir", r.run.run_dir},
-              {"config_source", r.run.config_source}};
+  json out = WithoutKeys(RunJson(r.run), {"max_restarts", "max_failures"});
+  out.update(
+      json{{"live", IsLive(r.run.status)},
+           {"attempt", r.attempts},
+           {"restart_count", JsonNumber(restart_count)},
+           {"restarts", std::max<int64_t>(0, r.attempts - 1)},
+           {"attempts", restarts},
+           {"last_step", JsonNumber(r.last_step)},
+           {"steps_done", done},
+           {"progress", r.run.target_steps > 0
+                            ? JsonNumber(std::min(1.0, double(done) / double(r.run.target_steps)))
+                            : json(nullptr)},
+           {"last_loss", JsonNumber(r.last_loss)},
+           {"last_lr", JsonNumber(r.last_lr)},
+           {"last_step_time", JsonNumber(r.last_step_time)},
+           {"last_checkpoint_step", JsonNumber(r.last_checkpoint_step)},
+           {"last_checkpoint_time", JsonNumber(r.last_checkpoint_time)},
+           {"last_checkpoint_age_s", JsonNumber(checkpoint_age)},
+           {"started_at", JsonNumber(r.first_started_at)},
+           {"wall_s", JsonNumber(WallSeconds(r, now))}});
+  return out;
 }
 
 json PageJson(const PageRequest& p, int64_t total) {
   return {{"limit", p.limit}, {"offset", p.offset}, {"total", total}};
 }
 
+// One attempt: the record's JSON (record_json.h, as the CLI's) with the timeline's numbering
+// (1-based), step0 and warmup range, and the summary of its step rows.
 json SegmentJson(const TimelineSegment& s) {
   const AttemptRecord& a = s.attempt;
   const AttemptStepStats& st = s.stats;
@@ -88,53 +81,38 @@ json SegmentJson(const TimelineSegment& s) {
   const double padding = st.tokens + st.padded_tokens > 0
                              ? double(st.padded_tokens) / double(st.tokens + st.padded_tokens)
                              : std::nan("");
-  return json{{"attempt", s.index},
-              {"label", s.label},
-              {"job_id", a.job_id},
-              {"restart_count", a.restart_count},
-              {"nodes", a.nodes},
-              {"resume_mode", a.resume_mode.empty() ? json(nullptr) : json(a.resume_mode)},
-              {"checkpoint", a.checkpoint.empty() ? json(nullptr) : json(a.checkpoint)},
-              {"step0", s.step0},
-              {"last_step", Nullable(a.last_step)},
-              {"effective_first_step", Nullable(st.first_step)},
-              {"effective_last_step", Nullable(st.last_step)},
-              {"resume_warmup_steps", a.resume_warmup_steps},
-              {"warmup_from", Nullable(s.warmup_from)},
-              {"warmup_until", Nullable(s.warmup_until)},
-              {"warmup_kind", s.warmup_kind.empty() ? json(nullptr) : json(s.warmup_kind)},
-              {"started_at", Nullable(a.started_at)},
-              {"ended_at", Nullable(a.ended_at)},
-              {"duration_s", Nullable(s.duration_s)},
-              {"slurm_state", a.slurm_state.empty() ? json(nullptr) : json(a.slurm_state)},
-              {"exit_code", Nullable(a.exit_code)},
-              {"action", a.action.empty() ? json(nullptr) : json(a.action)},
-              {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
-              {"trainer_end_reason", NullableText(a.trainer_end_reason)},
-              {"trainer_message", NullableText(a.trainer_message)},
-              {"trainer_exit_code", Nullable(a.trainer_exit_code)},
-              {"world_size", Nullable(a.world_size)},
-              {"summary",
-               {{"effective_steps", st.effective_steps},
-                {"superseded_steps", st.superseded_steps},
-                {"warmup_steps", st.warmup_steps},
-                {"nonfinite_steps", st.nonfinite_steps},
-                {"tokens", st.tokens},
-                {"tokens_per_s", NullableDouble(tokens_per_s)},
-                {"s_per_step", NullableDouble(s_per_step)},
-                {"padding_waste", NullableDouble(padding)}}}};
+  json out = AttemptJson(a);
+  out.update(json{{"attempt", s.index},
+                  {"label", s.label},
+                  {"step0", s.step0},
+                  {"effective_first_step", JsonNumber(st.first_step)},
+                  {"effective_last_step", JsonNumber(st.last_step)},
+                  {"warmup_from", JsonNumber(s.warmup_from)},
+                  {"warmup_until", JsonNumber(s.warmup_until)},
+                  {"warmup_kind", JsonTextOrNull(s.warmup_kind)},
+                  {"duration_s", JsonNumber(s.duration_s)},
+                  {"summary",
+                   {{"effective_steps", st.effective_steps},
+                    {"superseded_steps", st.superseded_steps},
+                    {"warmup_steps", st.warmup_steps},
+                    {"nonfinite_steps", st.nonfinite_steps},
+                    {"tokens", st.tokens},
+                    {"tokens_per_s", JsonNumber(tokens_per_s)},
+                    {"s_per_step", JsonNumber(s_per_step)},
+                    {"padding_waste", JsonNumber(padding)}}}});
+  return out;
 }
 
 json AuditJson(const RunAudit& a) {
   return json{{"attempts", a.attempts},
               {"effective_steps", a.effective_steps},
               {"warmup_steps", a.warmup_steps},
-              {"warmup_fraction", a.warmup_fraction},
+              {"warmup_fraction", JsonNumber(a.warmup_fraction)},
               {"nonfinite_steps", a.nonfinite_steps},
-              {"expected_warmup_steps", Nullable(a.expected_warmup_steps)},
+              {"expected_warmup_steps", JsonNumber(a.expected_warmup_steps)},
               {"steps_redone", a.steps_redone},
-              {"redone_compute_s", a.redone_compute_s},
-              {"requeue_hold_s", a.requeue_hold_s}};
+              {"redone_compute_s", JsonNumber(a.redone_compute_s)},
+              {"requeue_hold_s", JsonNumber(a.requeue_hold_s)}};
 }
 
 // The run's timeline from one read connection.
@@ -146,43 +124,31 @@ struct RunTimelineData {
 
 Result<RunTimelineData> LoadTimeline(Store& store, int64_t run_id) {
   RunTimelineData d;
-  Result<RunSummary> summary = GetRunSummary(store, run_id);
-  if (!summary.ok()) return summary.status();
-  d.summary = std::move(summary).value();
+  BATON_ASSIGN_OR_RETURN(d.summary, GetRunSummary(store, run_id));
   d.schedule = ScheduleFromConfig(d.summary.run.config);
-  Result<std::vector<AttemptRecord>> attempts = store.ListAttempts(run_id);
-  if (!attempts.ok()) return attempts.status();
-  Result<std::vector<AttemptStepStats>> stats = ReadAttemptStepStats(store, run_id);
-  if (!stats.ok()) return stats.status();
-  d.segments = BuildTimeline(*attempts, *stats, d.schedule);
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptStepStats> stats,
+                         ReadAttemptStepStats(store, run_id));
+  d.segments = BuildTimeline(attempts, stats, d.schedule);
   return d;
 }
 
 // The skipped (non-finite) steps of the run: exact counts and the first ones, effective only.
 Result<json> NonfiniteJson(Store& store, int64_t run_id,
                            const std::vector<TimelineSegment>& segments) {
-  Result<NonfiniteCounts> counts = store.CountNonfiniteSteps(run_id);
-  if (!counts.ok()) return counts.status();
-  Result<std::vector<StepRecord>> rows =
-      store.ListNonfiniteSteps(run_id, /*include_superseded=*/false, kMaxListedNonfiniteSteps);
-  if (!rows.ok()) return rows.status();
+  BATON_ASSIGN_OR_RETURN(const NonfiniteCounts counts, store.CountNonfiniteSteps(run_id));
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<StepRecord> rows,
+      store.ListNonfiniteSteps(run_id, /*include_superseded=*/false, kMaxListedNonfiniteSteps));
   std::map<int64_t, int> attempt_index;
   for (const TimelineSegment& s : segments) attempt_index[s.attempt.id] = s.index;
   json listed = json::array();
-  for (const StepRecord& r : *rows) {
+  for (const StepRecord& r : rows) {
     auto it = attempt_index.find(r.attempt_id);
-    listed.push_back({{"step", r.step},
-                      {"attempt", it == attempt_index.end() ? 0 : it->second},
-                      {"loss", NullableDouble(r.loss)},
-                      {"loss_video", NullableDouble(r.loss_video)},
-                      {"loss_action", NullableDouble(r.loss_action)},
-                      {"grad_norm", NullableDouble(r.grad_norm)},
-                      {"lr", NullableDouble(r.lr)},
-                      {"episodes", r.nonfinite_episodes},
-                      {"time", r.time}});
+    listed.push_back(NonfiniteStepJson(r, it == attempt_index.end() ? 0 : it->second));
   }
-  return json{{"steps", counts->effective},
-              {"superseded", counts->superseded},
+  return json{{"steps", counts.effective},
+              {"superseded", counts.superseded},
               {"listed", std::move(listed)}};
 }
 
@@ -253,94 +219,70 @@ const std::vector<std::string>& SeriesKeys() {
 }
 
 Result<json> RunHistoryService::ListRuns(const RunListQuery& q) {
-  Result<StorePool::Lease> lease = pool_->Acquire();
-  if (!lease.ok()) return lease.status();
-  Result<RunSummaryPage> page = ListRunSummaries(lease->store(), q);
-  if (!page.ok()) return page.status();
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  BATON_ASSIGN_OR_RETURN(const RunSummaryPage page, ListRunSummaries(lease.store(), q));
   const double now = now_();
   json runs = json::array();
-  for (const RunSummary& r : page->runs) runs.push_back(SummaryJson(r, now));
-  return json{{"runs", std::move(runs)},
-              {"page", PageJson({q.limit, q.offset}, page->total)},
-              {"now", now}};
+  for (const RunSummary& r : page.runs) runs.push_back(SummaryJson(r, now));
+  return json{
+      {"runs", std::move(runs)}, {"page", PageJson({q.limit, q.offset}, page.total)}, {"now", now}};
 }
 
 Result<json> RunHistoryService::GetRun(int64_t run_id) {
-  Result<StorePool::Lease> lease = pool_->Acquire();
-  if (!lease.ok()) return lease.status();
-  Result<RunTimelineData> d = LoadTimeline(lease->store(), run_id);
-  if (!d.ok()) return d.status();
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  BATON_ASSIGN_OR_RETURN(const RunTimelineData d, LoadTimeline(lease.store(), run_id));
   const double now = now_();
-  json out = SummaryJson(d->summary, now);
-  out["config"] = d->summary.run.config;
-  out["schedule"] = d->schedule.known
-                        ? json{{"base_lr", d->schedule.base_lr},
-                               {"warmup_steps", d->schedule.warmup_steps},
-                               {"resume_warmup_steps", d->schedule.resume_warmup_steps}}
-                        : json(nullptr);
+  json out = SummaryJson(d.summary, now);
+  out["config"] = d.summary.run.config;
+  out["schedule"] = d.schedule.known ? json{{"base_lr", d.schedule.base_lr},
+                                            {"warmup_steps", d.schedule.warmup_steps},
+                                            {"resume_warmup_steps", d.schedule.resume_warmup_steps}}
+                                     : json(nullptr);
   json segments = json::array();
-  for (const TimelineSegment& s : d->segments) segments.push_back(SegmentJson(s));
+  for (const TimelineSegment& s : d.segments) segments.push_back(SegmentJson(s));
   out["segments"] = std::move(segments);
-  out["audit"] = AuditJson(BuildAudit(d->segments, d->schedule));
-  Result<json> nonfinite = NonfiniteJson(lease->store(), run_id, d->segments);
-  if (!nonfinite.ok()) return nonfinite.status();
-  out["nonfinite"] = std::move(nonfinite).value();
+  out["audit"] = AuditJson(BuildAudit(d.segments, d.schedule));
+  BATON_ASSIGN_OR_RETURN(out["nonfinite"], NonfiniteJson(lease.store(), run_id, d.segments));
   out["now"] = now;
   return out;
 }
 
 Result<json> RunHistoryService::ListAttempts(int64_t run_id, const PageRequest& page) {
-  Result<StorePool::Lease> lease = pool_->Acquire();
-  if (!lease.ok()) return lease.status();
-  Result<RunTimelineData> d = LoadTimeline(lease->store(), run_id);
-  if (!d.ok()) return d.status();
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  BATON_ASSIGN_OR_RETURN(const RunTimelineData d, LoadTimeline(lease.store(), run_id));
   json items = json::array();
-  const int64_t total = static_cast<int64_t>(d->segments.size());
+  const int64_t total = static_cast<int64_t>(d.segments.size());
   for (int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
-    items.push_back(SegmentJson(d->segments[static_cast<size_t>(i)]));
+    items.push_back(SegmentJson(d.segments[static_cast<size_t>(i)]));
   }
   return json{{"run_id", run_id}, {"attempts", std::move(items)}, {"page", PageJson(page, total)}};
 }
 
 Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageRequest& page) {
-  Result<StorePool::Lease> lease = pool_->Acquire();
-  if (!lease.ok()) return lease.status();
-  Store& store = lease->store();
-  Result<RunRecord> run = store.GetRun(run_id);
-  if (!run.ok()) return run.status();
-  Result<std::vector<CheckpointRecord>> all = store.ListCheckpoints(run_id);
-  if (!all.ok()) return all.status();
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_RETURN_IF_ERROR(store.GetRun(run_id).status());  // 404 for an unknown run
+  BATON_ASSIGN_OR_RETURN(const std::vector<CheckpointRecord> all, store.ListCheckpoints(run_id));
   json items = json::array();
-  const int64_t total = static_cast<int64_t>(all->size());
+  const int64_t total = static_cast<int64_t>(all.size());
   for (int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
-    const CheckpointRecord& c = (*all)[static_cast<size_t>(i)];
-    items.push_back({{"step", c.step},
-                     {"path", c.path},
-                     {"bytes", c.bytes},
-                     {"seconds", NullableDouble(c.seconds)},
-                     {"reason", c.reason},
-                     {"valid", c.valid},
-                     {"time", c.time}});
+    items.push_back(CheckpointJson(all[static_cast<size_t>(i)]));
   }
   return json{
       {"run_id", run_id}, {"checkpoints", std::move(items)}, {"page", PageJson(page, total)}};
 }
 
 Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& req) {
-  Result<StorePool::Lease> lease = pool_->Acquire();
-  if (!lease.ok()) return lease.status();
-  Store& store = lease->store();
-  Result<RunRecord> run = store.GetRun(run_id);
-  if (!run.ok()) return run.status();
-  const ExpectedSchedule schedule = ScheduleFromConfig(run->config);
-  Result<std::vector<AttemptRecord>> attempts = store.ListAttempts(run_id);
-  if (!attempts.ok()) return attempts.status();
-  Result<StepColumns> cols = ReadStepColumns(store, run_id, req.include_superseded);
-  if (!cols.ok()) return cols.status();
-  const StepColumns& c = *cols;
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
+  const ExpectedSchedule schedule = ScheduleFromConfig(run.config);
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  BATON_ASSIGN_OR_RETURN(const StepColumns c,
+                         ReadStepColumns(store, run_id, req.include_superseded));
 
   std::map<int64_t, int> attempt_index;
-  for (size_t i = 0; i < attempts->size(); ++i) attempt_index[(*attempts)[i].id] = int(i + 1);
+  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
   std::vector<size_t> effective, superseded;
   for (size_t i = 0; i < c.size(); ++i) (c.superseded[i] ? superseded : effective).push_back(i);
   // The effective rows are in step order (each attempt's effective range starts where the
@@ -358,8 +300,8 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
   }
   // Wall time counts from the first attempt's start (holds between attempts show as gaps).
   double t0 = c.size() > 0 ? *std::min_element(c.time.begin(), c.time.end()) : 0.0;
-  if (!attempts->empty() && attempts->front().started_at) {
-    t0 = std::min(t0, *attempts->front().started_at);
+  if (!attempts.empty() && attempts.front().started_at) {
+    t0 = std::min(t0, *attempts.front().started_at);
   }
   // Grouped by attempt again for the downsampler (its segments must be contiguous).
   std::stable_sort(superseded.begin(), superseded.end(),

@@ -14,9 +14,8 @@ Result<StorePool::Lease> StorePool::Acquire() {
     }
   }
   // Opened outside the lock: opening may wait on the busy timeout.
-  Result<std::unique_ptr<Store>> store = OpenReader();
-  if (!store.ok()) return store.status();
-  return Lease(this, std::move(store).value());
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenReader());
+  return Lease(this, std::move(store));
 }
 
 Status StorePool::Warm(size_t n) {
@@ -25,17 +24,15 @@ Status StorePool::Warm(size_t n) {
       std::lock_guard<std::mutex> lock(mu_);
       if (idle_.size() >= n) return Status::Ok();
     }
-    Result<std::unique_ptr<Store>> store = OpenReader();
-    if (!store.ok()) return store.status();
+    BATON_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenReader());
     std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(std::move(store).value());
+    idle_.push_back(std::move(store));
   }
 }
 
 Result<std::unique_ptr<Store>> StorePool::OpenReader() {
-  Result<std::unique_ptr<Store>> store = Store::Open(db_path_);
-  if (!store.ok()) return store.status();
-  BATON_RETURN_IF_ERROR((*store)->db().Exec("PRAGMA query_only = ON"));
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(db_path_));
+  BATON_RETURN_IF_ERROR(store->db().Exec("PRAGMA query_only = ON"));
   return store;
 }
 

@@ -20,27 +20,24 @@ std::string StepText(const AttemptRecord* a) {
 Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, double now,
                     std::vector<std::string>* changes) {
   if (IsTerminal(run_in.status) || run_in.job_id.empty()) return Status::Ok();
-  Result<std::optional<JobInfo>> job = slurm.GetJob(run_in.job_id);
-  if (!job.ok()) return job.status();
+  BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run_in.job_id));
 
   return store.Write([&]() -> Status {
     // Re-read inside the write transaction: ingest or `baton cancel` may have moved it.
-    Result<RunRecord> run = store.GetRun(run_in.id);
-    if (!run.ok()) return run.status();
-    if (IsTerminal(run->status)) return Status::Ok();
-    Result<std::vector<AttemptRecord>> attempts = store.ListAttempts(run->id);
-    if (!attempts.ok()) return attempts.status();
-    AttemptRecord* last = attempts->empty() ? nullptr : &attempts->back();
-    const bool reached_target = last && last->last_step && *last->last_step >= run->target_steps;
+    BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_in.id));
+    if (IsTerminal(run.status)) return Status::Ok();
+    BATON_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
+    AttemptRecord* last = attempts.empty() ? nullptr : &attempts.back();
+    const bool reached_target = last && last->last_step && *last->last_step >= run.target_steps;
 
     auto set_status = [&](RunStatus status, const std::string& reason) -> Status {
-      if (run->status == status && run->reason == reason) return Status::Ok();
+      if (run.status == status && run.reason == reason) return Status::Ok();
       if (changes) {
-        changes->push_back("run " + std::to_string(run->id) + ": " + RunStatusName(run->status) +
+        changes->push_back("run " + std::to_string(run.id) + ": " + RunStatusName(run.status) +
                            " -> " + RunStatusName(status) +
                            (reason.empty() ? "" : " (" + reason + ")"));
       }
-      return store.SetActiveRunStatusInTx(run->id, status, reason, now);
+      return store.SetActiveRunStatusInTx(run.id, status, reason, now);
     };
     // Closes an attempt the launcher could not close itself.
     auto close_attempt = [&](AttemptRecord& a, const std::string& state,
@@ -54,28 +51,28 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
       a.end_reason = reason;
       if (!a.ended_at) a.ended_at = now;
       if (changes) {
-        changes->push_back("run " + std::to_string(run->id) + ": attempt " + a.job_id + "." +
+        changes->push_back("run " + std::to_string(run.id) + ": attempt " + a.job_id + "." +
                            std::to_string(a.restart_count) + " ended: " + reason + " (SLURM " +
                            state + ")");
       }
       return store.UpdateAttemptInTx(a);
     };
 
-    if (!job->has_value()) {
+    if (!job.has_value()) {
       if (last && last->action == "done") return set_status(RunStatus::kCompleted, "");
       if (reached_target) return set_status(RunStatus::kCompleted, "");
       if (last && last->action.empty() && last->end_reason.empty()) {
         BATON_RETURN_IF_ERROR(close_attempt(*last, "UNKNOWN", "lost"));
       }
       return set_status(RunStatus::kFailed,
-                        "SLURM job " + run->job_id + " is gone and the run stopped at step " +
-                            StepText(last) + " of " + std::to_string(run->target_steps));
+                        "SLURM job " + run.job_id + " is gone and the run stopped at step " +
+                            StepText(last) + " of " + std::to_string(run.target_steps));
     }
-    const JobInfo& j = **job;
+    const JobInfo& j = *job;
 
     // Attempts of earlier starts of this job that never wrote attempt_end were requeued by
     // SLURM itself (preemption past the grace time, node failure with --requeue).
-    for (AttemptRecord& a : *attempts) {
+    for (AttemptRecord& a : attempts) {
       if (a.job_id == j.job_id && a.restart_count < j.restarts) {
         BATON_RETURN_IF_ERROR(close_attempt(a, "REQUEUED", "preempted"));
       }
@@ -85,9 +82,9 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
 
     const std::string& s = j.state;
     if (OneOf(s, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})) {
-      if (attempts->empty()) return set_status(RunStatus::kPending, "");
+      if (attempts.empty()) return set_status(RunStatus::kPending, "");
       return set_status(RunStatus::kRequeued,
-                        run->status == RunStatus::kRequeued ? run->reason : "requeued");
+                        run.status == RunStatus::kRequeued ? run.reason : "requeued");
     }
     if (OneOf(s, {"RUNNING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"})) {
       if (current && current->slurm_state != s) {
@@ -111,7 +108,7 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
         return set_status(RunStatus::kCompleted, "");
       }
       return set_status(RunStatus::kFailed, "job " + j.job_id + " ended at step " + StepText(last) +
-                                                " of " + std::to_string(run->target_steps));
+                                                " of " + std::to_string(run.target_steps));
     }
     if (s == "CANCELLED") {
       if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, "cancelled"));
@@ -135,12 +132,10 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
   });
 }
 
-Status ReconcileAll(Store& store, SlurmClient& slurm, double now,
-                    std::vector<std::string>* changes) {
-  Result<std::vector<RunRecord>> runs = store.ListActiveRuns();
-  if (!runs.ok()) return runs.status();
+Status ReconcileRuns(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
+                     double now, std::vector<std::string>* changes) {
   Status first;
-  for (const RunRecord& run : *runs) {
+  for (const RunRecord& run : runs) {
     Status st = ReconcileRun(store, slurm, run, now, changes);
     if (st.code() == Code::kUnavailable) return st;
     if (!st.ok() && first.ok()) first = st.Annotate("run " + std::to_string(run.id));

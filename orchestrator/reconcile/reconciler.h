@@ -32,9 +32,11 @@ namespace baton {
 [[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
                                   double now, std::vector<std::string>* changes = nullptr);
 
-// Every non-terminal run. Stops at the first kUnavailable (SLURM down); other per-run errors
-// are collected and the first returned after trying all runs.
-[[nodiscard]] Status ReconcileAll(Store& store, SlurmClient& slurm, double now,
-                                  std::vector<std::string>* changes = nullptr);
+// Each of `runs`, in order (terminal ones are skipped). Stops at the first kUnavailable (SLURM
+// down: asking again for every run would only wait out the timeout again); other per-run errors
+// are collected and the first returned, naming its run, after trying all runs.
+[[nodiscard]] Status ReconcileRuns(Store& store, SlurmClient& slurm,
+                                   const std::vector<RunRecord>& runs, double now,
+                                   std::vector<std::string>* changes = nullptr);
 
 }  // namespace baton

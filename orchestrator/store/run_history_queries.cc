@@ -2,18 +2,20 @@
 
 #include <map>
 
+#include "orchestrator/store/record_columns.h"
+
 namespace baton {
 
 namespace {
 
 // The runs table's per-run figures as one query: correlated subqueries pick each run's last
 // effective step (index steps_run_step), newest checkpoint and attempt span; the joins then read
-// those rows. Sorting happens in SQL so pagination is stable over the whole table.
-constexpr const char* kSummarySelect = R"sql(
-WITH r AS (
-  SELECT runs.id, runs.name, runs.status, runs.reason, runs.config_source, runs.run_dir,
-         runs.target_steps, runs.max_restarts, runs.max_failures, runs.job_id,
-         runs.created_at, runs.updated_at,
+// those rows. Sorting happens in SQL so pagination is stable over the whole table. The run's own
+// columns are the store's (record_columns.h) but for the frozen config, which the table does not
+// show; ReadSummaryRow reads them in the same order.
+const std::string& SummarySelect() {
+  static const std::string kSql =
+      "WITH r AS (\n  SELECT " + RunTable().SelectList("runs.", "config") + R"sql(,
          (SELECT COUNT(*) FROM attempts a WHERE a.run_id = runs.id) AS n_attempts,
          (SELECT s.step FROM steps s WHERE s.run_id = runs.id AND s.superseded = 0
             ORDER BY s.step DESC LIMIT 1) AS last_step,
@@ -24,14 +26,16 @@ WITH r AS (
          (SELECT COUNT(*) FROM attempts a WHERE a.run_id = runs.id AND a.ended_at IS NULL)
             AS n_open
   FROM runs WHERE (?1 = '' OR runs.status = ?1) AND (?4 < 0 OR runs.id = ?4))
-SELECT r.id, r.name, r.status, r.reason, r.config_source, r.run_dir, r.target_steps,
-       r.max_restarts, r.max_failures, r.job_id, r.created_at, r.updated_at, r.n_attempts,
-       r.last_step, ls.loss, ls.lr, ls.time, r.ckpt_step, c.time, r.first_start, r.last_end,
-       r.n_open
+SELECT )sql" +
+      RunTable().SelectList("r.", "config") +
+      R"sql(, r.n_attempts, r.last_step, ls.loss, ls.lr, ls.time, r.ckpt_step,
+       c.time, r.first_start, r.last_end, r.n_open
 FROM r
 LEFT JOIN steps ls ON ls.run_id = r.id AND ls.step = r.last_step AND ls.superseded = 0
 LEFT JOIN checkpoints c ON c.run_id = r.id AND c.step = r.ckpt_step
 )sql";
+  return kSql;
+}
 
 // ORDER BY expressions for each sort key: fixed text, so the statement stays a prepared one
 // with bound values only (one cached statement per key and direction).
@@ -59,64 +63,41 @@ const char* SortExpression(RunSortKey key) {
 
 RunSummary ReadSummaryRow(const Statement& s) {
   RunSummary out;
-  RunRecord& r = out.run;
-  r.id = s.Int(0);
-  r.name = s.Text(1);
-  r.status = ParseRunStatus(s.Text(2)).value_or(RunStatus::kFailed);
-  r.reason = s.Text(3);
-  r.config_source = s.Text(4);
-  r.run_dir = s.Text(5);
-  r.target_steps = s.Int(6);
-  r.max_restarts = s.Int(7);
-  r.max_failures = s.Int(8);
-  r.job_id = s.Text(9);
-  r.created_at = s.Double(10);
-  r.updated_at = s.Double(11);
-  out.attempts = s.Int(12);
-  out.last_step = s.OptInt(13);
-  out.last_loss = s.Double(14);
-  out.last_lr = s.Double(15);
-  out.last_step_time = s.OptDouble(16);
-  out.last_checkpoint_step = s.OptInt(17);
-  out.last_checkpoint_time = s.OptDouble(18);
-  out.first_started_at = s.OptDouble(19);
-  out.last_ended_at = s.OptDouble(20);
-  out.has_open_attempt = s.Int(21) > 0;
+  int col = RunTable().ReadInto(s, &out.run, /*first=*/0, /*except=*/"config");
+  out.attempts = s.Int(col++);
+  out.last_step = s.OptInt(col++);
+  out.last_loss = s.Double(col++);
+  out.last_lr = s.Double(col++);
+  out.last_step_time = s.OptDouble(col++);
+  out.last_checkpoint_step = s.OptInt(col++);
+  out.last_checkpoint_time = s.OptDouble(col++);
+  out.first_started_at = s.OptDouble(col++);
+  out.last_ended_at = s.OptDouble(col++);
+  out.has_open_attempt = s.Int(col++) > 0;
   return out;
 }
 
 Status FillAttemptBriefs(Store& store, RunSummary* summary) {
-  Result<Statement*> s = store.db().Prepare(
-      "SELECT job_id, restart_count, end_reason, step0, last_step FROM attempts "
-      "WHERE run_id = ?1 ORDER BY id");
-  if (!s.ok()) return s.status();
-  (*s)->Bind(1, summary->run.id);
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    summary->attempt_list.push_back(
-        AttemptBrief{(*s)->Text(0), (*s)->Int(1), (*s)->Text(2), (*s)->OptInt(3), (*s)->OptInt(4)});
-  }
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      store.db().Prepare("SELECT job_id, restart_count, end_reason, step0, last_step "
+                         "FROM attempts WHERE run_id = ?1 ORDER BY id"));
+  s->Bind(1, summary->run.id);
+  BATON_ASSIGN_OR_RETURN(summary->attempt_list, s->Collect<AttemptBrief>([](const Statement& r) {
+    return AttemptBrief{r.Text(0), r.Int(1), r.Text(2), r.OptInt(3), r.OptInt(4)};
+  }));
   return Status::Ok();
 }
 
 // Runs the summary query for one page (run_id < 0) or one run.
 Result<std::vector<RunSummary>> QuerySummaries(Store& store, const RunListQuery& q,
                                                int64_t run_id) {
-  std::string sql = std::string(kSummarySelect) + " ORDER BY " + SortExpression(q.sort) +
+  std::string sql = SummarySelect() + " ORDER BY " + SortExpression(q.sort) +
                     (q.descending ? " DESC" : " ASC") + " NULLS LAST, r.id " +
                     (q.descending ? "DESC" : "ASC") + " LIMIT ?2 OFFSET ?3";
-  Result<Statement*> s = store.db().Prepare(sql);
-  if (!s.ok()) return s.status();
-  (*s)->Bind(1, q.status).Bind(2, q.limit).Bind(3, q.offset).Bind(4, run_id);
-  std::vector<RunSummary> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(ReadSummaryRow(**s));
-  }
+  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(sql));
+  s->Bind(1, q.status).Bind(2, q.limit).Bind(3, q.offset).Bind(4, run_id);
+  BATON_ASSIGN_OR_RETURN(std::vector<RunSummary> out, s->Collect<RunSummary>(ReadSummaryRow));
   for (RunSummary& r : out) BATON_RETURN_IF_ERROR(FillAttemptBriefs(store, &r));
   return out;
 }
@@ -136,60 +117,50 @@ std::optional<RunSortKey> ParseRunSortKey(const std::string& name) {
 
 Result<RunSummaryPage> ListRunSummaries(Store& store, const RunListQuery& q) {
   RunSummaryPage page;
-  Result<Statement*> count =
-      store.db().Prepare("SELECT COUNT(*) FROM runs WHERE (?1 = '' OR status = ?1)");
-  if (!count.ok()) return count.status();
-  (*count)->Bind(1, q.status);
-  Result<bool> row = (*count)->Step();
-  if (!row.ok()) return row.status();
-  page.total = *row ? (*count)->Int(0) : 0;
-  Result<std::vector<RunSummary>> runs = QuerySummaries(store, q, /*run_id=*/-1);
-  if (!runs.ok()) return runs.status();
-  page.runs = std::move(runs).value();
+  BATON_ASSIGN_OR_RETURN(
+      Statement * count,
+      store.db().Prepare("SELECT COUNT(*) FROM runs WHERE (?1 = '' OR status = ?1)"));
+  count->Bind(1, q.status);
+  BATON_ASSIGN_OR_RETURN(const bool row, count->Step());
+  page.total = row ? count->Int(0) : 0;
+  BATON_ASSIGN_OR_RETURN(page.runs, QuerySummaries(store, q, /*run_id=*/-1));
   return page;
 }
 
 Result<RunSummary> GetRunSummary(Store& store, int64_t run_id) {
   RunListQuery q;
   q.limit = 1;
-  Result<std::vector<RunSummary>> runs = QuerySummaries(store, q, run_id);
-  if (!runs.ok()) return runs.status();
-  if (runs->empty()) return Status::NotFound("no run with id " + std::to_string(run_id));
+  BATON_ASSIGN_OR_RETURN(std::vector<RunSummary> runs, QuerySummaries(store, q, run_id));
+  if (runs.empty()) return Status::NotFound("no run with id " + std::to_string(run_id));
   // The frozen config comes from the store's own reader (one place that knows the column).
-  Result<RunRecord> full = store.GetRun(run_id);
-  if (!full.ok()) return full.status();
-  RunSummary out = std::move(runs->front());
-  out.run.config = full->config;
+  BATON_ASSIGN_OR_RETURN(RunRecord full, store.GetRun(run_id));
+  RunSummary out = std::move(runs.front());
+  out.run.config = std::move(full.config);
   return out;
 }
 
 Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_superseded) {
   // Attempt by attempt through the steps primary key (attempt_id, step): a sequential range
   // scan per attempt, cheaper than the (run_id, step) index plus a lookup per row.
-  Result<Statement*> attempts =
-      store.db().Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id");
-  if (!attempts.ok()) return attempts.status();
-  (*attempts)->Bind(1, run_id);
-  std::vector<int64_t> ids;
-  while (true) {
-    Result<bool> row = (*attempts)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    ids.push_back((*attempts)->Int(0));
-  }
+  BATON_ASSIGN_OR_RETURN(
+      Statement * attempts,
+      store.db().Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
+  attempts->Bind(1, run_id);
+  BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
+                         attempts->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
   StepColumns c;
-  Result<Statement*> s = store.db().Prepare(
-      "SELECT step, time, superseded, in_warmup, tokens, padded_tokens, lr, loss, loss_video, "
-      "loss_action, grad_norm, step_time_s, tokens_per_s, nonfinite FROM steps "
-      "WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step");
-  if (!s.ok()) return s.status();
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      store.db().Prepare(
+          "SELECT step, time, superseded, in_warmup, tokens, padded_tokens, lr, loss, loss_video, "
+          "loss_action, grad_norm, step_time_s, tokens_per_s, nonfinite FROM steps "
+          "WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step"));
   for (int64_t id : ids) {
-    (*s)->Bind(1, id).Bind(2, static_cast<int64_t>(include_superseded));
+    s->Bind(1, id).Bind(2, static_cast<int64_t>(include_superseded));
     while (true) {
-      Result<bool> row = (*s)->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      const Statement& r = **s;
+      BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+      if (!row) break;
+      const Statement& r = *s;
       c.attempt_id.push_back(id);
       c.step.push_back(r.Int(0));
       c.time.push_back(r.Double(1));
@@ -206,13 +177,13 @@ Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_s
       c.tokens_per_s.push_back(r.Double(12));
       c.nonfinite.push_back(static_cast<uint8_t>(r.Int(13) != 0));
     }
-    (*s)->Reset();
+    s->Reset();
   }
   return c;
 }
 
 Result<std::vector<AttemptStepStats>> ReadAttemptStepStats(Store& store, int64_t run_id) {
-  Result<Statement*> s = store.db().Prepare(R"sql(
+  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(R"sql(
 SELECT a.id,
        COALESCE(SUM(s.superseded = 0), 0),
        COALESCE(SUM(s.superseded = 1), 0),
@@ -226,15 +197,9 @@ SELECT a.id,
        MIN(s.time), MAX(s.time),
        COALESCE(SUM(s.superseded = 0 AND s.nonfinite), 0)
 FROM attempts a LEFT JOIN steps s ON s.attempt_id = a.id
-WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql");
-  if (!s.ok()) return s.status();
-  (*s)->Bind(1, run_id);
-  std::vector<AttemptStepStats> out;
-  while (true) {
-    Result<bool> row = (*s)->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const Statement& r = **s;
+WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql"));
+  s->Bind(1, run_id);
+  return s->Collect<AttemptStepStats>([](const Statement& r) {
     AttemptStepStats a;
     a.attempt_id = r.Int(0);
     a.effective_steps = r.Int(1);
@@ -249,9 +214,8 @@ WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql");
     a.first_time = r.OptDouble(10);
     a.last_time = r.OptDouble(11);
     a.nonfinite_steps = r.Int(12);
-    out.push_back(a);
-  }
-  return out;
+    return a;
+  });
 }
 
 void ReleaseReadSnapshot(Store& store) {

@@ -51,9 +51,8 @@ class Statement {
   [[nodiscard]] Result<std::vector<T>> Collect(Read read) {
     std::vector<T> out;
     while (true) {
-      Result<bool> row = Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return out;
+      BATON_ASSIGN_OR_RETURN(const bool row, Step());
+      if (!row) return out;
       out.push_back(read(*this));
     }
   }

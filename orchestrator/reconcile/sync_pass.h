@@ -1,0 +1,46 @@
+// The sync pass: how baton brings run history up to date, the same for `baton watch`, the
+// background loop of `baton serve` and the query commands (ls, show, attempts, checkpoints).
+//
+// Ingest first, then reconcile (reconciler.h says why). Every given run's event files are
+// ingested, finished runs too (their last lines, attempt_end, may still be unread); then each run
+// still active after that is reconciled with SLURM, in the order given. SLURM being down stops
+// asking it for the rest of the pass and is reported, not returned: what is already ingested is
+// still worth showing. Stateless; thread-compatible (one Store per thread).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/slurm/slurm_client.h"
+#include "orchestrator/store/store.h"
+#include "schema/status.h"
+
+namespace baton {
+
+struct SyncOptions {
+  // Asked about each active run's job; null: ingest only (--no-sync, --no-reconcile).
+  SlurmClient* slurm = nullptr;
+  // A run whose events cannot be ingested ends the pass with that error (a command must not
+  // answer from half its input), unless this is set: then it is a warning and the other runs
+  // still sync (a server keeps serving what it has).
+  bool continue_after_ingest_error = false;
+};
+
+struct SyncReport {
+  std::vector<RunRecord> runs;  // the given runs as they are after the pass, in the same order
+  // Summed over the runs. Its warnings: one per bad line, and with continue_after_ingest_error
+  // one per run that could not be ingested ("ingesting run N: <error>").
+  IngestStats ingested;
+  std::vector<std::string> changes;  // one line per status or attempt change reconcile made
+  // Why reconcile fell short, or ok: kUnavailable as soon as SLURM did not answer (later runs
+  // were not asked), else the first run that failed, named (the others were still reconciled).
+  Status reconcile;
+};
+
+// One pass over `runs` at Unix time `now`. Fails only on a store error (or an ingest error, see
+// SyncOptions).
+[[nodiscard]] Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
+                                          const SyncOptions& options, double now);
+
+}  // namespace baton

@@ -1,0 +1,146 @@
+#include "orchestrator/store/record_columns.h"
+
+#include <nlohmann/json.hpp>
+
+namespace baton {
+
+void ReadColumn(const Statement& s, int col, RunStatus* v) {
+  *v = ParseRunStatus(s.Text(col)).value_or(RunStatus::kFailed);
+}
+
+void BindColumn(Statement& s, int param, RunStatus v) { s.Bind(param, RunStatusName(v)); }
+
+// Never an error: one odd row must not hide a run's history.
+void ReadColumn(const Statement& s, int col, std::vector<std::string>* v) {
+  v->clear();
+  const std::string text = s.Text(col);
+  if (text.empty()) return;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return;
+  for (const nlohmann::json& id : j) {
+    if (id.is_string()) v->push_back(id.get<std::string>());
+  }
+}
+
+// Encoding replaces invalid UTF-8 rather than failing: an id is only ever shown, never looked up.
+void BindColumn(Statement& s, int param, const std::vector<std::string>& v) {
+  if (v.empty()) {
+    s.BindNull(param);
+    return;
+  }
+  s.Bind(param, nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+const ColumnTable<RunRecord>& RunTable() {
+  using R = RunRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("id", &R::id, ColumnRole::kRowId),
+      Col("name", &R::name),
+      Col("status", &R::status),
+      Col("reason", &R::reason),
+      Col("config", &R::config),
+      Col("config_source", &R::config_source),
+      Col("run_dir", &R::run_dir),
+      Col("target_steps", &R::target_steps),
+      Col("max_restarts", &R::max_restarts),
+      Col("max_failures", &R::max_failures),
+      Col("job_id", &R::job_id),
+      Col("created_at", &R::created_at),
+      Col("updated_at", &R::updated_at),
+  };
+  static const ColumnTable<R> kTable("runs", kColumns);
+  return kTable;
+}
+
+const ColumnTable<AttemptRecord>& AttemptTable() {
+  using R = AttemptRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("id", &R::id, ColumnRole::kRowId),
+      Col("run_id", &R::run_id, ColumnRole::kKey),
+      Col("job_id", &R::job_id, ColumnRole::kKey),
+      Col("restart_count", &R::restart_count, ColumnRole::kKey),
+      Col("nodes", &R::nodes),
+      Col("started_at", &R::started_at),
+      Col("ended_at", &R::ended_at),
+      Col("slurm_state", &R::slurm_state),
+      Col("exit_code", &R::exit_code),
+      Col("action", &R::action),
+      Col("end_reason", &R::end_reason),
+      Col("trainer_end_reason", &R::trainer_end_reason),
+      Col("resume_mode", &R::resume_mode),
+      Col("checkpoint", &R::checkpoint),
+      Col("step0", &R::step0),
+      Col("last_step", &R::last_step),
+      Col("resume_warmup_steps", &R::resume_warmup_steps),
+      Col("warmup_until", &R::warmup_until),
+      Col("world_size", &R::world_size),
+      Col("config_hash", &R::config_hash),
+      Col("trainer_message", &R::trainer_message),
+      Col("trainer_exit_code", &R::trainer_exit_code),
+  };
+  static const ColumnTable<R> kTable("attempts", kColumns);
+  return kTable;
+}
+
+const ColumnTable<StepRecord>& StepTable() {
+  using R = StepRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("run_id", &R::run_id),
+      Col("attempt_id", &R::attempt_id),
+      Col("step", &R::step),
+      Col("time", &R::time),
+      Col("lr", &R::lr),
+      Col("loss", &R::loss),
+      Col("loss_video", &R::loss_video),
+      Col("loss_action", &R::loss_action),
+      Col("grad_norm", &R::grad_norm),
+      Col("tokens", &R::tokens),
+      Col("padded_tokens", &R::padded_tokens),
+      Col("samples", &R::samples),
+      Col("valid_frames", &R::valid_frames),
+      Col("padded_frames", &R::padded_frames),
+      Col("step_time_s", &R::step_time_s),
+      Col("tokens_per_s", &R::tokens_per_s),
+      Col("in_warmup", &R::in_warmup),
+      Col("epoch", &R::epoch),
+      Col("superseded", &R::superseded),
+      Col("nonfinite", &R::nonfinite),
+      Col("nonfinite_episodes", &R::nonfinite_episodes),
+  };
+  static const ColumnTable<R> kTable("steps", kColumns);
+  return kTable;
+}
+
+const ColumnTable<MicrostepRecord>& MicrostepTable() {
+  using R = MicrostepRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("run_id", &R::run_id),
+      Col("attempt_id", &R::attempt_id),
+      Col("step", &R::step),
+      Col("micro", &R::micro),
+      Col("tokens", &R::tokens),
+      Col("fwd_bwd_s", &R::fwd_bwd_s),
+      Col("peak_bytes", &R::peak_bytes),
+  };
+  static const ColumnTable<R> kTable("microsteps", kColumns);
+  return kTable;
+}
+
+const ColumnTable<CheckpointRecord>& CheckpointTable() {
+  using R = CheckpointRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("run_id", &R::run_id),  // the key is (run_id, step): a re-report replaces the row
+      Col("step", &R::step),
+      Col("attempt_id", &R::attempt_id),  // NULL once the attempt is gone
+      Col("path", &R::path),
+      Col("bytes", &R::bytes),
+      Col("seconds", &R::seconds),  // time the save took
+      Col("reason", &R::reason),
+      Col("valid", &R::valid),
+      Col("time", &R::time),
+  };
+  static const ColumnTable<R> kTable("checkpoints", kColumns);
+  return kTable;
+}
+
+}  // namespace baton

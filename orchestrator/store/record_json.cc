@@ -1,0 +1,82 @@
+#include "orchestrator/store/record_json.h"
+
+#include <cmath>
+
+using nlohmann::json;
+
+namespace baton {
+
+json JsonNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json JsonNumber(const std::optional<double>& v) { return v ? JsonNumber(*v) : json(nullptr); }
+json JsonNumber(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json JsonTextOrNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json RunJson(const RunRecord& r) {
+  return json{{"id", r.id},
+              {"name", r.name},
+              {"status", RunStatusName(r.status)},
+              {"reason", r.reason},
+              {"run_dir", r.run_dir},
+              {"config_source", r.config_source},
+              {"target_steps", r.target_steps},
+              {"max_restarts", r.max_restarts},
+              {"max_failures", r.max_failures},
+              {"job_id", JsonTextOrNull(r.job_id)},
+              {"created_at", JsonNumber(r.created_at)},
+              {"updated_at", JsonNumber(r.updated_at)}};
+}
+
+json AttemptJson(const AttemptRecord& a) {
+  return json{{"job_id", a.job_id},
+              {"restart_count", a.restart_count},
+              {"nodes", a.nodes},
+              {"started_at", JsonNumber(a.started_at)},
+              {"ended_at", JsonNumber(a.ended_at)},
+              {"slurm_state", JsonTextOrNull(a.slurm_state)},
+              {"exit_code", JsonNumber(a.exit_code)},
+              {"action", JsonTextOrNull(a.action)},
+              {"end_reason", JsonTextOrNull(a.end_reason)},
+              {"trainer_end_reason", JsonTextOrNull(a.trainer_end_reason)},
+              {"trainer_message", JsonTextOrNull(a.trainer_message)},
+              {"trainer_exit_code", JsonNumber(a.trainer_exit_code)},
+              {"resume_mode", JsonTextOrNull(a.resume_mode)},
+              {"checkpoint", JsonTextOrNull(a.checkpoint)},
+              {"step0", JsonNumber(a.step0)},
+              {"last_step", JsonNumber(a.last_step)},
+              {"resume_warmup_steps", a.resume_warmup_steps},
+              {"warmup_until", JsonNumber(a.warmup_until)},
+              {"world_size", JsonNumber(a.world_size)}};
+}
+
+json CheckpointJson(const CheckpointRecord& c) {
+  return json{{"step", c.step},
+              {"path", c.path},
+              {"bytes", c.bytes},
+              {"seconds", JsonNumber(c.seconds)},
+              {"reason", c.reason},
+              {"valid", c.valid},
+              {"time", JsonNumber(c.time)}};
+}
+
+json NonfiniteStepJson(const StepRecord& s, int64_t attempt) {
+  return json{{"step", s.step},
+              {"attempt", attempt},
+              {"loss", JsonNumber(s.loss)},
+              {"loss_video", JsonNumber(s.loss_video)},
+              {"loss_action", JsonNumber(s.loss_action)},
+              {"grad_norm", JsonNumber(s.grad_norm)},
+              {"lr", JsonNumber(s.lr)},
+              {"episodes", s.nonfinite_episodes},
+              {"time", JsonNumber(s.time)}};
+}
+
+json WithoutKeys(json j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) j.erase(k);
+  return j;
+}
+
+std::string DumpJson(const json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+}  // namespace baton

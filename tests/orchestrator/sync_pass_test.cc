@@ -1,0 +1,97 @@
+// The sync pass with the fake SLURM: ingest then reconcile, for the runs given, and what it
+// reports when SLURM or a run's events fail.
+#include "orchestrator/reconcile/sync_pass.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/slurm/fake_slurm_client.h"
+#include "test_util.h"
+
+namespace baton {
+namespace {
+
+using test::Append;
+using test::EndLine;
+using test::MakeRun;
+using test::OpenStore;
+using test::StartLine;
+using test::StepLine;
+using test::TempDir;
+
+class SyncPassTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = OpenStore(tmp_ / "baton.db");
+    for (const char* name : {"a", "b"}) {
+      RunRecord run = MakeRun(*store_, tmp_ / name, name, /*target=*/4);
+      const std::string job = slurm_.Submit("/x/sbatch.sh").value();
+      ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run.id, job, 1); }).ok());
+      runs_.push_back(store_->GetRun(run.id).value());
+    }
+  }
+  // Run `i` wrote attempt 0 of its job with steps 1..last (not ingested yet).
+  void Events(size_t i, int last, const std::string& tail = "") {
+    std::string text = StartLine("fresh", 0);
+    for (int s = 1; s <= last; ++s) text += StepLine(s);
+    Append(runs_[i].run_dir + "/events/" + runs_[i].job_id + ".0.jsonl", text + tail);
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<Store> store_;
+  FakeSlurmClient slurm_;
+  std::vector<RunRecord> runs_;
+};
+
+TEST_F(SyncPassTest, IngestsThenReconcilesAndReturnsTheRunsAsTheyAreNow) {
+  Events(0, 4);  // reached its target; the launcher was killed before attempt_end
+  Events(1, 2, "not a record\n");
+  slurm_.SetState(runs_[0].job_id, "COMPLETED");
+  slurm_.SetState(runs_[1].job_id, "RUNNING");
+  Result<SyncReport> pass = SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 100);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_TRUE(pass->reconcile.ok()) << pass->reconcile.ToString();
+  EXPECT_EQ(pass->ingested.steps, 6);
+  EXPECT_EQ(pass->ingested.bad_lines, 1);
+  ASSERT_EQ(pass->ingested.warnings.size(), 1u);
+  ASSERT_EQ(pass->runs.size(), 2u);
+  EXPECT_EQ(pass->runs[0].status, RunStatus::kCompleted);
+  EXPECT_EQ(pass->runs[1].status, RunStatus::kRunning);
+  EXPECT_FALSE(pass->changes.empty());
+  EXPECT_EQ(store_->GetRun(runs_[0].id).value().status, RunStatus::kCompleted);
+}
+
+TEST_F(SyncPassTest, WithoutSlurmItOnlyIngests) {
+  Events(0, 2, EndLine("done", "completed", 0));
+  slurm_.SetState(runs_[1].job_id, "CANCELLED");  // not asked
+  Result<SyncReport> pass = SyncRuns(*store_, runs_, SyncOptions{}, 100);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(pass->runs[0].status, RunStatus::kCompleted);  // from attempt_end
+  EXPECT_EQ(pass->runs[1].status, RunStatus::kPending);
+  EXPECT_TRUE(pass->changes.empty());
+}
+
+TEST_F(SyncPassTest, SlurmDownIsReportedAndIngestStillCounts) {
+  Events(0, 2);
+  Events(1, 3);
+  slurm_.down = true;
+  Result<SyncReport> pass = SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 100);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(pass->reconcile.code(), Code::kUnavailable);
+  EXPECT_EQ(pass->ingested.steps, 5);
+  EXPECT_EQ(pass->runs[0].status, RunStatus::kRunning);
+  EXPECT_EQ(pass->runs[1].status, RunStatus::kRunning);
+}
+
+TEST_F(SyncPassTest, ARunThatCannotBeIngestedEndsThePassNamingIt) {
+  // Its rows could not be stored: no such run in the database (foreign keys refuse them).
+  RunRecord ghost = runs_[1];
+  ghost.id = 999;
+  Events(1, 2);
+  Result<SyncReport> pass = SyncRuns(*store_, {runs_[0], ghost}, SyncOptions{&slurm_}, 100);
+  ASSERT_FALSE(pass.ok());
+  EXPECT_NE(pass.status().message().find("ingesting run 999"), std::string::npos)
+      << pass.status().ToString();
+}
+
+}  // namespace
+}  // namespace baton
