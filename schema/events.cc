@@ -10,10 +10,6 @@
 
 namespace baton {
 
-std::string EventsFileName(const std::string& job_id, int64_t restart_count) {
-  return job_id + "." + std::to_string(restart_count) + ".jsonl";
-}
-
 double UnixTimeNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

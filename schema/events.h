@@ -12,24 +12,23 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "schema/event_records.h"
 #include "schema/status.h"
 
 namespace baton {
 
-// The "type" values. Every record also has "time" (Unix seconds, float) and "source"
-// ("trainer" | "launcher").
+// The "type" values (the records: schema/event_records.h). Every record also has "time" (Unix
+// seconds, float) and "source" ("trainer" | "launcher").
 namespace event_type {
-inline constexpr const char* kSegmentStart = "segment_start";  // trainer began (mode, step0, ...)
-inline constexpr const char* kStep = "step";                    // one optimizer step
-inline constexpr const char* kMicrostep = "microstep";          // profile of one micro-step
-inline constexpr const char* kCheckpoint = "checkpoint";        // a checkpoint was written
-inline constexpr const char* kSegmentEnd = "segment_end";       // trainer stops (reason, exit code)
-inline constexpr const char* kAttemptStart = "attempt_start";   // launcher: job started, decision
-inline constexpr const char* kAttemptEnd = "attempt_end";       // launcher: exit code, action
+inline constexpr const char* kSegmentStart = SegmentStartEvent::kType;
+inline constexpr const char* kStep = StepEvent::kType;
+inline constexpr const char* kMicrostep = MicrostepEvent::kType;
+inline constexpr const char* kCheckpoint = CheckpointEvent::kType;
+inline constexpr const char* kSegmentEnd = SegmentEndEvent::kType;
+inline constexpr const char* kAttemptStart = AttemptStartEvent::kType;
+inline constexpr const char* kAttemptEnd = AttemptEndEvent::kType;
 }  // namespace event_type
 
-// Events file name for a job attempt: "<job_id>.<restart_count>.jsonl".
-std::string EventsFileName(const std::string& job_id, int64_t restart_count);
 
 class EventWriter {
  public:
@@ -46,6 +45,11 @@ class EventWriter {
   // Adds "type", "time" and "source", then writes the record as one line. `sync` fsyncs after
   // the write (used for segment boundaries and checkpoints; steps are not fsynced).
   Status Write(const char* type, nlohmann::json record, bool sync = false);
+  // One of the records of schema/event_records.h.
+  template <class Record>
+  Status Write(const Record& record, bool sync = false) {
+    return Write(Record::kType, record.ToJson(), sync);
+  }
 
  private:
   int fd_ = -1;

@@ -516,7 +516,9 @@ void ReadData(Context& ctx, const YAML::Node& root, RunConfig& c) {
     } else {
       x.path = Resolve(ctx, x.path);
       std::error_code ec;
-      if (!fs::is_directory(x.path, ec)) {
+      if (!ctx.options.check_filesystem) {
+        // a frozen config read back: the dataset is not this reader's concern
+      } else if (!fs::is_directory(x.path, ec)) {
         ctx.Error(v, "data.path", "no such dataset folder '" + x.path + "'");
       } else {
         dataset_found = true;

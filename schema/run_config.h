@@ -125,6 +125,10 @@ struct RunConfigOptions {
   // accepts `train.device: cuda` with a warning. baton-train knows: kNo rejects it (exit 78).
   enum class Cuda { kUnknown, kYes, kNo };
   Cuda cuda = Cuda::kUnknown;
+  // false: skip what looks at the filesystem (data.path exists, batch_size against the dataset).
+  // For reading a run's frozen run.yaml later (the UI, the CLI), when the dataset may be gone;
+  // submit, launch and the trainer keep the checks.
+  bool check_filesystem = true;
 };
 
 // A run config is a few KiB; a bigger file is the wrong file, refused before it is parsed.

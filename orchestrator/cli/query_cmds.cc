@@ -14,7 +14,9 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/http/run_timeline.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/run_folder.h"
 
 using nlohmann::json;
 
@@ -35,24 +37,18 @@ struct QueryOptions {
   int64_t limit = 100;
 };
 
+// Steps and ranges show 1-based like the trainer's progress line: indices s0..n-1 are s0+1..n.
 std::string StepRange(const AttemptRecord& a) {
   const int64_t s0 = a.step0.value_or(0);
   if (!a.last_step || *a.last_step <= s0) return "(none) @" + std::to_string(s0);
   return std::to_string(s0 + 1) + ".." + std::to_string(*a.last_step);
 }
 
-std::string WarmupRange(const AttemptRecord& a) {
-  const int64_t s0 = a.step0.value_or(0);
-  // 0-based index of the first step at full LR; the ramp is indices s0..until-1, which this
-  // table shows 1-based like its step ranges: s0+1..until.
-  int64_t until = 0;
-  if (a.warmup_until) {
-    until = *a.warmup_until;
-  } else if (a.resume_warmup_steps > 0) {
-    until = s0 + a.resume_warmup_steps - 1;  // min(1, (s+1)/K) reaches 1 at s = K-1
-  }
-  if (until <= s0) return "-";
-  return std::to_string(s0 + 1) + ".." + std::to_string(until);
+std::string WarmupColumn(const AttemptRecord& a, const ExpectedSchedule& schedule) {
+  const WarmupRange w = AttemptWarmup(
+      a, schedule, a.last_step ? std::optional<int64_t>(*a.last_step - 1) : std::nullopt);
+  if (w.empty()) return "-";
+  return std::to_string(w.from + 1) + ".." + std::to_string(w.until);
 }
 
 // `s` with every control character (C0, DEL, and C1 as UTF-8) written as an escape, so a message
@@ -118,13 +114,30 @@ struct OpenedRun {
 
 // Opens the default store, finds the run the user named, syncs it.
 Result<OpenedRun> OpenRun(const QueryOptions& o) {
-  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
-  if (!store.ok()) return store.status();
-  Result<RunRecord> run = (*store)->FindRun(o.run);
-  if (!run.ok()) return run.status();
-  std::vector<RunRecord> runs = {*run};
-  if (Status st = SyncRuns(**store, &runs, !o.no_sync); !st.ok()) return st;
-  return OpenedRun{std::move(store).value(), runs[0]};
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenDefaultStore());
+  BATON_ASSIGN_OR_RETURN(RunRecord run, store->FindRun(o.run));
+  std::vector<RunRecord> runs = {std::move(run)};
+  BATON_RETURN_IF_ERROR(SyncQueriedRuns(*store, &runs, !o.no_sync));
+  return OpenedRun{std::move(store), std::move(runs[0])};
+}
+
+// The CLI's JSON of a run: the record's (record_json.h, as the web API's) plus `run_id`, the
+// same id under the name `baton submit --json` prints.
+json CliRunJson(const RunRecord& r) {
+  json j = RunJson(r);
+  j["run_id"] = r.id;
+  return j;
+}
+
+// The attempt list of `show` and `attempts`: each attempt numbered from 0 like the table.
+json CliAttemptsJson(const std::vector<AttemptRecord>& attempts) {
+  json list = json::array();
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    json j = AttemptJson(attempts[i]);
+    j["attempt"] = i;
+    list.push_back(std::move(j));
+  }
+  return list;
 }
 
 int RunLs(const QueryOptions& o) {
@@ -132,11 +145,11 @@ int RunLs(const QueryOptions& o) {
   if (!store.ok()) return ReportError(store.status());
   Result<std::vector<RunRecord>> runs = (*store)->ListRuns(o.limit);
   if (!runs.ok()) return ReportError(runs.status());
-  if (Status st = SyncRuns(**store, &*runs, !o.no_sync); !st.ok()) return ReportError(st);
+  if (Status st = SyncQueriedRuns(**store, &*runs, !o.no_sync); !st.ok()) return ReportError(st);
   if (o.json) {
     json out = json::array();
     for (const RunRecord& r : *runs) {
-      json j = RunJson(r);
+      json j = CliRunJson(r);
       Result<std::vector<AttemptRecord>> attempts = (*store)->ListAttempts(r.id);
       if (!attempts.ok()) return ReportError(attempts.status());
       j["attempts"] = attempts->size();
@@ -145,7 +158,7 @@ int RunLs(const QueryOptions& o) {
                            : json(*attempts->back().last_step);
       out.push_back(j);
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJson(out, 2) << "\n";
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
@@ -166,15 +179,16 @@ int RunLs(const QueryOptions& o) {
 
 // The attempt table, then one line per attempt saying how it ended (messages are too long for
 // a column).
-void PrintAttemptTable(const std::vector<AttemptRecord>& attempts) {
+void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
+                       const ExpectedSchedule& schedule) {
   std::vector<std::vector<std::string>> rows;
   int i = 0;
   for (const AttemptRecord& a : attempts) {
-    rows.push_back({std::to_string(i++), a.job_id + "." + std::to_string(a.restart_count),
-                    StepRange(a), a.resume_mode.empty() ? "-" : a.resume_mode, WarmupRange(a),
-                    a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
-                    a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes,
-                    FormatTime(a.started_at)});
+    rows.push_back(
+        {std::to_string(i++), a.job_id + "." + std::to_string(a.restart_count), StepRange(a),
+         a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
+         a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
+         a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes, FormatTime(a.started_at)});
   }
   PrintTable(
       std::cout,
@@ -210,8 +224,6 @@ int64_t AttemptIndex(const std::vector<AttemptRecord>& attempts, int64_t attempt
   return -1;
 }
 
-json NullableNumber(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 int RunShow(const QueryOptions& o) {
   Result<OpenedRun> opened = OpenRun(o);
   if (!opened.ok()) return ReportError(opened.status());
@@ -231,7 +243,7 @@ int RunShow(const QueryOptions& o) {
   int64_t last = 0;
   for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
   if (o.json) {
-    json j = RunJson(*run);
+    json j = CliRunJson(*run);
     j["last_step"] = last;
     j["steps"] = *steps;
     j["superseded_steps"] = *all_steps - *steps;
@@ -239,18 +251,14 @@ int RunShow(const QueryOptions& o) {
     j["nonfinite_superseded"] = nonfinite->superseded;
     json skipped_list = json::array();
     for (const StepRecord& s : *skipped) {
-      skipped_list.push_back({{"step", s.step},
-                              {"attempt", AttemptIndex(*attempts, s.attempt_id)},
-                              {"loss", NullableNumber(s.loss)},
-                              {"grad_norm", NullableNumber(s.grad_norm)},
-                              {"lr", NullableNumber(s.lr)},
-                              {"episodes", s.nonfinite_episodes}});
+      // The CLI has always listed fewer fields per skipped step than the web API.
+      skipped_list.push_back(
+          WithoutKeys(NonfiniteStepJson(s, AttemptIndex(*attempts, s.attempt_id)),
+                      {"loss_video", "loss_action", "time"}));
     }
     j["nonfinite"] = skipped_list;
-    json list = json::array();
-    for (size_t i = 0; i < attempts->size(); ++i) list.push_back(AttemptJson((*attempts)[i], i));
-    j["attempts"] = list;
-    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    j["attempts"] = CliAttemptsJson(*attempts);
+    std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
   std::cout << "run " << run->id << " (" << PrintableText(run->name)
@@ -281,7 +289,7 @@ int RunShow(const QueryOptions& o) {
             << "  run dir  " << run->run_dir << "\n"
             << "  config   " << run->config_source << "\n"
             << "  created  " << FormatTime(run->created_at) << "\n\n";
-  PrintAttemptTable(*attempts);
+  PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
   return 0;
 }
 
@@ -293,12 +301,10 @@ int RunAttempts(const QueryOptions& o) {
   Result<std::vector<AttemptRecord>> attempts = store->ListAttempts(run->id);
   if (!attempts.ok()) return ReportError(attempts.status());
   if (o.json) {
-    json list = json::array();
-    for (size_t i = 0; i < attempts->size(); ++i) list.push_back(AttemptJson((*attempts)[i], i));
-    std::cout << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(CliAttemptsJson(*attempts), 2) << "\n";
     return 0;
   }
-  PrintAttemptTable(*attempts);
+  PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
   return 0;
 }
 
@@ -312,7 +318,8 @@ int RunCheckpoints(const QueryOptions& o) {
   // What the trainer reported, joined with what is on disk now (sizes only: hashing every
   // checkpoint on each `baton checkpoints` would be slow; the launcher checks hashes).
   std::map<int64_t, CheckpointEntry> on_disk;
-  for (const CheckpointEntry& e : baton::ListCheckpoints(run->run_dir + "/checkpoints", false)) {
+  for (const CheckpointEntry& e :
+       baton::ListCheckpoints(RunFolder{run->run_dir}.CheckpointsDir(), false)) {
     on_disk[e.step] = e;
   }
   std::map<int64_t, CheckpointRecord, std::greater<>> all;
@@ -339,7 +346,7 @@ int RunCheckpoints(const QueryOptions& o) {
       j["valid"] = disk_state(step) == "valid";
       list.push_back(j);
     }
-    std::cout << list.dump(2) << "\n";
+    std::cout << DumpJson(list, 2) << "\n";
     return 0;
   }
   std::vector<std::vector<std::string>> rows;

@@ -1,52 +1,43 @@
 #include "orchestrator/http/run_timeline.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 
 #include "schema/run_config.h"
 
 namespace baton {
 
-namespace {
+double ExpectedSchedule::At(int64_t step) const { return Segment(0, 0).At(step); }
 
-// A scalar under optim.<key>, or `fallback` when absent or not a number.
-template <class T>
-T OptimValue(const YAML::Node& optim, const char* key, T fallback) {
-  if (!optim || !optim.IsMap() || !optim[key] || !optim[key].IsScalar()) return fallback;
-  try {
-    return optim[key].as<T>();
-  } catch (const YAML::Exception&) {
-    return fallback;
-  }
-}
-
-}  // namespace
-
-double ExpectedSchedule::At(int64_t step) const {
-  if (warmup_steps > 0 && step < warmup_steps) {
-    return base_lr * static_cast<double>(step) / static_cast<double>(warmup_steps);
-  }
-  return base_lr;
+LrSchedule ExpectedSchedule::Segment(int64_t step0, int64_t resume_warmup) const {
+  return LrSchedule{base_lr, warmup_steps, step0, resume_warmup};
 }
 
 ExpectedSchedule ScheduleFromConfig(const std::string& yaml_text) {
   ExpectedSchedule s;
-  const OptimSection defaults;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception&) {
-    return s;  // unknown schedule: the UI draws no overlay rather than a wrong one
-  }
-  if (!root || !root.IsMap()) return s;
-  const YAML::Node optim = root["optim"];
-  s.base_lr = OptimValue<double>(optim, "lr", defaults.lr);
-  s.warmup_steps = OptimValue<int64_t>(optim, "warmup_steps", defaults.warmup_steps);
-  s.resume_warmup_steps =
-      OptimValue<int64_t>(optim, "resume_warmup_steps", defaults.resume_warmup_steps);
+  RunConfigOptions options;
+  options.check_filesystem = false;
+  Result<RunConfig> config = ParseRunConfig(yaml_text, "run.yaml", options);
+  if (!config.ok()) return s;  // unknown schedule: the UI draws no overlay rather than a wrong one
+  const LrSchedule uninterrupted = LrSchedule::Uninterrupted(*config);
+  s.base_lr = uninterrupted.base_lr;
+  s.warmup_steps = uninterrupted.warmup_steps;
+  s.resume_warmup_steps = config->optim.resume_warmup_steps;
   s.known = true;
   return s;
+}
+
+WarmupRange AttemptWarmup(const AttemptRecord& a, const ExpectedSchedule& schedule,
+                          std::optional<int64_t> reached_index) {
+  const int64_t step0 = a.step0.value_or(0);
+  const int64_t last = reached_index ? *reached_index : -1;
+  if (schedule.known) {
+    const int64_t k = a.resume_mode == "weights_only" ? a.resume_warmup_steps : 0;
+    return SegmentWarmup(schedule.Segment(step0, k), last);
+  }
+  if (!a.warmup_until) return WarmupRange{step0, step0};
+  // Config unknown: the trainer's own figure from segment_start (the same function).
+  LrSchedule reported{0, *a.warmup_until, step0, 0};
+  return SegmentWarmup(reported, last);
 }
 
 std::vector<TimelineSegment> BuildTimeline(const std::vector<AttemptRecord>& attempts,
@@ -65,23 +56,11 @@ std::vector<TimelineSegment> BuildTimeline(const std::vector<AttemptRecord>& att
     seg.step0 = a.step0.value_or(seg.stats.first_step.value_or(0));
     const std::string mode = a.resume_mode.empty() ? "fresh" : a.resume_mode;
 
-    // The warmup the attempt ran: what its segment_start said, else what the config implies.
-    int64_t until = seg.step0;
-    if (a.warmup_until) {
-      until = *a.warmup_until;
-    } else if (schedule.known) {
-      until = std::max(seg.step0, schedule.warmup_steps);
-      if (mode == "weights_only") {
-        const int64_t k =
-            a.resume_warmup_steps > 0 ? a.resume_warmup_steps : schedule.resume_warmup_steps;
-        until = std::max(until, seg.step0 + k);
-      }
-    }
-    const std::optional<int64_t> reached = a.last_step ? a.last_step : seg.stats.last_step;
-    if (reached) until = std::min(until, *reached + 1);
-    if (until > seg.step0) {
-      seg.warmup_from = seg.step0;
-      seg.warmup_until = until;
+    const WarmupRange w =
+        AttemptWarmup(a, schedule, a.last_step ? *a.last_step - 1 : seg.stats.last_step);
+    if (!w.empty()) {
+      seg.warmup_from = w.from;
+      seg.warmup_until = w.until;
       seg.warmup_kind = mode == "weights_only" ? "resume_warmup" : "warmup";
     }
 

@@ -13,10 +13,12 @@
 
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "schema/lr_schedule.h"
 
 namespace baton {
 
-// The schedule a run should follow with no re-warmup: base_lr · warmup_constant(step, W).
+// The schedule a run should follow with no re-warmup (schema/lr_schedule.h with no resume factor),
+// and what a weights-only resume adds.
 struct ExpectedSchedule {
   bool known = false;  // false when the config could not be read (no overlay then)
   double base_lr = 0;
@@ -25,12 +27,20 @@ struct ExpectedSchedule {
 
   // Learning rate at 0-based step index `step` of an uninterrupted run.
   double At(int64_t step) const;
+  // The schedule of a segment that starts at step0 with resume warmup K: the trainer's own.
+  LrSchedule Segment(int64_t step0, int64_t resume_warmup) const;
 };
 
-// Reads optim.lr, optim.warmup_steps and optim.resume_warmup_steps from the frozen run.yaml
-// (defaults of schema/run_config.h where a key is absent). Only these keys: the rest of the
-// config (data paths that may be gone by now) is not validated again.
+// The frozen run.yaml read back with the config parser itself (schema/run_config.h), without the
+// filesystem checks (the dataset may be gone by now); unknown when it does not parse.
 ExpectedSchedule ScheduleFromConfig(const std::string& yaml_text);
+
+// The warmup an attempt ran, as 0-based step indices [from, until), clipped to the steps it
+// reached: the trainer's schedule for the attempt's step0 and resume warmup (what its
+// segment_start reported, when the config is unknown). The CLI's WARMUP column and the run
+// page's shaded ranges both come from here.
+WarmupRange AttemptWarmup(const AttemptRecord& a, const ExpectedSchedule& schedule,
+                          std::optional<int64_t> reached_index);
 
 struct TimelineSegment {
   int index = 0;  // 1-based attempt number

@@ -15,75 +15,18 @@ namespace baton {
 
 namespace {
 
-bool AllDigits(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
 // Numeric-aware "less": "9" < "10"; non-numeric ids compare as text after numeric ones.
-bool JobIdLess(const std::string& a, const std::string& b) {
-  const bool na = AllDigits(a), nb = AllDigits(b);
-  if (na != nb) return na;
-  if (na && a.size() != b.size()) return a.size() < b.size();
-  return a < b;
-}
-
-// A number field, or `fallback` when absent, null (how the trainer's JSON writer spells NaN and
-// Inf), not a number, or not finite (a literal like 1e999): no NaN or Inf ever reaches the
-// store, and from there the JSON the CLI and the API print.
-double NumOr(const json& j, const char* key, double fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return fallback;
-  const double v = it->get<double>();
-  return std::isfinite(v) ? v : fallback;
-}
-
-// An integer field; none when absent, not a number, or outside int64 (converting a float beyond
-// that range would be undefined behaviour, and a wrapped value would be a wrong step).
-std::optional<int64_t> OptInt(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  if (it->is_number_unsigned()) {
-    const uint64_t v = it->get<uint64_t>();
-    if (v > uint64_t(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(v);
-  }
-  if (it->is_number_integer()) return it->get<int64_t>();
-  const double v = it->get<double>();
-  constexpr double kTwoTo63 = 9223372036854775808.0;
-  if (!std::isfinite(v) || v >= kTwoTo63 || v < -kTwoTo63) return std::nullopt;
-  return static_cast<int64_t>(v);
-}
-
-int64_t IntOr(const json& j, const char* key, int64_t fallback) {
-  return OptInt(j, key).value_or(fallback);
-}
-
 std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return fallback;
   return it->get<std::string>();
 }
 
-bool BoolOr(const json& j, const char* key, bool fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_boolean()) return fallback;
-  return it->get<bool>();
-}
-
-// The episode ids of a non-finite step: strings as written, numbers as their text (an index
-// instead of a name is still worth showing), anything else skipped.
-std::vector<std::string> EpisodeIds(const json& j, const char* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (const json& id : *it) {
-    if (id.is_string()) {
-      out.push_back(id.get<std::string>());
-    } else if (id.is_number_integer()) {
-      out.push_back(id.dump());
-    }
-  }
-  return out;
+// The record's time: when it was written, else now (a record from a writer that left it out).
+double RecordTime(const json& j) {
+  auto it = j.find("time");
+  if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) return UnixTimeNow();
+  return it->get<double>();
 }
 
 // `text` cut to at most `max_bytes` without splitting a UTF-8 sequence (the parser only hands
@@ -110,57 +53,60 @@ class RecordApplier {
     if (!r.is_object()) return Status::Data("not a JSON object");
     const std::string type = StrOr(r, "type");
     if (type.empty()) return Status::Data("no \"type\"");
-    const double time = NumOr(r, "time", UnixTimeNow());
+    const double time = RecordTime(r);
     Result<int64_t> attempt_id = AttemptId();
     if (!attempt_id.ok()) return attempt_id.status();
 
     if (type == event_type::kStep) {
-      if (!OptInt(r, "step")) return Status::Data("step without a valid \"step\"");
+      const StepEvent e = StepEvent::FromJson(r);
+      if (!e.step) return Status::Data("step without a valid \"step\"");
       StepRecord s;
       s.run_id = run_.id;
       s.attempt_id = *attempt_id;
-      s.step = IntOr(r, "step", 0);
+      s.step = *e.step;
       s.time = time;
-      s.lr = NumOr(r, "lr", kNoValue);
-      s.loss = NumOr(r, "loss", kNoValue);
-      s.loss_video = NumOr(r, "loss_video", kNoValue);
-      s.loss_action = NumOr(r, "loss_action", kNoValue);
-      s.grad_norm = NumOr(r, "grad_norm", kNoValue);
-      s.tokens = IntOr(r, "tokens", 0);
-      s.padded_tokens = IntOr(r, "padded_tokens", 0);
-      s.samples = IntOr(r, "samples", 0);
-      s.valid_frames = IntOr(r, "valid_frames", 0);
-      s.padded_frames = IntOr(r, "padded_frames", 0);
-      s.step_time_s = NumOr(r, "step_time_s", kNoValue);
-      s.tokens_per_s = NumOr(r, "tokens_per_s", kNoValue);
-      s.in_warmup = BoolOr(r, "in_warmup", false);
-      s.epoch = IntOr(r, "epoch", 0);
-      s.nonfinite = BoolOr(r, "nonfinite", false);
-      if (s.nonfinite) s.nonfinite_episodes = EpisodeIds(r, "nonfinite_episodes");
+      s.lr = e.lr;
+      s.loss = e.loss;
+      s.loss_video = e.loss_video;
+      s.loss_action = e.loss_action;
+      s.grad_norm = e.grad_norm;
+      s.tokens = e.tokens;
+      s.padded_tokens = e.padded_tokens;
+      s.samples = e.samples;
+      s.valid_frames = e.valid_frames;
+      s.padded_frames = e.padded_frames;
+      s.step_time_s = e.step_time_s;
+      s.tokens_per_s = e.tokens_per_s;
+      s.in_warmup = e.in_warmup;
+      s.epoch = e.epoch;
+      s.nonfinite = e.nonfinite;
+      s.nonfinite_episodes = e.nonfinite_episodes;
       *was_step = true;
       return store_.InsertStepInTx(s);
     }
     if (type == event_type::kMicrostep) {
+      const MicrostepEvent e = MicrostepEvent::FromJson(r);
       MicrostepRecord m;
       m.run_id = run_.id;
       m.attempt_id = *attempt_id;
-      m.step = IntOr(r, "step", 0);
-      m.micro = IntOr(r, "micro", 0);
-      m.tokens = IntOr(r, "tokens", 0);
-      m.fwd_bwd_s = NumOr(r, "fwd_bwd_s", kNoValue);
-      m.peak_bytes = IntOr(r, "peak_bytes", 0);
+      m.step = e.step;
+      m.micro = e.micro;
+      m.tokens = e.tokens;
+      m.fwd_bwd_s = e.fwd_bwd_s;
+      m.peak_bytes = e.peak_bytes;
       return store_.InsertMicrostepInTx(m);
     }
     if (type == event_type::kCheckpoint) {
+      const CheckpointEvent e = CheckpointEvent::FromJson(r);
+      if (!e.step || *e.step < 0) return Status::Data("checkpoint without \"step\"");
       CheckpointRecord c;
       c.run_id = run_.id;
       c.attempt_id = *attempt_id;
-      c.step = IntOr(r, "step", -1);
-      if (c.step < 0) return Status::Data("checkpoint without \"step\"");
-      c.path = StrOr(r, "path");
-      c.bytes = IntOr(r, "bytes", 0);
-      c.seconds = NumOr(r, "seconds", kNoValue);
-      c.reason = StrOr(r, "reason");
+      c.step = *e.step;
+      c.path = e.path;
+      c.bytes = e.bytes;
+      c.seconds = e.seconds;
+      c.reason = e.reason;
       c.time = time;
       return store_.UpsertCheckpointInTx(c);
     }
@@ -168,64 +114,67 @@ class RecordApplier {
     Result<AttemptRecord> a = store_.GetAttempt(*attempt_id);
     if (!a.ok()) return a.status();
     if (type == event_type::kAttemptStart) {
-      a->nodes = StrOr(r, "nodes", a->nodes);
+      const AttemptStartEvent e = AttemptStartEvent::FromJson(r);
+      if (!e.nodes.empty()) a->nodes = e.nodes;
       a->started_at = time;
-      a->checkpoint = StrOr(r, "checkpoint");
-      a->resume_mode = StrOr(r, "mode", a->resume_mode);
-      a->step0 = OptInt(r, "step0");
-      a->resume_warmup_steps = IntOr(r, "resume_warmup_steps", 0);
+      a->checkpoint = e.checkpoint.value_or("");
+      if (!e.mode.empty()) a->resume_mode = e.mode;
+      a->step0 = e.step0;
+      a->resume_warmup_steps = e.resume_warmup_steps;
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
     }
     if (type == event_type::kSegmentStart) {
+      const SegmentStartEvent e = SegmentStartEvent::FromJson(r);
       if (!a->started_at) a->started_at = time;
-      a->resume_mode = StrOr(r, "mode", a->resume_mode);
-      if (auto s0 = OptInt(r, "step0")) a->step0 = s0;
-      if (r.contains("checkpoint") && r["checkpoint"].is_string()) a->checkpoint = r["checkpoint"];
-      a->resume_warmup_steps = IntOr(r, "resume_warmup_steps", a->resume_warmup_steps);
-      a->warmup_until = OptInt(r, "warmup_until");
-      a->world_size = OptInt(r, "world_size");
-      a->config_hash = StrOr(r, "config_hash", a->config_hash);
+      if (!e.mode.empty()) a->resume_mode = e.mode;
+      if (e.step0) a->step0 = e.step0;
+      if (e.checkpoint) a->checkpoint = *e.checkpoint;
+      if (e.resume_warmup_steps) a->resume_warmup_steps = *e.resume_warmup_steps;
+      a->warmup_until = e.warmup_until;
+      a->world_size = e.world_size;
+      if (!e.config_hash.empty()) a->config_hash = e.config_hash;
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
     }
     if (type == event_type::kSegmentEnd) {
-      if (auto step = OptInt(r, "step"); step && (!a->last_step || *a->last_step < *step)) {
-        a->last_step = step;
-      }
+      const SegmentEndEvent e = SegmentEndEvent::FromJson(r);
+      // Both count finished steps.
+      if (e.step && (!a->last_step || *a->last_step < *e.step)) a->last_step = e.step;
       // The first segment_end of an attempt says how it ended. When a rank fails, the others
       // may follow with errors of their own (a lost peer): those come later and are not why.
       if (a->trainer_end_reason.empty()) {
-        a->trainer_end_reason = StrOr(r, "reason", "?");
-        a->trainer_message = CutUtf8(StrOr(r, "message"), kMaxTrainerMessageBytes);
-        a->trainer_exit_code = OptInt(r, "exit_code");
+        a->trainer_end_reason = e.reason.empty() ? "?" : e.reason;
+        a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes);
+        a->trainer_exit_code = e.exit_code;
       }
       return store_.UpdateAttemptInTx(*a);
     }
     if (type == event_type::kAttemptEnd) {
+      const AttemptEndEvent e = AttemptEndEvent::FromJson(r);
       a->ended_at = time;
-      a->exit_code = OptInt(r, "exit_code");
-      a->action = StrOr(r, "action");
-      a->end_reason = StrOr(r, "reason");
+      a->exit_code = e.exit_code;
+      a->action = e.action;
+      a->end_reason = e.reason;
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       const std::string at_step =
           a->last_step ? " at step " + std::to_string(*a->last_step) : std::string();
       // The trainer's own words, so `baton ls` and the runs page say why without a click.
       const std::string why = a->trainer_message.empty() ? "" : ": " + a->trainer_message;
-      if (a->action == "done") {
+      if (a->action == ExitActionName(ExitAction::kDone)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
       }
-      if (a->end_reason == "cancelled") {
+      if (a->end_reason == AttemptEndReasonName(AttemptEndReason::kCancelled)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled, "cancelled", time);
       }
-      if (a->action == "fail") {
+      if (a->action == ExitActionName(ExitAction::kFail)) {
         return store_.SetActiveRunStatusInTx(
             run_.id, RunStatus::kFailed,
             a->end_reason + at_step + " (exit code " +
                 (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")" + why,
             time);
       }
-      if (a->action == "requeue") {
+      if (a->action == ExitActionName(ExitAction::kRequeue)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
                                              a->end_reason + at_step + why, time);
       }
@@ -258,47 +207,6 @@ void IngestStats::Add(const IngestStats& o) {
   bad_lines += o.bad_lines;
   bytes += o.bytes;
   warnings.insert(warnings.end(), o.warnings.begin(), o.warnings.end());
-}
-
-bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart) {
-  const std::string ext = ".jsonl";
-  if (file_name.size() <= ext.size() ||
-      file_name.compare(file_name.size() - ext.size(), ext.size(), ext) != 0) {
-    return false;
-  }
-  const std::string stem = file_name.substr(0, file_name.size() - ext.size());
-  const size_t dot = stem.rfind('.');
-  if (dot == std::string::npos || dot == 0) return false;
-  const std::string r = stem.substr(dot + 1);
-  if (!AllDigits(r) || r.size() > 9) return false;
-  *job_id = stem.substr(0, dot);
-  *restart = std::stoll(r);
-  return true;
-}
-
-std::vector<std::string> ListEventFiles(const std::string& run_dir) {
-  struct Entry {
-    std::string path, job;
-    int64_t restart;
-  };
-  std::vector<Entry> entries;
-  std::error_code ec;
-  const fs::path dir = fs::absolute(fs::path(run_dir) / "events", ec);
-  if (ec || !fs::is_directory(dir, ec)) return {};
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
-    Entry x;
-    if (!ParseEventsFileName(e.path().filename().string(), &x.job, &x.restart)) continue;
-    x.path = e.path().string();
-    entries.push_back(std::move(x));
-  }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    if (a.job != b.job) return JobIdLess(a.job, b.job);
-    return a.restart < b.restart;
-  });
-  std::vector<std::string> out;
-  for (auto& e : entries) out.push_back(std::move(e.path));
-  return out;
 }
 
 Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::string& path,
@@ -381,7 +289,7 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
 
 Result<IngestStats> IngestRun(Store& store, const RunRecord& run, const IngestOptions& options) {
   IngestStats total;
-  for (const std::string& path : ListEventFiles(run.run_dir)) {
+  for (const std::string& path : RunFolder{run.run_dir}.ListEventFiles()) {
     Result<IngestStats> s = IngestFile(store, run, path, options);
     if (!s.ok()) return s.status();
     total.Add(*s);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "orchestrator/store/store.h"
+#include "schema/run_folder.h"
 
 namespace baton {
 
@@ -48,12 +49,6 @@ struct IngestOptions {
   // it _exit() to simulate a crash between rows and the cursor).
   std::function<void(int64_t records_in_chunk)> after_record;
 };
-
-// "<job>.<restart>.jsonl" files of `run_dir`/events, in attempt order. Absolute paths.
-std::vector<std::string> ListEventFiles(const std::string& run_dir);
-
-// Splits "<job>.<restart>.jsonl"; false for any other name.
-bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart);
 
 // Ingests every events file of `run` from its cursor.
 [[nodiscard]] Result<IngestStats> IngestRun(Store& store, const RunRecord& run,

@@ -3,14 +3,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/ingest/event_ingester.h"
 #include "schema/events.h"
+#include "schema/run_folder.h"
 
 namespace baton {
 
 std::vector<PastAttempt> ReadAttemptHistory(const std::string& run_dir) {
   std::vector<PastAttempt> out;
-  for (const std::string& path : ListEventFiles(run_dir)) {
+  for (const std::string& path : RunFolder{run_dir}.ListEventFiles()) {
     PastAttempt a;
     a.events_path = path;
     const std::string name = path.substr(path.find_last_of('/') + 1);
@@ -22,19 +22,25 @@ std::vector<PastAttempt> ReadAttemptHistory(const std::string& run_dir) {
       const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (!r.is_object() || !r.contains("type") || !r["type"].is_string()) continue;
       const std::string type = r["type"];
-      auto num = [&](const char* key) -> std::optional<int64_t> {
-        if (!r.contains(key) || !r[key].is_number()) return std::nullopt;
-        return r[key].get<int64_t>();
+      auto raise = [&](std::optional<int64_t> done) {
+        if (done && (!a.last_step || *a.last_step < *done)) a.last_step = done;
       };
-      if (type == event_type::kAttemptStart || type == event_type::kSegmentStart) {
-        if (auto s0 = num("step0")) a.step0 = *s0;
-      } else if (type == event_type::kStep || type == event_type::kSegmentEnd) {
-        if (auto s = num("step"); s && (!a.last_step || *a.last_step < *s)) a.last_step = s;
+      if (type == event_type::kAttemptStart) {
+        if (auto s0 = AttemptStartEvent::FromJson(r).step0) a.step0 = *s0;
+      } else if (type == event_type::kSegmentStart) {
+        if (auto s0 = SegmentStartEvent::FromJson(r).step0) a.step0 = *s0;
+      } else if (type == event_type::kStep) {
+        // Steps finished, like step0: step k done means k + 1 are.
+        const StepEvent e = StepEvent::FromJson(r);
+        if (e.step) raise(*e.step + 1);
+      } else if (type == event_type::kSegmentEnd) {
+        raise(SegmentEndEvent::FromJson(r).step);
       } else if (type == event_type::kAttemptEnd) {
+        const AttemptEndEvent e = AttemptEndEvent::FromJson(r);
         a.ended = true;
-        a.action = r.value("action", "");
-        a.reason = r.value("reason", "");
-        a.exit_code = num("exit_code");
+        a.action = e.action;
+        a.reason = e.reason;
+        a.exit_code = e.exit_code;
       }
     }
     out.push_back(std::move(a));

@@ -17,7 +17,7 @@ struct PastAttempt {
   int64_t restart_count = 0;
   std::string events_path;
   int64_t step0 = 0;                 // attempt_start (or segment_start) step0
-  std::optional<int64_t> last_step;  // highest step / segment_end step seen
+  std::optional<int64_t> last_step;  // steps finished (step rows and segment_end), like step0
   bool ended = false;                // has an attempt_end
   std::string action;                // attempt_end action
   std::string reason;                // attempt_end reason

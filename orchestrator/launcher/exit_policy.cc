@@ -9,13 +9,16 @@ namespace baton {
 
 ExitDecision DecideAfterExit(const ExitContext& ctx) {
   const std::string code = "exit code " + std::to_string(ctx.exit_code);
-  if (ctx.exit_code == kExitOk) return {"done", "completed", "trainer reached its target"};
+  if (ctx.exit_code == kExitOk)
+    return {ExitAction::kDone, AttemptEndReason::kCompleted, "trainer reached its target"};
   if (ctx.exit_code == kExitConfig)
-    return {"fail", "config_error", code + ": config error, not requeued"};
+    return {ExitAction::kFail, AttemptEndReason::kConfigError,
+            code + ": config error, not requeued"};
   if (ctx.exit_code == kExitData)
-    return {"fail", "data_error", code + ": data error, not requeued"};
+    return {ExitAction::kFail, AttemptEndReason::kDataError, code + ": data error, not requeued"};
   if (ctx.exit_code == kExitDiverged)
-    return {"fail", "diverged", code + ": training diverged (non-finite steps), not requeued"};
+    return {ExitAction::kFail, AttemptEndReason::kDiverged,
+            code + ": training diverged (non-finite steps), not requeued"};
 
   // Earlier attempts: everything but the last entry (this attempt).
   const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
@@ -23,17 +26,20 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     int64_t preempt_requeues = 1;  // this one
     for (size_t i = 0; i < n_past; ++i) {
       const PastAttempt& a = ctx.history[i];
-      if (a.action == "requeue" && (a.reason == "preempted" || a.reason == "timeout")) {
+      if (a.action == ExitActionName(ExitAction::kRequeue) &&
+          (a.reason == AttemptEndReasonName(AttemptEndReason::kPreempted) ||
+           a.reason == AttemptEndReasonName(AttemptEndReason::kTimeout))) {
         ++preempt_requeues;
       }
     }
     if (preempt_requeues > ctx.max_restarts) {
       return {
-          "fail", "restart_budget",
+          ExitAction::kFail, AttemptEndReason::kRestartBudget,
           code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
               " preemption requeues already used max_restarts=" + std::to_string(ctx.max_restarts)};
     }
-    return {"requeue", ctx.near_time_limit ? "timeout" : "preempted",
+    return {ExitAction::kRequeue,
+            ctx.near_time_limit ? AttemptEndReason::kTimeout : AttemptEndReason::kPreempted,
             code + ": stopped on a signal" + (ctx.near_time_limit ? " at the time limit" : "") +
                 ", requeue " + std::to_string(preempt_requeues) + " of " +
                 std::to_string(ctx.max_restarts)};
@@ -45,24 +51,26 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     const PastAttempt& a = ctx.history[i];
     const bool is_this = i + 1 == ctx.history.size();
     if (a.made_progress()) break;
-    if (!is_this && (a.reason == "preempted" || a.reason == "timeout")) continue;
+    if (!is_this && (a.reason == AttemptEndReasonName(AttemptEndReason::kPreempted) ||
+                     a.reason == AttemptEndReasonName(AttemptEndReason::kTimeout)))
+      continue;
     ++streak;
   }
   if (streak >= kCrashLoopLimit) {
-    return {"fail", "no_progress",
+    return {ExitAction::kFail, AttemptEndReason::kNoProgress,
             code + ": " + std::to_string(streak) +
                 " attempts in a row crashed without finishing an optimizer step"};
   }
   int64_t crashes = 1;
   for (size_t i = 0; i < n_past; ++i) {
-    if (ctx.history[i].reason == "crashed") ++crashes;
+    if (ctx.history[i].reason == AttemptEndReasonName(AttemptEndReason::kCrashed)) ++crashes;
   }
   if (crashes > ctx.max_failures) {
-    return {"fail", "failure_budget",
+    return {ExitAction::kFail, AttemptEndReason::kFailureBudget,
             code + ": crash " + std::to_string(crashes) +
                 " exceeds max_failures=" + std::to_string(ctx.max_failures)};
   }
-  return {"requeue", "crashed",
+  return {ExitAction::kRequeue, AttemptEndReason::kCrashed,
           code + ": crash " + std::to_string(crashes) +
               " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
 }

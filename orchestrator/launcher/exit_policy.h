@@ -1,4 +1,4 @@
-// DecideAfterExit: what the launcher does when the trainer exits (DESIGN.md "Trainer exit codes").
+// DecideAfterExit: what the launcher does when the trainer exits (docs/design.md, "Exit codes").
 //
 //   0                      -> done (completed)
 //   78 / 65                -> fail (config_error / data_error), never requeued
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "orchestrator/launcher/attempt_history.h"
+#include "schema/event_records.h"
 
 namespace baton {
 
@@ -30,9 +31,8 @@ namespace baton {
 inline constexpr int kCrashLoopLimit = 3;
 
 struct ExitDecision {
-  std::string action;  // requeue | done | fail
-  std::string reason;  // completed | preempted | timeout | crashed | config_error | data_error |
-                       // diverged | failure_budget | restart_budget | no_progress
+  ExitAction action = ExitAction::kFail;
+  AttemptEndReason reason = AttemptEndReason::kCrashed;
   std::string detail;  // one line for logs
 };
 

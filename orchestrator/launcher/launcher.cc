@@ -16,6 +16,7 @@
 #include "schema/events.h"
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
+#include "schema/run_folder.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -51,7 +52,7 @@ Status CheckRunDir(const std::string& run_dir) {
   if (!fs::is_directory(dir)) {
     return Status::NotFound("'" + run_dir + "' is not a run folder: not a directory");
   }
-  const std::string config = run_dir + "/run.yaml";
+  const std::string config = RunFolder{run_dir}.RunYaml();
   const fs::file_status config_status = fs::status(config, ec);
   if (config_status.type() == fs::file_type::not_found) {
     return Status::NotFound("'" + run_dir + "' is not a run folder: " + config +
@@ -112,10 +113,10 @@ std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std:
   }
   const std::vector<std::string> train = {
       env.trainer_bin,   "train",
-      "--config",        run_dir + "/run.yaml",
+      "--config",        RunFolder{run_dir}.RunYaml(),
       "--run-dir",       run_dir,
       "--resume",        d.checkpoint.empty() ? "none" : d.checkpoint,
-      "--expect-mode",   d.mode,
+      "--expect-mode",   ResumeModeName(d.mode),
       "--expect-step0",  std::to_string(d.step0),
       "--resume-warmup", std::to_string(d.resume_warmup_steps),
       "--events",        events_path};
@@ -127,8 +128,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
            std::ostream& log) {
   std::error_code ec;
   const std::string run_dir = fs::absolute(run_dir_in, ec).lexically_normal().string();
-  const std::string events_path =
-      run_dir + "/events/" + EventsFileName(env.job_id, env.restart_count);
+  const std::string events_path = RunFolder{run_dir}.EventsFile(env.job_id, env.restart_count);
   if (Status st = CheckRunDir(run_dir); !st.ok()) {
     log << "baton launch: " << st.ToString() << "\n";
     return st.exit_code();
@@ -141,47 +141,53 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     log << "baton launch: " << st.ToString() << "\n";
     return st.exit_code();
   }
-  const json ids = {{"job_id", env.job_id}, {"restart_count", env.restart_count}};
-  auto write_end = [&](int exit_code, const std::string& action, const std::string& reason) {
-    json r = ids;
-    r["exit_code"] = exit_code;
-    r["action"] = action;
-    r["reason"] = reason;
-    if (Status st = events.Write(event_type::kAttemptEnd, r, /*sync=*/true); !st.ok()) {
+  auto write_end = [&](int exit_code, ExitAction action, AttemptEndReason reason) {
+    AttemptEndEvent e;
+    e.job_id = env.job_id;
+    e.restart_count = env.restart_count;
+    e.exit_code = exit_code;
+    e.action = ExitActionName(action);
+    e.reason = AttemptEndReasonName(reason);
+    if (Status st = events.Write(e, /*sync=*/true); !st.ok()) {
       log << "baton launch: " << st.ToString() << "\n";
     }
   };
 
   // 1. The frozen config. A broken one is never requeued.
-  Result<RunConfig> config = LoadRunConfig(run_dir + "/run.yaml");
+  Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml());
   if (!config.ok()) {
     log << "baton launch: " << config.status().ToString() << "\n";
-    write_end(config.status().exit_code(), "fail",
-              config.status().code() == Code::kConfig ? "config_error" : "data_error");
+    write_end(config.status().exit_code(), ExitAction::kFail,
+              config.status().code() == Code::kConfig ? AttemptEndReason::kConfigError
+                                                      : AttemptEndReason::kDataError);
     return config.status().exit_code();
   }
 
   // 2. Resume decision.
-  Result<ResumeDecision> decision = DecideResume(run_dir + "/checkpoints", *config);
+  ResumeRequest request;
+  request.resume_warmup_steps = config->optim.resume_warmup_steps;
+  Result<ResumeDecision> decision = DecideResume(RunFolder{run_dir}.CheckpointsDir(), request);
   if (!decision.ok()) {
     log << "baton launch: " << decision.status().ToString() << "\n";
-    write_end(decision.status().exit_code(), "fail", "data_error");
+    write_end(decision.status().exit_code(), ExitAction::kFail, AttemptEndReason::kDataError);
     return decision.status().exit_code();
   }
   for (const std::string& s : decision->skipped) {
     log << "baton launch: skipping invalid checkpoint " << s << "\n";
   }
-  log << "baton launch: mode " << decision->mode << ", step0 " << decision->step0
+  log << "baton launch: mode " << ResumeModeName(decision->mode) << ", step0 " << decision->step0
       << ", resume warmup " << decision->resume_warmup_steps
       << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
-  json start = ids;
-  start["nodes"] = env.nodes;
-  start["checkpoint"] = decision->checkpoint.empty() ? json(nullptr) : json(decision->checkpoint);
-  start["mode"] = decision->mode;
-  start["step0"] = decision->step0;
-  start["resume_warmup_steps"] = decision->resume_warmup_steps;
-  start["skipped_checkpoints"] = decision->skipped;
-  if (Status st = events.Write(event_type::kAttemptStart, start, /*sync=*/true); !st.ok()) {
+  AttemptStartEvent start;
+  start.job_id = env.job_id;
+  start.restart_count = env.restart_count;
+  start.nodes = env.nodes;
+  if (!decision->checkpoint.empty()) start.checkpoint = decision->checkpoint;
+  start.mode = ResumeModeName(decision->mode);
+  start.step0 = decision->step0;
+  start.resume_warmup_steps = decision->resume_warmup_steps;
+  start.skipped_checkpoints = decision->skipped;
+  if (Status st = events.Write(start, /*sync=*/true); !st.ok()) {
     log << "baton launch: " << st.ToString() << "\n";
     return st.exit_code();
   }
@@ -190,7 +196,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   if (env.trainer_bin.empty()) {
     log << "baton launch: no trainer binary (set BATON_TRAIN_BIN or install baton-train next to "
            "baton)\n";
-    write_end(kExitUnavailable, "fail", "launch_error");
+    write_end(kExitUnavailable, ExitAction::kFail, AttemptEndReason::kLaunchError);
     return kExitUnavailable;
   }
   const std::vector<std::string> argv = TrainerCommand(env, run_dir, *decision, events_path);
@@ -198,7 +204,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   Result<TrainerExit> exit = RunTrainerProcess(argv, LogSignal);
   if (!exit.ok()) {
     log << "baton launch: " << exit.status().ToString() << "\n";
-    write_end(exit.status().exit_code(), "fail", "launch_error");
+    write_end(exit.status().exit_code(), ExitAction::kFail, AttemptEndReason::kLaunchError);
     return exit.status().exit_code();
   }
   log << "baton launch: trainer exited with code " << exit->exit_code << "\n";
@@ -229,11 +235,12 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   }
   ExitDecision next = DecideAfterExit(ctx);
 
-  if (next.action == "requeue" && env.in_allocation) {
+  if (next.action == ExitAction::kRequeue && env.in_allocation) {
     Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
     const std::string state = job.ok() && job->has_value() ? (*job)->state : "";
     if (state == "CANCELLED") {
-      next = {"fail", "cancelled", "the job was cancelled; not requeued"};
+      next = {ExitAction::kFail, AttemptEndReason::kCancelled,
+              "the job was cancelled; not requeued"};
     } else if (OneOf(state, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"})) {
       // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
       // worse, count twice.
@@ -243,11 +250,13 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
       return kExitRequeue;
     }
   }
-  log << "baton launch: " << next.action << " (" << next.reason << "): " << next.detail << "\n";
+  log << "baton launch: " << ExitActionName(next.action) << " ("
+      << AttemptEndReasonName(next.reason) << "): " << next.detail << "\n";
   // attempt_end goes first: `scontrol requeue` may kill this script before it returns.
   write_end(exit->exit_code, next.action, next.reason);
-  if (next.action == "done") return kExitOk;
-  if (next.action == "fail") return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
+  if (next.action == ExitAction::kDone) return kExitOk;
+  if (next.action == ExitAction::kFail)
+    return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
 
   if (!env.in_allocation) {
     log << "baton launch: not inside a SLURM job; nothing to requeue\n";
@@ -256,7 +265,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   Status st = slurm.Requeue(env.job_id);
   if (!st.ok()) {
     log << "baton launch: requeue failed: " << st.ToString() << "\n";
-    write_end(exit->exit_code, "fail", "requeue_failed");
+    write_end(exit->exit_code, ExitAction::kFail, AttemptEndReason::kRequeueFailed);
     return st.exit_code();
   }
   log << "baton launch: requeued job " << env.job_id << "\n";

@@ -1,6 +1,7 @@
-// The launcher: `baton launch RUN_DIR`, the in-job entry point (DESIGN.md "life of a run", 2-3).
+// The launcher: `baton launch RUN_DIR`, the in-job entry point (docs/design.md, "The life of a
+// run", 2-4).
 //
-// Inside each SLURM job start it decides how to resume (resume_decision.h), writes an
+// Inside each SLURM job start it decides how to resume (schema/resume_decision.h), writes an
 // `attempt_start` event, runs `srun --kill-on-bad-exit=1 baton-train train ...` with that
 // decision spelled out, forwards the warning signal (trainer_process.h), then acts on the exit
 // code (exit_policy.h): `scontrol requeue $SLURM_JOB_ID`, done, or fail; and writes
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/launcher/resume_decision.h"
+#include "schema/resume_decision.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "schema/status.h"
 

@@ -57,7 +57,7 @@ struct AttemptRecord {
   std::string resume_mode;  // fresh | exact | weights_only
   std::string checkpoint;
   std::optional<int64_t> step0;
-  std::optional<int64_t> last_step;
+  std::optional<int64_t> last_step;  // steps finished (index of the last one + 1), like step0
   int64_t resume_warmup_steps = 0;
   std::optional<int64_t> warmup_until;
   std::optional<int64_t> world_size;

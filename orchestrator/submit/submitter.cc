@@ -7,6 +7,7 @@
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
+#include "schema/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -61,9 +62,7 @@ class Cleanup {
 
 Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
                                double now) {
-  Result<RunConfig> loaded = LoadRunConfig(req.config_path);
-  if (!loaded.ok()) return loaded.status();
-  RunConfig config = std::move(loaded).value();
+  BATON_ASSIGN_OR_RETURN(RunConfig config, LoadRunConfig(req.config_path));
   SubmitResult out;
   out.name = req.name.empty() ? config.run.name : req.name;
   BATON_RETURN_IF_ERROR(
@@ -75,16 +74,13 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
     out.run_dir = !config.run.dir.empty() ? config.run.dir
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
     config.run.dir = out.run_dir;
-    Result<std::string> script =
-        RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin});
-    if (!script.ok()) return script.status();
-    out.script = *script;
+    BATON_ASSIGN_OR_RETURN(
+        out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin}));
     return out;
   }
   if (store == nullptr) return Status::Internal("submit without a store");
 
-  Result<Transaction> tx = store->Begin();
-  if (!tx.ok()) return tx.status();
+  BATON_ASSIGN_OR_RETURN(Transaction tx, store->Begin());
   NewRun row;
   row.name = out.name;
   row.config_source = fs::absolute(req.config_path).string();
@@ -94,12 +90,11 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   row.max_restarts = config.slurm.max_restarts;
   row.max_failures = config.slurm.max_failures;
   row.config = "";
-  Result<int64_t> id = store->CreateRunInTx(row, now);
-  if (!id.ok()) return id.status();
-  out.run_id = *id;
+  BATON_ASSIGN_OR_RETURN(const int64_t id, store->CreateRunInTx(row, now));
+  out.run_id = id;
   out.run_dir = !config.run.dir.empty()
                     ? config.run.dir
-                    : req.baton_home + "/runs/" + std::to_string(*id) + "-" + Slugify(out.name);
+                    : req.baton_home + "/runs/" + std::to_string(id) + "-" + Slugify(out.name);
   out.run_dir = fs::absolute(out.run_dir).lexically_normal().string();
   while (out.run_dir.size() > 1 && out.run_dir.back() == '/') out.run_dir.pop_back();
   config.run.dir = out.run_dir;
@@ -108,40 +103,36 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   Cleanup cleanup;
   std::error_code ec;
   const bool existed = fs::exists(out.run_dir, ec);
-  if (existed &&
-      (fs::exists(out.run_dir + "/run.yaml", ec) || fs::exists(out.run_dir + "/events", ec))) {
+  const RunFolder folder{out.run_dir};
+  if (existed && (fs::exists(folder.RunYaml(), ec) || fs::exists(folder.EventsDir(), ec))) {
     return Status::Config(req.config_path + ": run.dir: '" + out.run_dir +
                           "' already holds a run (run.yaml or events/); choose another folder");
   }
   cleanup.SetDir(out.run_dir, !existed);
-  for (const char* sub : {"", "/logs", "/events", "/checkpoints"}) {
-    const std::string d = out.run_dir + sub;
+  for (const std::string& d :
+       {folder.root, folder.LogsDir(), folder.EventsDir(), folder.CheckpointsDir()}) {
     const bool had = fs::exists(d, ec);
     fs::create_directories(d, ec);
     if (ec) return Status::Io(d + ": cannot create the run folder: " + ec.message());
-    if (!had && *sub) cleanup.AddFile(d);
+    if (!had && d != folder.root) cleanup.AddFile(d);
   }
 
   // Freeze the resolved config and render the script.
   const std::string frozen = ToYaml(config);
-  Result<std::string> script =
-      RenderSbatchScript(config, {std::to_string(*id), out.name, out.run_dir, req.baton_bin});
-  if (!script.ok()) return script.status();
-  out.script = *script;
-  cleanup.AddFile(out.run_dir + "/run.yaml");
-  BATON_RETURN_IF_ERROR(WriteTextAtomic(out.run_dir + "/run.yaml", frozen));
-  const std::string script_path = out.run_dir + "/sbatch.sh";
+  BATON_ASSIGN_OR_RETURN(out.script, RenderSbatchScript(config, {std::to_string(id), out.name,
+                                                                 out.run_dir, req.baton_bin}));
+  cleanup.AddFile(folder.RunYaml());
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
+  const std::string script_path = folder.SbatchScript();
   cleanup.AddFile(script_path);
   BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, out.script));
   ::chmod(script_path.c_str(), 0755);
 
   // Store the row's real values, then sbatch, then the job id — all in this transaction.
-  BATON_RETURN_IF_ERROR(store->SetRunDirInTx(*id, out.run_dir, frozen));
-  Result<std::string> job = slurm.Submit(script_path);
-  if (!job.ok()) return job.status();
-  out.job_id = *job;
-  Status st = store->SetRunJobInTx(*id, out.job_id, now);
-  if (st.ok()) st = tx->Commit();
+  BATON_RETURN_IF_ERROR(store->SetRunDirInTx(id, out.run_dir, frozen));
+  BATON_ASSIGN_OR_RETURN(out.job_id, slurm.Submit(script_path));
+  Status st = store->SetRunJobInTx(id, out.job_id, now);
+  if (st.ok()) st = tx.Commit();
   if (!st.ok()) {
     // The job exists but the run does not: take the job back rather than leave an orphan.
     (void)slurm.Cancel(out.job_id);

@@ -87,10 +87,12 @@ last_ckpt=$step0
 while ((step < target)); do
     sleep "${FAKE_STEP_SLEEP:-0.2}" &
     wait $! || true # returns early when a trapped signal arrives; the step still finishes
+    # Like the trainer: the event names the step's 0-based index, $step then counts it finished.
+    index=$step
     step=$((step + 1))
     in_warmup=false
-    ((step <= step0 + warm)) && in_warmup=true
-    emit "{\"type\":\"step\",\"time\":$(now),\"source\":\"trainer\",\"step\":$step,\"lr\":0.001,\"loss\":$(awk -v s="$step" 'BEGIN{printf "%.6f", 1/(1+s)}'),\"loss_video\":0.5,\"loss_action\":0.5,\"grad_norm\":1.0,\"tokens\":1024,\"padded_tokens\":1100,\"samples\":4,\"valid_frames\":32,\"padded_frames\":36,\"step_time_s\":${FAKE_STEP_SLEEP:-0.2},\"tokens_per_s\":5000,\"in_warmup\":$in_warmup,\"epoch\":0}"
+    ((index < step0 + warm)) && in_warmup=true
+    emit "{\"type\":\"step\",\"time\":$(now),\"source\":\"trainer\",\"step\":$index,\"lr\":0.001,\"loss\":$(awk -v s="$step" 'BEGIN{printf "%.6f", 1/(1+s)}'),\"loss_video\":0.5,\"loss_action\":0.5,\"grad_norm\":1.0,\"tokens\":1024,\"padded_tokens\":1100,\"samples\":4,\"valid_frames\":32,\"padded_frames\":36,\"step_time_s\":${FAKE_STEP_SLEEP:-0.2},\"tokens_per_s\":5000,\"in_warmup\":$in_warmup,\"epoch\":0}"
     if ((step % every == 0 || step == target)); then
         reason=periodic
         ((step == target)) && reason=final

@@ -14,13 +14,13 @@
 namespace baton {
 namespace {
 
-using testing::Append;
-using testing::EndLine;
-using testing::MakeRun;
-using testing::OpenStore;
-using testing::StartLine;
-using testing::StepLine;
-using testing::TempDir;
+using test::Append;
+using test::EndLine;
+using test::MakeRun;
+using test::OpenStore;
+using test::StartLine;
+using test::StepLine;
+using test::TempDir;
 
 // Everything ingest writes, as text, for before/after comparisons.
 std::string Dump(Store& store, int64_t run_id) {
@@ -64,7 +64,7 @@ TEST(Ingest, ListsFilesInAttemptOrder) {
        {"10.0.jsonl", "9.1.jsonl", "9.0.jsonl", "9.10.jsonl", "9.2.jsonl", "x.txt"}) {
     Append(tmp / (std::string("events/") + f), "");
   }
-  std::vector<std::string> files = ListEventFiles(tmp.path());
+  std::vector<std::string> files = RunFolder{tmp.path()}.ListEventFiles();
   ASSERT_EQ(files.size(), 5u);
   EXPECT_NE(files[0].find("9.0.jsonl"), std::string::npos);
   EXPECT_NE(files[1].find("9.1.jsonl"), std::string::npos);
@@ -217,7 +217,7 @@ TEST(Ingest, ResumedStepsSupersedeTheEarlierAttempt) {
   EXPECT_EQ(attempts[0].end_reason, "crashed");
   EXPECT_EQ(attempts[1].resume_mode, "exact");
   EXPECT_EQ(attempts[1].step0, 4);
-  EXPECT_EQ(attempts[1].last_step, 8);
+  EXPECT_EQ(attempts[1].last_step, 9);  // steps finished: rows up to index 8
   EXPECT_EQ(store->GetRun(run.id).value().status, RunStatus::kCompleted);
 }
 

@@ -9,16 +9,16 @@
 #include <sstream>
 
 #include "orchestrator/launcher/exit_policy.h"
-#include "orchestrator/launcher/resume_decision.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/resume_decision.h"
 #include "test_util.h"
 
 namespace baton {
 namespace {
 
-using testing::Append;
-using testing::TempDir;
+using test::Append;
+using test::TempDir;
 
 // checkpoint_step_<step> with the files its `kind` requires (placeholder contents) and a manifest.
 std::string MakeCheckpoint(const TempDir& tmp, int64_t step, const std::string& kind = "full") {
@@ -34,16 +34,17 @@ std::string MakeCheckpoint(const TempDir& tmp, int64_t step, const std::string& 
   return dir;
 }
 
-RunConfig Config() {
-  RunConfig c;
-  c.optim.resume_warmup_steps = 50;
-  return c;
+// The launcher's request: the newest valid checkpoint, resume warmup 50 for a weights-only one.
+ResumeRequest Request() {
+  ResumeRequest r;
+  r.resume_warmup_steps = 50;
+  return r;
 }
 
 TEST(ResumeDecision, FreshWithoutCheckpoints) {
   TempDir tmp;
-  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
-  EXPECT_EQ(d.mode, "fresh");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Request()).value();
+  EXPECT_EQ(d.mode, ResumeMode::kFresh);
   EXPECT_EQ(d.step0, 0);
   EXPECT_EQ(d.checkpoint, "");
   EXPECT_EQ(d.resume_warmup_steps, 0);
@@ -53,8 +54,8 @@ TEST(ResumeDecision, ExactFromTheNewestFullCheckpoint) {
   TempDir tmp;
   MakeCheckpoint(tmp, 100);
   const std::string newest = MakeCheckpoint(tmp, 200);
-  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
-  EXPECT_EQ(d.mode, "exact");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Request()).value();
+  EXPECT_EQ(d.mode, ResumeMode::kExact);
   EXPECT_EQ(d.step0, 200);
   EXPECT_EQ(d.checkpoint, newest);
   EXPECT_EQ(d.resume_warmup_steps, 0);
@@ -64,8 +65,8 @@ TEST(ResumeDecision, ExactFromTheNewestFullCheckpoint) {
 TEST(ResumeDecision, WeightsOnlyGetsTheResumeWarmup) {
   TempDir tmp;
   MakeCheckpoint(tmp, 3000, "weights_only");
-  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
-  EXPECT_EQ(d.mode, "weights_only");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Request()).value();
+  EXPECT_EQ(d.mode, ResumeMode::kWeightsOnly);
   EXPECT_EQ(d.step0, 3000);
   EXPECT_EQ(d.resume_warmup_steps, 50);
 }
@@ -77,8 +78,8 @@ TEST(ResumeDecision, SkipsInvalidNewerCheckpointsAndSaysWhy) {
   Append(corrupt + "/" + kWeightsFile, "X");  // size no longer matches
   Append(tmp / "checkpoints/checkpoint_step_300/weights.bin", "no manifest: torn save");
   Append(tmp / "checkpoints/checkpoint_step_400.partial/weights.bin", "never renamed");
-  ResumeDecision d = DecideResume(tmp / "checkpoints", Config()).value();
-  EXPECT_EQ(d.mode, "exact");
+  ResumeDecision d = DecideResume(tmp / "checkpoints", Request()).value();
+  EXPECT_EQ(d.mode, ResumeMode::kExact);
   EXPECT_EQ(d.step0, 100);
   EXPECT_EQ(d.checkpoint, good);
   ASSERT_EQ(d.skipped.size(), 2u);
@@ -109,31 +110,32 @@ ExitDecision Decide(int code, std::vector<PastAttempt> history, bool signalled =
 }
 
 TEST(ExitPolicy, MapsExitCodes) {
-  EXPECT_EQ(Decide(0, {Attempt(0, 10)}).action, "done");
+  EXPECT_EQ(Decide(0, {Attempt(0, 10)}).action, ExitAction::kDone);
   ExitDecision preempt = Decide(75, {Attempt(0, 10)});
-  EXPECT_EQ(preempt.action, "requeue");
-  EXPECT_EQ(preempt.reason, "preempted");
-  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).reason, "config_error");
-  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).action, "fail");
-  EXPECT_EQ(Decide(65, {Attempt(0, 0)}).reason, "data_error");
+  EXPECT_EQ(preempt.action, ExitAction::kRequeue);
+  EXPECT_EQ(preempt.reason, AttemptEndReason::kPreempted);
+  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).reason, AttemptEndReason::kConfigError);
+  EXPECT_EQ(Decide(78, {Attempt(0, 0)}).action, ExitAction::kFail);
+  EXPECT_EQ(Decide(65, {Attempt(0, 0)}).reason, AttemptEndReason::kDataError);
   ExitDecision crash = Decide(139, {Attempt(0, 10)});
-  EXPECT_EQ(crash.action, "requeue");
-  EXPECT_EQ(crash.reason, "crashed");
+  EXPECT_EQ(crash.action, ExitAction::kRequeue);
+  EXPECT_EQ(crash.reason, AttemptEndReason::kCrashed);
   // Killed while being stopped (e.g. SIGKILL after the grace time) counts as preempted.
-  EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
+  EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, AttemptEndReason::kPreempted);
 }
 
 TEST(ExitPolicy, DivergedIsNeverRequeued) {
   ExitDecision d = Decide(79, {Attempt(0, 120)});
-  EXPECT_EQ(d.action, "fail");
-  EXPECT_EQ(d.reason, "diverged");
+  EXPECT_EQ(d.action, ExitAction::kFail);
+  EXPECT_EQ(d.reason, AttemptEndReason::kDiverged);
   EXPECT_NE(d.detail.find("exit code 79"), std::string::npos) << d.detail;
   // Not a crash: plenty of failure budget left, a history of crashes, still no requeue.
   std::vector<PastAttempt> crashes = {Attempt(0, 5, "requeue", "crashed"), Attempt(5, 9)};
-  EXPECT_EQ(Decide(79, crashes, false, 100, /*max_failures=*/100).reason, "diverged");
+  EXPECT_EQ(Decide(79, crashes, false, 100, /*max_failures=*/100).reason,
+            AttemptEndReason::kDiverged);
   // Not the first attempt either: after preemptions it still fails.
   std::vector<PastAttempt> preempted = {Attempt(0, 5, "requeue", "preempted"), Attempt(5, 9)};
-  EXPECT_EQ(Decide(79, preempted).action, "fail");
+  EXPECT_EQ(Decide(79, preempted).action, ExitAction::kFail);
 }
 
 TEST(ExitPolicy, BrokenRunCodesWinOverAStopSignal) {
@@ -148,13 +150,13 @@ TEST(ExitPolicy, BrokenRunCodesWinOverAStopSignal) {
     c.max_restarts = 100;
     c.max_failures = 3;
     ExitDecision d = DecideAfterExit(c);
-    EXPECT_EQ(d.action, "fail") << code;
-    EXPECT_EQ(d.reason, reason) << code;
+    EXPECT_EQ(d.action, ExitAction::kFail) << code;
+    EXPECT_EQ(AttemptEndReasonName(d.reason), reason) << code;
     c.near_time_limit = true;  // the signal came at the time limit: same answer
-    EXPECT_EQ(DecideAfterExit(c).reason, reason) << code;
+    EXPECT_EQ(AttemptEndReasonName(DecideAfterExit(c).reason), reason) << code;
   }
   // Any other code after a stop signal is still the preemption (the control case).
-  EXPECT_EQ(Decide(80, {Attempt(0, 10)}, /*signalled=*/true).reason, "preempted");
+  EXPECT_EQ(Decide(80, {Attempt(0, 10)}, /*signalled=*/true).reason, AttemptEndReason::kPreempted);
 }
 
 TEST(ExitPolicy, WarningAtTheTimeLimitIsATimeoutNotAPreemption) {
@@ -165,10 +167,10 @@ TEST(ExitPolicy, WarningAtTheTimeLimitIsATimeoutNotAPreemption) {
   c.history = {Attempt(0, 5, "requeue", "timeout"), Attempt(5, 9)};
   c.max_restarts = 2;
   ExitDecision d = DecideAfterExit(c);
-  EXPECT_EQ(d.action, "requeue");
-  EXPECT_EQ(d.reason, "timeout");
+  EXPECT_EQ(d.action, ExitAction::kRequeue);
+  EXPECT_EQ(d.reason, AttemptEndReason::kTimeout);
   c.max_restarts = 1;  // timeouts spend the same requeue budget as preemptions
-  EXPECT_EQ(DecideAfterExit(c).reason, "restart_budget");
+  EXPECT_EQ(DecideAfterExit(c).reason, AttemptEndReason::kRestartBudget);
 
   // StartTime and TimeLimit as scontrol prints them (local time).
   const std::time_t now = std::time(nullptr);
@@ -189,19 +191,19 @@ TEST(ExitPolicy, WarningAtTheTimeLimitIsATimeoutNotAPreemption) {
 TEST(ExitPolicy, RestartBudgetCapsPreemptionRequeues) {
   std::vector<PastAttempt> h = {Attempt(0, 5, "requeue", "preempted"),
                                 Attempt(5, 9, "requeue", "preempted"), Attempt(9, 12)};
-  EXPECT_EQ(Decide(75, h, false, /*max_restarts=*/3).action, "requeue");
+  EXPECT_EQ(Decide(75, h, false, /*max_restarts=*/3).action, ExitAction::kRequeue);
   ExitDecision d = Decide(75, h, false, /*max_restarts=*/2);
-  EXPECT_EQ(d.action, "fail");
-  EXPECT_EQ(d.reason, "restart_budget");
+  EXPECT_EQ(d.action, ExitAction::kFail);
+  EXPECT_EQ(d.reason, AttemptEndReason::kRestartBudget);
 }
 
 TEST(ExitPolicy, FailureBudgetCountsCrashes) {
   std::vector<PastAttempt> h = {Attempt(0, 5, "requeue", "crashed"),
                                 Attempt(5, 9, "requeue", "crashed"), Attempt(9, 12)};
-  EXPECT_EQ(Decide(1, h, false, 100, /*max_failures=*/3).action, "requeue");
+  EXPECT_EQ(Decide(1, h, false, 100, /*max_failures=*/3).action, ExitAction::kRequeue);
   ExitDecision d = Decide(1, h, false, 100, /*max_failures=*/2);
-  EXPECT_EQ(d.action, "fail");
-  EXPECT_EQ(d.reason, "failure_budget");
+  EXPECT_EQ(d.action, ExitAction::kFail);
+  EXPECT_EQ(d.reason, AttemptEndReason::kFailureBudget);
 }
 
 TEST(ExitPolicy, CrashLoopWithoutProgressFails) {
@@ -210,11 +212,11 @@ TEST(ExitPolicy, CrashLoopWithoutProgressFails) {
                                 Attempt(100, 100, "requeue", "crashed"),
                                 Attempt(100, std::nullopt)};
   ExitDecision d = Decide(1, h, false, 100, /*max_failures=*/10);
-  EXPECT_EQ(d.action, "fail");
-  EXPECT_EQ(d.reason, "no_progress");
+  EXPECT_EQ(d.action, ExitAction::kFail);
+  EXPECT_EQ(d.reason, AttemptEndReason::kNoProgress);
   // Progress in between resets the streak.
   h[1].last_step = 150;
-  EXPECT_EQ(Decide(1, h, false, 100, 10).action, "requeue");
+  EXPECT_EQ(Decide(1, h, false, 100, 10).action, ExitAction::kRequeue);
 }
 
 TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
@@ -222,7 +224,7 @@ TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
   env.use_srun = true;
   env.trainer_bin = "/opt/baton-train";
   ResumeDecision d;
-  d.mode = "weights_only";
+  d.mode = ResumeMode::kWeightsOnly;
   d.checkpoint = "/r/checkpoints/checkpoint_step_3000";
   d.step0 = 3000;
   d.resume_warmup_steps = 50;

@@ -10,12 +10,12 @@
 namespace baton {
 namespace {
 
-using testing::Append;
-using testing::MakeRun;
-using testing::OpenStore;
-using testing::StartLine;
-using testing::StepLine;
-using testing::TempDir;
+using test::Append;
+using test::MakeRun;
+using test::OpenStore;
+using test::StartLine;
+using test::StepLine;
+using test::TempDir;
 
 class ReconcileTest : public ::testing::Test {
  protected:
@@ -87,7 +87,8 @@ TEST_F(ReconcileTest, CompletedShortOfTheTargetIsFailed) {
   slurm_.SetState(job_, "COMPLETED");
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
-  EXPECT_NE(r.reason.find("step 4 of 10"), std::string::npos) << r.reason;
+  // Step rows 0..4: five steps finished of ten.
+  EXPECT_NE(r.reason.find("step 5 of 10"), std::string::npos) << r.reason;
 }
 
 TEST_F(ReconcileTest, TimeoutNodeFailCancelAndFailure) {

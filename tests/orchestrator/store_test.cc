@@ -12,9 +12,9 @@
 namespace baton {
 namespace {
 
-using testing::MakeRun;
-using testing::OpenStore;
-using testing::TempDir;
+using test::MakeRun;
+using test::OpenStore;
+using test::TempDir;
 
 TEST(Store, MigratesAFreshDatabaseToTheLatestVersion) {
   TempDir tmp;
@@ -49,7 +49,7 @@ TEST(Store, RefusesADatabaseFromANewerBaton) {
 
 TEST(Store, RefusesAFileThatIsNotADatabase) {
   TempDir tmp;
-  testing::Append(tmp / "baton.db", std::string(4096, 'x'));
+  test::Append(tmp / "baton.db", std::string(4096, 'x'));
   Result<std::unique_ptr<Store>> s = Store::Open(tmp / "baton.db");
   EXPECT_FALSE(s.ok());
 }
@@ -180,8 +180,9 @@ TEST(Store, StepsOfALaterAttemptSupersedeEarlierOnes) {
   EXPECT_EQ(effective[3].step, 4);
   EXPECT_EQ(effective[3].attempt_id, effective[5].attempt_id);  // 4 comes from the later attempt
   std::vector<AttemptRecord> attempts = store->ListAttempts(r.id).value();
-  EXPECT_EQ(attempts[0].last_step, 5);
-  EXPECT_EQ(attempts[1].last_step, 6);
+  // Steps finished, like step0: the last step row's index + 1.
+  EXPECT_EQ(attempts[0].last_step, 6);
+  EXPECT_EQ(attempts[1].last_step, 7);
 }
 
 // A database written by a baton that knew only schema version 1, with rows in every table

@@ -10,9 +10,9 @@
 namespace baton {
 namespace {
 
-using testing::Append;
-using testing::OpenStore;
-using testing::TempDir;
+using test::Append;
+using test::OpenStore;
+using test::TempDir;
 
 class SubmitTest : public ::testing::Test {
  protected:

@@ -11,7 +11,7 @@
 #include "orchestrator/store/store.h"
 #include "temp_dir.h"
 
-namespace baton::testing {
+namespace baton::test {
 
 inline std::unique_ptr<Store> OpenStore(const std::string& path) {
   Result<std::unique_ptr<Store>> s = Store::Open(path);
@@ -60,4 +60,4 @@ inline std::string EndLine(const std::string& action, const std::string& reason,
          std::to_string(code) + ",\"action\":\"" + action + "\",\"reason\":\"" + reason + "\"}\n";
 }
 
-}  // namespace baton::testing
+}  // namespace baton::test

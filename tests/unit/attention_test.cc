@@ -63,7 +63,7 @@ class ModelMaskTest : public ::testing::Test {
     torch::NoGradGuard ng;
     return model_->forward(in, mb_.layout, mb_.layout_tensors);
   }
-  testing::TinyTrainer tiny_;
+  test::TinyTrainer tiny_;
   VideoActionModel model_{nullptr};
   MicroBatch mb_;
   ModelOutputs base_;

@@ -36,7 +36,7 @@ class DatasetTest : public ::testing::Test {
   void Put(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
-  testing::TempDir tmp_;
+  test::TempDir tmp_;
   SynthOptions opt_;
 };
 

@@ -14,7 +14,7 @@ namespace baton {
 namespace {
 
 TEST(PackingEquivalenceTest, PackedBatchEqualsSingleEpisodesEqualAndMixedLengths) {
-  testing::TinyTrainer tiny(16, 4, 9);
+  test::TinyTrainer tiny(16, 4, 9);
   VideoActionModel model = tiny.Model();
   // Equal lengths: synthesise by picking episodes of one length; mixed: four different ones.
   std::map<int64_t, std::vector<int64_t>> by_len;
@@ -44,7 +44,7 @@ struct StepResult {
   double loss;
 };
 
-StepResult OneStep(testing::TinyTrainer& tiny, int64_t batch, int64_t accum) {
+StepResult OneStep(test::TinyTrainer& tiny, int64_t batch, int64_t accum) {
   VideoActionModel model = tiny.Model();
   std::vector<std::pair<std::string, torch::Tensor>> params;
   for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
@@ -74,7 +74,7 @@ StepResult OneStep(testing::TinyTrainer& tiny, int64_t batch, int64_t accum) {
 }
 
 TEST(PackingEquivalenceTest, OneOptimizerStepIsTheSameForEveryBatchAccumSplit) {
-  testing::TinyTrainer tiny(16, 3, 9);
+  test::TinyTrainer tiny(16, 3, 9);
   tiny.config.optim.grad_clip = 0.5;  // exercise the clip too
   const StepResult a = OneStep(tiny, 1, 16), b = OneStep(tiny, 4, 4), c = OneStep(tiny, 16, 1);
   EXPECT_GT(a.loss, 0.0);
@@ -89,7 +89,7 @@ TEST(PackingEquivalenceTest, OneOptimizerStepIsTheSameForEveryBatchAccumSplit) {
 }
 
 TEST(PackingEquivalenceTest, Bf16ComputeKeepsFloat32MasterWeights) {
-  testing::TinyTrainer tiny(8, 3, 9);
+  test::TinyTrainer tiny(8, 3, 9);
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);  // float32 parameters
   std::vector<std::pair<std::string, torch::Tensor>> params;

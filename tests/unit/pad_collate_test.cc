@@ -22,7 +22,7 @@ class PadCollateTest : public ::testing::Test {
     index_ = LoadDatasetIndex(o.out).value();
     for (int64_t i = 0; i < 4; ++i) episodes_.push_back(ReadEpisode(index_, i).value());
   }
-  testing::TempDir tmp_;
+  test::TempDir tmp_;
   DatasetIndex index_;
   std::vector<EpisodeData> episodes_;
 };

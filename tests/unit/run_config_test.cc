@@ -33,7 +33,7 @@ class RunConfigTest : public ::testing::Test {
     return r.status().message();
   }
   static constexpr const char* kMinimal = "run: {steps: 10}\ndata: {path: data}\n";
-  testing::TempDir tmp_;
+  test::TempDir tmp_;
 };
 
 TEST_F(RunConfigTest, MinimalConfigGetsDefaultsAndResolvesPaths) {

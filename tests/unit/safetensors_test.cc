@@ -42,7 +42,7 @@ class SafetensorsTest : public ::testing::Test {
     return r.ok() ? "" : r.status().message();
   }
 
-  testing::TempDir tmp_;
+  test::TempDir tmp_;
   std::vector<float> a_ = {1, 2, 3, 4, 5, 6.5f};
   std::vector<double> b_ = {0.25, -1e300};
   std::vector<uint16_t> half_ = {0x3C00 /*1*/, 0xC000 /*-2*/, 0x0001 /*2^-24*/};

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-namespace baton::testing {
+namespace baton::test {
 
 class TempDir {
  public:
@@ -30,4 +30,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace baton::testing
+}  // namespace baton::test

@@ -10,7 +10,7 @@
 #include "trainer/model/video_action_model.h"
 #include "schema/run_config.h"
 
-namespace baton::testing {
+namespace baton::test {
 
 struct TinyTrainer {
   TempDir tmp;
@@ -66,4 +66,4 @@ struct TinyTrainer {
   }
 };
 
-}  // namespace baton::testing
+}  // namespace baton::test

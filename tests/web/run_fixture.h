@@ -112,8 +112,9 @@ inline int64_t FixtureWarmupUntil(const RunSpec& r, const AttemptSpec& a) {
 }
 
 inline std::string FixtureConfig(const RunSpec& r) {
+  // A frozen run.yaml names its dataset; the UI reads it back without looking for it.
   return "run:\n  name: " + r.name + "\n  steps: " + std::to_string(r.target_steps) +
-         "\noptim:\n  lr: " + std::to_string(r.base_lr) +
+         "\ndata:\n  path: /datasets/fixture\noptim:\n  lr: " + std::to_string(r.base_lr) +
          "\n  warmup_steps: " + std::to_string(r.warmup_steps) +
          "\n  resume_warmup_steps: " + std::to_string(r.resume_warmup_steps) + "\n";
 }
@@ -122,7 +123,7 @@ inline std::string FixtureConfig(const RunSpec& r) {
 inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
                                  const AttemptSpec& a) {
   namespace fs = std::filesystem;
-  const std::string path = run_dir + "/events/" + EventsFileName(a.job_id, a.restart_count);
+  const std::string path = RunFolder{run_dir}.EventsFile(a.job_id, a.restart_count);
   // A fresh file each time: EventWriter stamps its own clock, so write the raw lines ourselves
   // with the fixture's times through the same JSON shapes.
   fs::create_directories(run_dir + "/events");

@@ -34,7 +34,7 @@ using nlohmann::json;
 namespace baton {
 namespace {
 
-using testing::TempDir;
+using test::TempDir;
 
 // ---- downsampler
 

@@ -99,28 +99,18 @@ std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
 }  // namespace
 
 nlohmann::json TrainerState::ToJson() const {
+  nlohmann::ordered_json lr_json = lr.ToJson();
+  lr_json["last_lr"] = last_lr;
   return nlohmann::ordered_json{
       {"format_version", kCheckpointFormatVersion},
       {"step", step},
-      {"sampler",
-       {{"epoch", epoch},
-        {"batch", batch},
-        {"micro_index", micro_index},
-        {"plan", plan},
-        {"batch_size", batch_size},
-        {"origin_epoch", origin_epoch},
-        {"transition", transition.ToJson()}}},
+      {"sampler", sampler.ToJson()},
       {"grad_accum", grad_accum},
       {"world_size", world_size},
       {"rng",
        {{"scheme", "philox4x32-10 counter streams keyed by (seed, purpose, step, episode)"},
         {"seed", seed}}},
-      {"lr_schedule",
-       {{"base_lr", base_lr},
-        {"warmup_steps", warmup_steps},
-        {"step0", lr_step0},
-        {"resume_warmup", resume_warmup},
-        {"last_lr", last_lr}}},
+      {"lr_schedule", lr_json},
       {"config_hash", config_hash},
       {"dtype", dtype},
       {"pad_multiple", pad_multiple},
@@ -130,23 +120,12 @@ nlohmann::json TrainerState::ToJson() const {
 TrainerState TrainerState::FromJson(const nlohmann::json& j) {
   TrainerState s;
   s.step = j.at("step").get<int64_t>();
-  const auto& sm = j.at("sampler");
-  s.epoch = sm.at("epoch").get<int64_t>();
-  s.batch = sm.at("batch").get<int64_t>();
-  s.micro_index = sm.at("micro_index").get<int64_t>();
-  s.plan = sm.at("plan").get<std::string>();
-  s.batch_size = sm.at("batch_size").get<int64_t>();
-  s.origin_epoch = sm.value("origin_epoch", int64_t{0});
-  s.transition = PlanTransition::FromJson(sm.value("transition", nlohmann::json(nullptr)));
+  s.sampler = DataCursor::FromJson(j.at("sampler"));
   s.grad_accum = j.at("grad_accum").get<int64_t>();
   s.world_size = j.at("world_size").get<int64_t>();
   s.seed = j.at("rng").at("seed").get<int64_t>();
-  const auto& lr = j.at("lr_schedule");
-  s.base_lr = lr.at("base_lr").get<double>();
-  s.warmup_steps = lr.at("warmup_steps").get<int64_t>();
-  s.lr_step0 = lr.at("step0").get<int64_t>();
-  s.resume_warmup = lr.at("resume_warmup").get<int64_t>();
-  s.last_lr = lr.at("last_lr").get<double>();
+  s.lr = LrSchedule::FromJson(j.at("lr_schedule"));
+  s.last_lr = j.at("lr_schedule").at("last_lr").get<double>();
   s.config_hash = j.at("config_hash").get<std::string>();
   s.dtype = j.at("dtype").get<std::string>();
   s.pad_multiple = j.value("pad_multiple", int64_t{0});
@@ -167,9 +146,9 @@ std::vector<std::string> ExactResumeDifferences(const TrainerState& saved,
     diff.push_back(line.str());
   };
   cmp("run.seed", saved.seed, now.seed);
-  cmp("data.plan", saved.plan, now.plan);
+  cmp("data.plan", saved.sampler.plan, now.sampler.plan);
   cmp("train.dtype", saved.dtype, now.dtype);
-  cmp("data.batch_size", saved.batch_size, now.batch_size);
+  cmp("data.batch_size", saved.sampler.batch_size, now.sampler.batch_size);
   cmp("optim.grad_accum", saved.grad_accum, now.grad_accum);
   // Recorded since the same-run check exists; older checkpoints leave them empty.
   if (saved.pad_multiple > 0) cmp("data.pad_multiple", saved.pad_multiple, now.pad_multiple);

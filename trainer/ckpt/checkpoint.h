@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "schema/lr_schedule.h"
 #include "schema/run_config.h"
 #include "trainer/data/data_plan.h"
 #include "trainer/model/video_action_model.h"
@@ -29,18 +30,16 @@
 
 namespace baton {
 
+// trainer_state.json. The data plan and the LR schedule write their own parts (DataCursor,
+// LrSchedule::ToJson); this struct adds the step and what identifies the run.
 struct TrainerState {
-  int64_t step = 0;           // finished optimizer steps
-  int64_t micro_index = 0;    // micro-batches each rank consumed since the data plan's origin
-  int64_t epoch = 0, batch = 0;  // sampler cursor of the next micro-batch on each rank
-  int64_t origin_epoch = 0;      // the data plan's origin (moves when the world size changes)
-  PlanTransition transition;     // the epoch re-dealt after a world-size change, if any
+  int64_t step = 0;    // finished optimizer steps
+  DataCursor sampler;  // micro-batches each rank consumed since the plan's origin, and the plan
   int64_t world_size = 1;
-  int64_t batch_size = 0, grad_accum = 0;
-  std::string plan;
+  int64_t grad_accum = 0;
   int64_t seed = 0;
-  double base_lr = 0, last_lr = 0;
-  int64_t warmup_steps = 0, lr_step0 = 0, resume_warmup = 0;
+  LrSchedule lr;  // the schedule of the segment that wrote the checkpoint
+  double last_lr = 0;
   std::string config_hash;   // of the model section + dataset sizes
   std::string dtype;
   // What makes an exact resume the same run (ExactResumeDifferences); empty in checkpoints

@@ -1,5 +1,7 @@
 #include "trainer/data/data_plan.h"
 
+#include <tuple>
+
 namespace baton {
 
 nlohmann::json PlanTransition::ToJson() const {
@@ -13,6 +15,44 @@ PlanTransition PlanTransition::FromJson(const nlohmann::json& j) {
   t.epoch = j.at("epoch").get<int64_t>();
   t.batches = j.at("batches").get<std::vector<std::vector<std::vector<int64_t>>>>();
   return t;
+}
+
+nlohmann::json DataCursor::ToJson() const {
+  return nlohmann::ordered_json{{"epoch", epoch},
+                                {"batch", batch},
+                                {"micro_index", micro_index},
+                                {"plan", plan},
+                                {"batch_size", batch_size},
+                                {"origin_epoch", origin_epoch},
+                                {"transition", transition.ToJson()}};
+}
+
+DataCursor DataCursor::FromJson(const nlohmann::json& j) {
+  DataCursor c;
+  c.epoch = j.at("epoch").get<int64_t>();
+  c.batch = j.at("batch").get<int64_t>();
+  c.micro_index = j.at("micro_index").get<int64_t>();
+  c.plan = j.at("plan").get<std::string>();
+  c.batch_size = j.at("batch_size").get<int64_t>();
+  c.origin_epoch = j.value("origin_epoch", int64_t{0});
+  c.transition = PlanTransition::FromJson(j.value("transition", nlohmann::json(nullptr)));
+  return c;
+}
+
+DataCursor DataPlan::Cursor(int64_t k) const {
+  DataCursor c;
+  c.micro_index = k;
+  std::tie(c.epoch, c.batch) = Position(k);
+  c.origin_epoch = origin_epoch_;
+  c.transition = transition_;
+  c.plan = SamplerPlanName(options_.plan);
+  c.batch_size = options_.batch_size;
+  return c;
+}
+
+DataPlan DataPlan::FromCursor(std::vector<int64_t> lengths, SamplerOptions options,
+                              const DataCursor& c) {
+  return DataPlan(std::move(lengths), options, c.origin_epoch, c.transition);
 }
 
 DataPlan::DataPlan(std::vector<int64_t> lengths, SamplerOptions options, int64_t origin_epoch,

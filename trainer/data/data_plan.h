@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,11 +25,25 @@
 namespace baton {
 
 struct PlanTransition {
-  int64_t epoch = -1;  // -1: none
+  int64_t epoch = -1;                                      // -1: none
   std::vector<std::vector<std::vector<int64_t>>> batches;  // [rank][i] -> episodes
   bool empty() const { return epoch < 0; }
   nlohmann::json ToJson() const;
   static PlanTransition FromJson(const nlohmann::json& j);  // null -> none
+};
+
+// The data position a checkpoint stores (trainer_state.json's "sampler" object): micro index k
+// with the plan's origin and transition, the (epoch, batch) it means, and the settings the plan
+// was built with, so a resume can rebuild the same plan or refuse another.
+struct DataCursor {
+  int64_t micro_index = 0;
+  int64_t epoch = 0, batch = 0;  // of the next micro-batch on each rank
+  int64_t origin_epoch = 0;
+  PlanTransition transition;
+  std::string plan;  // global | per_rank
+  int64_t batch_size = 0;
+  nlohmann::json ToJson() const;
+  static DataCursor FromJson(const nlohmann::json& j);  // throws nlohmann::json::exception
 };
 
 class DataPlan {
@@ -42,6 +57,13 @@ class DataPlan {
   std::vector<int64_t> Batch(int64_t rank, int64_t k);
   // (epoch, batch within that epoch) of micro index k.
   std::pair<int64_t, int64_t> Position(int64_t k) const;
+
+  // The cursor at micro index k (what a checkpoint after k micro-batches stores).
+  DataCursor Cursor(int64_t k) const;
+  // The plan a checkpoint's cursor describes, for `lengths` and `options.world_size` ranks of the
+  // world it was saved on.
+  static DataPlan FromCursor(std::vector<int64_t> lengths, SamplerOptions options,
+                             const DataCursor& c);
 
   // Continues from micro index k of this plan on `new_world` ranks; the new plan starts at k = 0.
   // `repeated` (optional) gets the number of padding batches added to the transition epoch.

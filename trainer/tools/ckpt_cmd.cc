@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "schema/checkpoint_manifest.h"
+#include "schema/run_folder.h"
 #include "schema/exit_codes.h"
 #include "trainer/tools/commands.h"
 
@@ -31,7 +32,7 @@ void RegisterCkpt(CLI::App& app, CommandFn* selected) {
   list->add_option("run_dir", *dir, "Run directory")->required();
   list->callback([=] {
     *selected = [=]() -> int {
-      for (const auto& c : ListCheckpoints((std::filesystem::path(*dir) / "checkpoints").string())) {
+      for (const auto& c : ListCheckpoints(RunFolder{*dir}.CheckpointsDir())) {
         std::printf("%8lld  %-7s %s%s%s\n", (long long)c.step, c.valid ? "valid" : "INVALID", c.path.c_str(),
                     c.valid ? "" : "  ", c.problem.c_str());
       }

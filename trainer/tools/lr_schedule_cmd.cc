@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/exit_codes.h"
-#include "trainer/optim/lr_schedule.h"
+#include "schema/lr_schedule.h"
 #include "trainer/tools/commands.h"
 
 namespace baton {

@@ -1,4 +1,5 @@
 // `baton-train train`: the training run (train/train_loop.h).
+#include <cstdlib>
 #include <memory>
 
 #include "trainer/tools/commands.h"
@@ -21,11 +22,16 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
       ->check(CLI::IsMember({"fresh", "exact", "weights_only"}));
   cmd->add_option("--expect-step0", o->expect_step0, "The launcher's step0; refused if the checkpoint disagrees");
   cmd->add_option("--resume-warmup", o->resume_warmup, "Steps of LR ramp after a weights-only resume (default: config)");
-  cmd->add_option("--stop-after", o->stop_after, "Testing: stop as if signalled after N steps of this segment");
-  cmd->add_option("--fault", o->fault, "Testing: SIGKILL during a save")
+  cmd->add_option("--stop-after", o->hooks.stop_after, "Testing: stop as if signalled after N steps of this segment");
+  cmd->add_option("--fault", o->hooks.fault, "Testing: SIGKILL during a save")
       ->check(CLI::IsMember({"mid_file", "before_manifest", "before_rename", "slow_save"}));
-  cmd->add_option("--fault-at-step", o->fault_at_step, "Testing: the save of this step dies");
-  cmd->callback([=] { *selected = [=] { return Train(*o); }; });
+  cmd->add_option("--fault-at-step", o->hooks.fault_at_step, "Testing: the save of this step dies");
+  cmd->callback([=] {
+    *selected = [=] {
+      if (const char* path = std::getenv("BATON_EPISODE_LOG")) o->hooks.episode_log = path;
+      return Train(*o);
+    };
+  });
 }
 
 }  // namespace baton

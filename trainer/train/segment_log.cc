@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "schema/run_folder.h"
 #include "trainer/fail.h"
 
 namespace baton {
@@ -12,7 +13,7 @@ void SegmentLog::SetPath(const std::string& explicit_path, const std::string& ru
   if (!explicit_path.empty()) {
     path_ = explicit_path;
   } else if (!run_dir.empty()) {
-    path_ = (fs::path(run_dir) / "events" / EventsFileName(job, restart)).string();
+    path_ = RunFolder{run_dir}.EventsFile(job, restart);
   }
 }
 
@@ -21,10 +22,8 @@ void SegmentLog::Open() {
   BATON_CHECK_OK(writer_.Open(path_, "trainer"), "check that the run directory is writable");
 }
 
-void SegmentLog::Write(const char* type, nlohmann::json record, bool sync) {
-  if (!leader()) return;
-  BATON_CHECK_OK(writer_.Write(type, std::move(record), sync),
-                 "check that the run directory is writable");
+void SegmentLog::Check(const Status& st) {
+  BATON_CHECK_OK(st, "check that the run directory is writable");
 }
 
 std::string ErrorMessage(const std::string& what) {
@@ -44,13 +43,13 @@ void SegmentLog::WriteError(int exit_code, const std::string& what, int64_t step
     if (!writer_.Open(path_, "trainer").ok()) return;
   }
   if (step < 0) step = step_;
-  nlohmann::json record{{"step", step < 0 ? nlohmann::json(nullptr) : nlohmann::json(step)},
-                        {"reason", "error"},
-                        {"signal", nullptr},
-                        {"exit_code", exit_code},
-                        {"rank", rank_},
-                        {"message", ErrorMessage(what)}};
-  (void)writer_.Write(event_type::kSegmentEnd, std::move(record), /*sync=*/true);
+  SegmentEndEvent e;
+  if (step >= 0) e.step = step;
+  e.reason = SegmentEndReasonName(SegmentEndReason::kError);
+  e.exit_code = exit_code;
+  e.rank = rank_;
+  e.message = ErrorMessage(what);
+  (void)writer_.Write(e, /*sync=*/true);
 }
 
 }  // namespace baton

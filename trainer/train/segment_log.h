@@ -29,13 +29,17 @@ class SegmentLog {
 
   // Rank 0 only: opens the file (fails fast when it cannot) and writes records.
   void Open();
-  void Write(const char* type, nlohmann::json record, bool sync = false);
+  template <class Record>
+  void Write(const Record& record, bool sync = false) {
+    if (leader()) Check(writer_.Write(record, sync));
+  }
 
   // Any rank, best effort (never throws: it runs while an error propagates). `what` is the
   // FatalError text; its first part (before the "at file:line" line) becomes the message.
   void WriteError(int exit_code, const std::string& what, int64_t step);
 
  private:
+  void Check(const Status& st);
   std::string path_;
   int64_t rank_ = 0;
   int64_t step_ = -1;

@@ -10,13 +10,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <map>
-#include <mutex>
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/events.h"
 #include "schema/exit_codes.h"
+#include "schema/lr_schedule.h"
+#include "schema/resume_decision.h"
 #include "schema/run_config.h"
+#include "schema/run_folder.h"
 #include "trainer/build_options.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/data/data_plan.h"
@@ -28,7 +29,6 @@
 #include "trainer/dist/process_group.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
-#include "trainer/optim/lr_schedule.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/stop_signal.h"
 #include "trainer/train/train_step.h"
@@ -40,12 +40,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-DatasetShape ResolveShape(const DatasetIndex& index) {
-  if (index.shape) return *index.shape;
-  auto first = ReadEpisode(index, 0);
-  if (!first.ok())
-    FailAt(__FILE__, __LINE__, first.status(), "fix or remove the episode named above");
-  return first->shape;
+const char* EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : fallback;
 }
 
 std::string FormatDuration(double s) {
@@ -58,24 +55,113 @@ std::string FormatDuration(double s) {
   return buf;
 }
 
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : fallback;
+std::string JoinIds(const std::vector<std::string>& ids, size_t max) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < max; ++i) s += (i ? ", " : "") + ids[i];
+  if (ids.size() > max) s += ", ... (" + std::to_string(ids.size()) + " in all)";
+  return s;
 }
 
-struct ResumeDecision {
-  std::string mode = "fresh";        // fresh | exact | weights_only
-  std::string checkpoint;            // folder, empty when fresh
-  std::vector<std::string> skipped;  // invalid checkpoints passed over, with the reason
+// ---- 1–3. What a segment runs on: the config, the ranks, the data. ----------------------------
+
+struct Setup {
+  RunConfig config;
+  std::string run_dir, job;
+  int64_t restart = 0;
+  torch::Dtype dtype = torch::kFloat32;
+  torch::Device device{torch::kCPU};
+  DistEnv env;
+  std::unique_ptr<ProcessGroupHandle> group;
+  std::shared_ptr<const DatasetIndex> index;
+  DatasetShape shape;
+  SamplerOptions sampler;
+  bool leader() const { return env.rank == 0; }
+  std::string checkpoints_dir() const { return RunFolder{run_dir}.CheckpointsDir(); }
 };
+
+DatasetShape ResolveShape(const DatasetIndex& index) {
+  if (index.shape) return *index.shape;
+  auto first = ReadEpisode(index, 0);
+  if (!first.ok())
+    FailAt(__FILE__, __LINE__, first.status(), "fix or remove the episode named above");
+  return first->shape;
+}
+
+Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
+  Setup s;
+  // 1. Config.
+  s.config = BATON_VALUE_OR_FAIL(LoadRunConfig(opt.config_path, TrainerConfigOptions()),
+                                 "fix the config (baton validate shows every problem)");
+  const RunConfig& config = s.config;
+  s.run_dir = !opt.run_dir.empty() ? opt.run_dir : config.run.dir;
+  if (s.run_dir.empty()) {
+    BATON_FAIL(kExitConfig, opt.config_path + ": run.dir is empty and no --run-dir was given",
+               "set run.dir or pass --run-dir");
+  }
+  s.job = EnvOr("SLURM_JOB_ID", "local");
+  s.restart = std::atoll(EnvOr("SLURM_RESTART_COUNT", "0"));
+  log.SetPath(opt.events_path, s.run_dir, s.job, s.restart);
+  s.dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
+            : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
+                                                     : torch::kFloat32;
+  const bool cuda = config.train.device == "cuda";
+  s.device = torch::Device(cuda ? torch::kCUDA : torch::kCPU);
+
+  // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here).
+  s.env = DistEnvFromEnvironment();
+  log.SetRank(s.env.rank);
+  torch::set_num_threads(CpuThreadsPerRank(s.env));
+  s.group = ProcessGroupHandle::Create(s.env, cuda);
+
+  // 3. Data.
+  auto loaded = LoadDatasetIndex(config.data.path);
+  if (!loaded.ok()) {
+    FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
+           "check data.path in " + opt.config_path);
+  }
+  s.index = std::make_shared<const DatasetIndex>(std::move(loaded).value());
+  s.shape = ResolveShape(*s.index);
+  if (s.shape.height % config.model.patch_size != 0 ||
+      s.shape.width % config.model.patch_size != 0) {
+    BATON_FAIL(kExitConfig,
+               "model.patch_size " + std::to_string(config.model.patch_size) +
+                   " does not divide the latent size " + std::to_string(s.shape.height) + "x" +
+                   std::to_string(s.shape.width) + " of " + config.data.path,
+               "choose a patch size that divides H and W");
+  }
+  s.sampler.batch_size = config.data.batch_size;
+  s.sampler.world_size = s.env.world_size;
+  s.sampler.rank = s.env.rank;
+  s.sampler.pool_factor = config.data.pool_factor;
+  s.sampler.seed = uint64_t(config.run.seed);
+  s.sampler.plan = config.data.plan;
+  return s;
+}
+
+// What the run is, independent of how far it got: the fields an exact resume must find equal.
+TrainerState RunIdentity(const Setup& s, const ModelDims& dims) {
+  TrainerState st;
+  st.world_size = s.env.world_size;
+  st.sampler.batch_size = s.config.data.batch_size;
+  st.sampler.plan = SamplerPlanName(s.config.data.plan);
+  st.grad_accum = s.config.optim.grad_accum;
+  st.seed = s.config.run.seed;
+  st.config_hash = ConfigHash(dims);
+  st.dtype = DTypeName(s.config.train.dtype);
+  st.pad_multiple = s.config.data.pad_multiple;
+  st.data_path = s.index->dir;
+  st.dataset_fingerprint = s.index->fingerprint;
+  return st;
+}
+
+// ---- 5. Resume. -------------------------------------------------------------------------------
 
 // --resume none into a folder that already holds a run's checkpoints would interleave two runs'
 // checkpoints, and the next --resume auto would continue the wrong one: refuse, or with
 // --start-over move them aside (nothing is deleted).
-void ClearForFreshStart(const TrainOptions& o, const std::string& run_dir, bool leader) {
-  const fs::path dir = fs::path(run_dir) / "checkpoints";
+void ClearForFreshStart(const TrainOptions& o, const Setup& s) {
   int64_t valid = 0, newest = -1;
-  for (const auto& c : ListCheckpoints(dir.string(), /*check_hashes=*/false)) {
+  for (const auto& c : ListCheckpoints(s.checkpoints_dir(), /*check_hashes=*/false)) {
     if (!c.valid) continue;
     ++valid;
     newest = std::max(newest, c.step);
@@ -84,168 +170,205 @@ void ClearForFreshStart(const TrainOptions& o, const std::string& run_dir, bool 
   if (!o.start_over) {
     BATON_FAIL(
         kExitConfig,
-        "--resume none: " + dir.string() + " holds " + std::to_string(valid) +
+        "--resume none: " + s.checkpoints_dir() + " holds " + std::to_string(valid) +
             " valid checkpoint(s) of a run (newest: step " + std::to_string(newest) + ")",
         "use --resume auto to continue it, another run folder, or --start-over to move them aside");
   }
-  if (!leader) return;
-  const fs::path aside = dir.string() + ".replaced-" + std::to_string(int64_t(std::time(nullptr)));
+  if (!s.leader()) return;
+  const std::string aside =
+      s.checkpoints_dir() + ".replaced-" + std::to_string(int64_t(std::time(nullptr)));
   std::error_code ec;
-  fs::rename(dir, aside, ec);
+  fs::rename(s.checkpoints_dir(), aside, ec);
   if (ec)
-    BATON_FAIL(kExitIo, dir.string() + ": cannot move aside: " + ec.message(), "check permissions");
-  std::printf("start over: moved %lld checkpoint(s) to %s\n", (long long)valid,
-              aside.string().c_str());
-}
-
-ResumeDecision DecideResume(const TrainOptions& o, const std::string& run_dir) {
-  ResumeDecision d;
-  if (o.resume == "none") return d;
-  if (o.resume == "auto") {
-    for (const auto& c : ListCheckpoints((fs::path(run_dir) / "checkpoints").string())) {
-      if (!c.valid) {
-        d.skipped.push_back(c.problem);
-        continue;
-      }
-      d.checkpoint = c.path;
-      break;
-    }
-    if (d.checkpoint.empty()) return d;
-  } else {
-    d.checkpoint = o.resume;
-    std::error_code ec;
-    if (!fs::is_directory(d.checkpoint, ec)) {
-      BATON_FAIL(kExitConfig, "--resume " + o.resume + ": no such checkpoint folder",
-                 "pass auto, none, or a checkpoint_step_<N> folder");
-    }
-  }
-  auto manifest = ReadManifest(d.checkpoint);
-  const bool full = manifest.ok() && manifest->kind == "full";
-  d.mode = (full && o.resume_mode != "weights_only") ? "exact" : "weights_only";
-  return d;
-}
-
-// What the run is, independent of how far it got: the fields an exact resume must find equal.
-TrainerState RunIdentity(const RunConfig& config, const DatasetIndex& index, const ModelDims& dims,
-                         int64_t world_size) {
-  TrainerState st;
-  st.world_size = world_size;
-  st.batch_size = config.data.batch_size;
-  st.grad_accum = config.optim.grad_accum;
-  st.plan = SamplerPlanName(config.data.plan);
-  st.seed = config.run.seed;
-  st.config_hash = ConfigHash(dims);
-  st.dtype = DTypeName(config.train.dtype);
-  st.pad_multiple = config.data.pad_multiple;
-  st.data_path = index.dir;
-  st.dataset_fingerprint = index.fingerprint;
-  return st;
+    BATON_FAIL(kExitIo, s.checkpoints_dir() + ": cannot move aside: " + ec.message(),
+               "check permissions");
+  std::printf("start over: moved %lld checkpoint(s) to %s\n", (long long)valid, aside.c_str());
 }
 
 // Where this segment starts: the checkpoint's weights, AdamW state, data position and LR.
 struct ResumePoint {
   ResumeDecision decision;
-  int64_t step0 = 0, micro0 = 0, resume_warmup = 0;
+  int64_t micro0 = 0;
   double load_seconds = 0;
   std::shared_ptr<DataPlan> plans;
+  LrSchedule schedule;
+  int64_t step0() const { return decision.step0; }
 };
 
-ResumePoint Resume(const TrainOptions& opt, const std::string& run_dir, const RunConfig& config,
-                   const TrainerState& identity, const SamplerOptions& so,
-                   const DatasetIndex& index, VideoActionModel& model, AdamW& optimizer,
-                   bool leader) {
-  ResumePoint r;
-  if (opt.resume == "none") ClearForFreshStart(opt, run_dir, leader);
-  r.decision = DecideResume(opt, run_dir);
-  r.plans = std::make_shared<DataPlan>(index.BucketKeys(), so);
-  const int64_t accum = config.optim.grad_accum;
-  if (r.decision.mode != "fresh") {
-    const LoadMode mode = r.decision.mode == "exact" ? LoadMode::kFull : LoadMode::kWeightsOnly;
-    const auto load_t0 = Clock::now();
-    TrainerState st = LoadCheckpoint(r.decision.checkpoint, model, &optimizer, mode);
-    r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
-    r.step0 = st.step;
-    if (mode == LoadMode::kFull) {
-      const auto diff = ExactResumeDifferences(st, identity);
-      if (!diff.empty()) {
-        std::string lines;
-        for (const auto& d : diff) lines += "\n    " + d;
-        BATON_FAIL(
-            kExitConfig,
-            r.decision.checkpoint +
-                " belongs to another run; an exact resume needs these equal:" + lines,
-            "restore the run's config and data, resume weights only (--resume-mode weights_only), "
-            "or start a new run folder");
-      }
-      SamplerOptions old_so = so;
-      old_so.world_size = st.world_size;
-      DataPlan old_plan(index.BucketKeys(), old_so, st.origin_epoch, st.transition);
-      if (st.world_size != identity.world_size) {
-        // Keep the global data position: deal the rest of the current epoch to the new ranks.
-        int64_t repeated = 0;
-        const auto [epoch, batch] = old_plan.Position(st.micro_index);
-        r.plans = std::make_shared<DataPlan>(
-            old_plan.Reshard(st.micro_index, identity.world_size, &repeated));
-        if (leader) {
-          std::printf(
-              "resharding data from %lld to %lld ranks at epoch %lld, batch %lld: %lld batches "
-              "per rank left in the epoch (%lld padding batches)\n",
-              (long long)st.world_size, (long long)identity.world_size, (long long)epoch,
-              (long long)batch,
-              (long long)(r.plans->transition().empty() ? 0
-                                                        : r.plans->transition().batches[0].size()),
-              (long long)repeated);
-        }
-        st.micro_index = 0;
-      } else {
-        r.plans = std::make_shared<DataPlan>(old_plan);
-      }
-      r.micro0 = st.micro_index;
-    } else {
-      r.resume_warmup =
-          opt.resume_warmup >= 0 ? opt.resume_warmup : config.optim.resume_warmup_steps;
-      r.micro0 =
-          r.step0 * accum;  // a weights-only folder has no data position: assume step-aligned
-    }
-  }
-  if (r.step0 > config.run.steps) {
+void CheckLauncherAgrees(const TrainOptions& opt, const ResumeDecision& d) {
+  const std::optional<ResumeMode> expected = ParseResumeMode(opt.expect_mode);
+  if (!opt.expect_mode.empty() && expected != d.mode) {
     BATON_FAIL(kExitConfig,
-               "run.steps " + std::to_string(config.run.steps) + " is below the step of " +
-                   r.decision.checkpoint + " (" + std::to_string(r.step0) + ")",
-               "raise run.steps to continue training, or resume from an earlier checkpoint");
+               "the launcher decided mode " + opt.expect_mode + " but " +
+                   (d.checkpoint.empty() ? std::string("there is no checkpoint")
+                                         : d.checkpoint + " means " + ResumeModeName(d.mode)),
+               "the run directory changed under the launcher; requeue to decide again");
   }
-  if (!opt.expect_mode.empty() && opt.expect_mode != r.decision.mode) {
-    BATON_FAIL(
-        kExitConfig,
-        "the launcher decided mode " + opt.expect_mode + " but " +
-            (r.decision.checkpoint.empty() ? std::string("there is no checkpoint")
-                                           : r.decision.checkpoint + " means " + r.decision.mode),
-        "the run directory changed under the launcher; requeue to decide again");
-  }
-  if (opt.expect_step0 >= 0 && opt.expect_step0 != r.step0) {
+  if (opt.expect_step0 >= 0 && opt.expect_step0 != d.step0) {
     BATON_FAIL(kExitConfig,
                "the launcher decided step0 " + std::to_string(opt.expect_step0) +
-                   " but the checkpoint holds step " + std::to_string(r.step0),
+                   " but the checkpoint holds step " + std::to_string(d.step0),
                "the run directory changed under the launcher; requeue to decide again");
+  }
+}
+
+ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& identity,
+                   VideoActionModel& model, AdamW& optimizer) {
+  ResumePoint r;
+  if (opt.resume == "none") ClearForFreshStart(opt, s);
+  ResumeRequest request;
+  request.from = opt.resume;
+  request.weights_only = opt.resume_mode == "weights_only";
+  request.resume_warmup_steps =
+      opt.resume_warmup >= 0 ? opt.resume_warmup : s.config.optim.resume_warmup_steps;
+  r.decision = BATON_VALUE_OR_FAIL(DecideResume(s.checkpoints_dir(), request),
+                                   "pass auto, none, or a checkpoint_step_<N> folder");
+  CheckLauncherAgrees(opt, r.decision);
+  if (r.step0() > s.config.run.steps) {
+    BATON_FAIL(kExitConfig,
+               "run.steps " + std::to_string(s.config.run.steps) + " is below the step of " +
+                   r.decision.checkpoint + " (" + std::to_string(r.step0()) + ")",
+               "raise run.steps to continue training, or resume from an earlier checkpoint");
+  }
+  r.plans = std::make_shared<DataPlan>(s.index->BucketKeys(), s.sampler);
+  r.schedule = LrSchedule::ForSegment(s.config, r.step0(), r.decision.resume_warmup_steps);
+  if (r.decision.mode == ResumeMode::kFresh) return r;
+
+  const bool exact = r.decision.mode == ResumeMode::kExact;
+  const auto load_t0 = Clock::now();
+  TrainerState st = LoadCheckpoint(r.decision.checkpoint, model, &optimizer,
+                                   exact ? LoadMode::kFull : LoadMode::kWeightsOnly);
+  r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
+  if (!exact) {
+    r.micro0 = r.step0() * s.config.optim.grad_accum;  // no data position: assume step-aligned
+    return r;
+  }
+  if (const auto diff = ExactResumeDifferences(st, identity); !diff.empty()) {
+    std::string lines;
+    for (const auto& d : diff) lines += "\n    " + d;
+    BATON_FAIL(
+        kExitConfig,
+        r.decision.checkpoint +
+            " belongs to another run; an exact resume needs these equal:" + lines,
+        "restore the run's config and data, resume weights only (--resume-mode weights_only), "
+        "or start a new run folder");
+  }
+  SamplerOptions old_so = s.sampler;
+  old_so.world_size = st.world_size;
+  DataPlan old_plan = DataPlan::FromCursor(s.index->BucketKeys(), old_so, st.sampler);
+  r.micro0 = st.sampler.micro_index;
+  if (st.world_size != identity.world_size) {
+    // Keep the global data position: deal the rest of the current epoch to the new ranks.
+    int64_t repeated = 0;
+    r.plans = std::make_shared<DataPlan>(
+        old_plan.Reshard(st.sampler.micro_index, identity.world_size, &repeated));
+    r.micro0 = 0;
+    if (s.leader()) {
+      std::printf(
+          "resharding data from %lld to %lld ranks at epoch %lld, batch %lld: %lld batches per "
+          "rank "
+          "left in the epoch (%lld padding batches)\n",
+          (long long)st.world_size, (long long)identity.world_size, (long long)st.sampler.epoch,
+          (long long)st.sampler.batch,
+          (long long)(r.plans->transition().empty() ? 0 : r.plans->transition().batches[0].size()),
+          (long long)repeated);
+    }
+  } else {
+    r.plans = std::make_shared<DataPlan>(old_plan);
   }
   return r;
 }
 
+void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
+                        const TrainerState& identity) {
+  if (!s.leader()) return;
+  log.Open();
+  for (const auto& why : rp.decision.skipped)
+    std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
+  SegmentStartEvent e;
+  e.mode = ResumeModeName(rp.decision.mode);
+  e.step0 = rp.step0();
+  e.target_steps = s.config.run.steps;
+  e.resume_warmup_steps = rp.decision.resume_warmup_steps;
+  e.warmup_until = rp.schedule.WarmupUntil();
+  if (!rp.decision.checkpoint.empty()) e.checkpoint = rp.decision.checkpoint;
+  e.skipped = rp.decision.skipped;
+  e.world_size = s.env.world_size;
+  e.load_seconds = rp.load_seconds;
+  e.config_hash = identity.config_hash;
+  e.job_id = s.job;
+  e.restart_count = s.restart;
+  log.Write(e, /*sync=*/true);
+  // Step numbers in messages are 1-based like the progress line (events keep 0-based indices).
+  std::printf(
+      "segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step "
+      "%lld), "
+      "%lld rank(s), checkpoint %s\n",
+      ResumeModeName(rp.decision.mode), (long long)rp.step0(), (long long)s.config.run.steps,
+      (long long)rp.decision.resume_warmup_steps, (long long)rp.schedule.WarmupUntil() + 1,
+      (long long)s.env.world_size,
+      rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str());
+  std::fflush(stdout);
+}
+
+void EndSegment(SegmentLog& log, int64_t step, SegmentEndReason reason, int code,
+                const std::string& message = "") {
+  SegmentEndEvent e;
+  e.step = step;
+  e.reason = SegmentEndReasonName(reason);
+  e.exit_code = code;
+  if (reason == SegmentEndReason::kSignal && StopSignal() != 0)
+    e.signal = StopSignalName(StopSignal());
+  e.message = message;
+  log.Write(e, /*sync=*/true);
+}
+
+// ---- 6. Saving, and what a step reports. --------------------------------------------------
+
 // Fault injection for tests: die by SIGKILL at a save point, or make the stop save slow.
-SaveHooks FaultHooks(const TrainOptions& opt, int64_t step, const char* reason) {
+SaveHooks FaultHooks(const TrainTestHooks& t, int64_t step, const char* reason) {
   SaveHooks hooks;
-  if (opt.fault.empty() || (opt.fault_at_step >= 0 && opt.fault_at_step != step)) return hooks;
+  if (t.fault.empty() || (t.fault_at_step >= 0 && t.fault_at_step != step)) return hooks;
   auto die = [] { ::kill(::getpid(), SIGKILL); };
-  if (opt.fault == "mid_file") hooks.mid_file = die;
-  if (opt.fault == "before_manifest") hooks.before_manifest = die;
-  if (opt.fault == "before_rename") hooks.before_rename = die;
-  if (opt.fault == "slow_save" && std::string(reason) == "signal") {
+  if (t.fault == "mid_file") hooks.mid_file = die;
+  if (t.fault == "before_manifest") hooks.before_manifest = die;
+  if (t.fault == "before_rename") hooks.before_rename = die;
+  if (t.fault == "slow_save" && std::string(reason) == "signal") {
     hooks.before_manifest = [] { ::usleep(3000 * 1000); };  // to land a second SIGTERM inside it
   }
   return hooks;
 }
 
-// The episode ids of optimizer step `micro` .. `micro + accum` on every rank.
+// Rank 0 writes the checkpoint of the state after `steps_done` steps; every rank waits for it, so
+// no rank leaves (and gets its job step torn down) before the save is whole.
+void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionModel& model,
+          const AdamW& optimizer, const TrainerState& identity, const ResumePoint& rp,
+          int64_t steps_done, int64_t micro_done, double last_lr, const char* reason) {
+  if (s.leader()) {
+    TrainerState st = identity;
+    st.step = steps_done;
+    st.sampler = rp.plans->Cursor(micro_done);
+    st.lr = rp.schedule;
+    st.last_lr = last_lr;
+    SetSaving(true);
+    const SaveResult r = SaveCheckpoint(s.checkpoints_dir(), model, optimizer, st,
+                                        s.config.checkpoint, FaultHooks(t, steps_done, reason));
+    SetSaving(false);
+    CheckpointEvent e;
+    e.step = steps_done;
+    e.path = r.path;
+    e.bytes = r.bytes;
+    e.seconds = r.seconds;
+    e.reason = reason;
+    log.Write(e, /*sync=*/true);
+    std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6, r.seconds,
+                reason);
+    std::fflush(stdout);
+  }
+  s.group->Barrier();
+}
+
+// The episode ids of the optimizer step starting at micro index `micro`, on every rank.
 std::vector<std::string> StepEpisodeIds(DataPlan& plans, const DatasetIndex& index, int64_t micro,
                                         int64_t accum, int64_t world) {
   std::vector<std::string> ids;
@@ -257,172 +380,77 @@ std::vector<std::string> StepEpisodeIds(DataPlan& plans, const DatasetIndex& ind
   return ids;
 }
 
-std::string JoinIds(const std::vector<std::string>& ids, size_t max) {
-  std::string s;
-  for (size_t i = 0; i < ids.size() && i < max; ++i) s += (i ? ", " : "") + ids[i];
-  if (ids.size() > max) s += ", ... (" + std::to_string(ids.size()) + " in all)";
-  return s;
-}
+// The step event, the micro-step profile and the progress line (rank 0).
+struct StepReporter {
+  SegmentLog& log;
+  const Setup& s;
+  const ResumePoint& rp;
+  Clock::time_point t0 = Clock::now();
+  int64_t profiled = 0;
 
-int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
-  // 1. Config.
-  RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(opt.config_path, TrainerConfigOptions()),
-                                         "fix the config (baton validate shows every problem)");
-  const std::string run_dir = !opt.run_dir.empty() ? opt.run_dir : config.run.dir;
-  if (run_dir.empty()) {
-    BATON_FAIL(kExitConfig, opt.config_path + ": run.dir is empty and no --run-dir was given",
-               "set run.dir or pass --run-dir");
-  }
-  const std::string job = EnvOr("SLURM_JOB_ID", "local");
-  const int64_t restart = std::atoll(EnvOr("SLURM_RESTART_COUNT", "0"));
-  log.SetPath(opt.events_path, run_dir, job, restart);
-  const torch::Dtype dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
-                             : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
-                                                                      : torch::kFloat32;
-  const bool cuda = config.train.device == "cuda";
-  torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
-
-  // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here).
-  const DistEnv env = DistEnvFromEnvironment();
-  log.SetRank(env.rank);
-  torch::set_num_threads(CpuThreadsPerRank(env));
-  auto group = ProcessGroupHandle::Create(env, cuda);
-  const bool leader = env.rank == 0;
-
-  // 3. Data.
-  auto loaded = LoadDatasetIndex(config.data.path);
-  if (!loaded.ok()) {
-    FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
-           "check data.path in " + opt.config_path);
-  }
-  auto index = std::make_shared<const DatasetIndex>(std::move(loaded).value());
-  const DatasetShape shape = ResolveShape(*index);
-  if (shape.height % config.model.patch_size != 0 || shape.width % config.model.patch_size != 0) {
-    BATON_FAIL(kExitConfig,
-               "model.patch_size " + std::to_string(config.model.patch_size) +
-                   " does not divide the latent size " + std::to_string(shape.height) + "x" +
-                   std::to_string(shape.width) + " of " + config.data.path,
-               "choose a patch size that divides H and W");
-  }
-  SamplerOptions so;
-  so.batch_size = config.data.batch_size;
-  so.world_size = env.world_size;
-  so.rank = env.rank;
-  so.pool_factor = config.data.pool_factor;
-  so.seed = uint64_t(config.run.seed);
-  so.plan = config.data.plan;
-  const int64_t accum = config.optim.grad_accum;
-
-  // 4. Model and optimizer. Parameters are created from the seed, the same on every rank.
-  const ModelDims dims = MakeModelDims(config, shape);
-  torch::manual_seed(uint64_t(config.run.seed));
-  VideoActionModel model(dims);
-  model->to(device, dtype == torch::kBFloat16 ? torch::kFloat32 : dtype);
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
-  AdamW optimizer(named, config.optim);
-
-  // 5. Resume.
-  const TrainerState identity = RunIdentity(config, *index, dims, env.world_size);
-  const ResumePoint rp =
-      Resume(opt, run_dir, config, identity, so, *index, model, optimizer, leader);
-  const int64_t step0 = rp.step0;
-  const std::shared_ptr<DataPlan> plans = rp.plans;
-  LrSchedule schedule{config.optim.lr, config.optim.warmup_steps, step0, rp.resume_warmup};
-
-  if (leader) {
-    log.Open();
-    for (const auto& why : rp.decision.skipped)
-      std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
-    log.Write(
-        event_type::kSegmentStart,
-        {{"mode", rp.decision.mode},
-         {"step0", step0},
-         {"target_steps", config.run.steps},
-         {"resume_warmup_steps", rp.resume_warmup},
-         {"warmup_until", schedule.WarmupUntil()},
-         {"checkpoint", rp.decision.checkpoint.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(rp.decision.checkpoint)},
-         {"skipped", rp.decision.skipped},
-         {"world_size", env.world_size},
-         {"load_seconds", rp.load_seconds},
-         {"config_hash", identity.config_hash},
-         {"job_id", job},
-         {"restart_count", restart}},
-        /*sync=*/true);
-    // Step numbers in messages are 1-based like the progress line (events keep 0-based indices).
-    std::printf(
-        "segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step "
-        "%lld), "
-        "%lld rank(s), checkpoint %s\n",
-        rp.decision.mode.c_str(), (long long)step0, (long long)config.run.steps,
-        (long long)rp.resume_warmup, (long long)schedule.WarmupUntil() + 1,
-        (long long)env.world_size,
-        rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str());
+  void Report(int64_t step, const StepStats& st, double lr, int64_t epoch, int64_t nonfinite_run,
+              const std::vector<std::string>& bad_ids) {
+    if (!s.leader()) {
+      profiled += int64_t(st.micro.size());
+      return;
+    }
+    const int64_t steps = s.config.run.steps;
+    const double tok_s = st.seconds > 0 ? double(st.tokens) / st.seconds : 0.0;
+    const double pad =
+        st.padded_frames > 0 ? 1.0 - double(st.valid_frames) / double(st.padded_frames) : 0.0;
+    StepEvent e;
+    e.step = step;
+    e.lr = lr;
+    e.loss = st.loss;
+    e.loss_video = st.loss_video;
+    e.loss_action = st.loss_action;
+    e.grad_norm = st.grad_norm;
+    e.tokens = st.tokens;
+    e.padded_tokens = st.padded_tokens;
+    e.samples = st.samples;
+    e.valid_frames = st.valid_frames;
+    e.padded_frames = st.padded_frames;
+    e.step_time_s = st.seconds;
+    e.tokens_per_s = tok_s;
+    e.in_warmup = rp.schedule.InWarmup(step);
+    e.epoch = epoch;
+    e.nonfinite = st.nonfinite;
+    e.nonfinite_episodes = bad_ids;
+    e.consecutive_nonfinite = nonfinite_run;
+    log.Write(e);
+    for (const auto& p : st.micro) {
+      log.Write(MicrostepEvent{step, profiled, p.tokens, p.fwd_bwd_s, p.peak_bytes});
+      std::printf("profile micro %lld: %lld tokens, fwd+bwd %.3f s, peak %.1f MB\n",
+                  (long long)profiled, (long long)p.tokens, p.fwd_bwd_s, p.peak_bytes / 1e6);
+      ++profiled;
+    }
+    if (st.nonfinite) {
+      std::printf(
+          "step %lld/%lld | NON-FINITE loss %g / grad norm %g: not applied (%lld in a row) | "
+          "episodes %s\n",
+          (long long)(step + 1), (long long)steps, st.loss, st.grad_norm, (long long)nonfinite_run,
+          JoinIds(bad_ids, 8).c_str());
+    } else if ((step + 1) % s.config.train.log_every == 0 || step + 1 == steps || st.stop) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double eta = elapsed / double(step + 1 - rp.step0()) * double(steps - step - 1);
+      std::printf(
+          "step %lld/%lld | loss %.4f (video %.4f, action %.4f) | lr %.3e | grad %.3f | %.0f tok/s "
+          "| "
+          "pad %.1f%% | ETA %s\n",
+          (long long)(step + 1), (long long)steps, st.loss, st.loss_video, st.loss_action, lr,
+          st.grad_norm, tok_s, 100 * pad, FormatDuration(eta).c_str());
+    }
     std::fflush(stdout);
   }
+};
 
-  auto end_segment = [&](int64_t step, const char* reason, int code, const std::string& message) {
-    nlohmann::json rec{{"step", step},
-                       {"reason", reason},
-                       {"exit_code", code},
-                       {"signal", StopSignal() != 0 && std::string(reason) == "signal"
-                                      ? nlohmann::json(StopSignalName(StopSignal()))
-                                      : nlohmann::json(nullptr)}};
-    if (!message.empty()) rec["message"] = message;
-    log.Write(event_type::kSegmentEnd, std::move(rec), /*sync=*/true);
-  };
-
-  // A stop signal that came while starting up (loading data, the model, a checkpoint): leave
-  // before the first step, with nothing new to save. All ranks agree, or one would wait forever
-  // in the first step's reduction.
-  if (group->AnyRank(StopSignal() != 0) && step0 < config.run.steps) {
-    if (leader) {
-      end_segment(step0, "signal", kExitRequeue, "");
-      std::printf(
-          "stopping before step %lld on a stop request (%s): nothing new to save, exit %d\n",
-          (long long)step0 + 1, StopSignalName(StopSignal()), kExitRequeue);
-    }
-    return kExitRequeue;
-  }
-
-  auto save = [&](int64_t steps_done, int64_t micro_done, double last_lr, const char* reason) {
-    if (leader) {
-      TrainerState st = identity;
-      st.step = steps_done;
-      st.micro_index = micro_done;
-      std::tie(st.epoch, st.batch) = plans->Position(micro_done);
-      st.origin_epoch = plans->origin_epoch();
-      st.transition = plans->transition();
-      st.base_lr = schedule.base_lr;
-      st.warmup_steps = schedule.warmup_steps;
-      st.lr_step0 = schedule.step0;
-      st.resume_warmup = schedule.resume_warmup;
-      st.last_lr = last_lr;
-      SetSaving(true);
-      const SaveResult r =
-          SaveCheckpoint((fs::path(run_dir) / "checkpoints").string(), model, optimizer, st,
-                         config.checkpoint, FaultHooks(opt, steps_done, reason));
-      SetSaving(false);
-      log.Write(event_type::kCheckpoint,
-                {{"step", steps_done},
-                 {"path", r.path},
-                 {"bytes", r.bytes},
-                 {"seconds", r.seconds},
-                 {"reason", reason}},
-                /*sync=*/true);
-      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6,
-                  r.seconds, reason);
-      std::fflush(stdout);
-    }
-    group->Barrier();  // no rank leaves (and gets its job step torn down) before the save is whole
-  };
-
-  // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
-  const int64_t micro0 = rp.micro0;
-  const int64_t total_micro = (config.run.steps - step0) * accum;
-  const int64_t rank = env.rank, world = env.world_size, pad_multiple = config.data.pad_multiple;
-  PrefetchLoader<PaddedBatch> loader(
+// The micro-batches of this rank, read and collated ahead on the loader thread.
+std::unique_ptr<PrefetchLoader<PaddedBatch>> MakeLoader(const Setup& s, const ResumePoint& rp) {
+  const int64_t total_micro = (s.config.run.steps - rp.step0()) * s.config.optim.grad_accum;
+  auto index = s.index;
+  auto plans = rp.plans;
+  const int64_t rank = s.env.rank, micro0 = rp.micro0, pad_multiple = s.config.data.pad_multiple;
+  return std::make_unique<PrefetchLoader<PaddedBatch>>(
       [index, plans, rank, micro0, pad_multiple](int64_t k) {
         std::vector<EpisodeData> eps;
         for (int64_t i : plans->Batch(rank, micro0 + k)) {
@@ -431,102 +459,88 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
         }
         return PadCollate(eps, pad_multiple);
       },
-      std::max<int64_t>(total_micro, 0), config.data.prefetch);
-  TrainStepper stepper(model, &optimizer, group.get(), config, shape, dtype, device);
-  // Audit trail for tests and debugging: every rank's episodes per step, one line each.
-  std::FILE* episode_log = nullptr;
-  if (const char* path = std::getenv("BATON_EPISODE_LOG")) {
-    episode_log = std::fopen((std::string(path) + "." + std::to_string(rank)).c_str(), "a");
+      std::max<int64_t>(total_micro, 0), s.config.data.prefetch);
+}
+
+// Test audit trail (TrainTestHooks::episode_log): this rank's episodes per micro-step.
+void LogEpisodes(std::FILE* f, int64_t step, const std::vector<PaddedBatch>& batches) {
+  if (f == nullptr) return;
+  for (const auto& b : batches) {
+    std::fprintf(f, "%lld", (long long)step);
+    for (int64_t e : b.episodes) std::fprintf(f, " %lld", (long long)e);
+    std::fprintf(f, "\n");
   }
-  int64_t profiled = 0, nonfinite_run = 0;
-  const auto seg_t0 = Clock::now();
-  double last_lr = 0;
-  int64_t micro = micro0;
-  for (int64_t step = step0; step < config.run.steps; ++step) {
+  std::fflush(f);
+}
+
+// ---- The segment. -----------------------------------------------------------------------------
+
+int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
+  // 1–3. Config, ranks, data.
+  Setup s = SetUp(opt, log);
+  const RunConfig& config = s.config;
+  const int64_t accum = config.optim.grad_accum, world = s.env.world_size;
+
+  // 4. Model and optimizer. Parameters are created from the seed, the same on every rank.
+  const ModelDims dims = MakeModelDims(config, s.shape);
+  torch::manual_seed(uint64_t(config.run.seed));
+  VideoActionModel model(dims);
+  model->to(s.device, s.dtype == torch::kBFloat16 ? torch::kFloat32 : s.dtype);
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
+  AdamW optimizer(named, config.optim);
+
+  // 5. Resume.
+  const TrainerState identity = RunIdentity(s, dims);
+  const ResumePoint rp = Resume(opt, s, identity, model, optimizer);
+  ReportSegmentStart(log, s, rp, identity);
+  // A stop signal that came while starting up: leave before the first step, with nothing new
+  // to save. All ranks agree, or one would wait forever in the first step's reduction.
+  if (s.group->AnyRank(StopSignal() != 0) && rp.step0() < config.run.steps) {
+    if (s.leader()) {
+      EndSegment(log, rp.step0(), SegmentEndReason::kSignal, kExitRequeue);
+      std::printf(
+          "stopping before step %lld on a stop request (%s): nothing new to save, exit %d\n",
+          (long long)rp.step0() + 1, StopSignalName(StopSignal()), kExitRequeue);
+    }
+    return kExitRequeue;
+  }
+
+  // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
+  auto loader = MakeLoader(s, rp);
+  TrainStepper stepper(model, &optimizer, s.group.get(), config, s.shape, s.dtype, s.device);
+  StepReporter reporter{log, s, rp};
+  std::FILE* episode_log =
+      opt.hooks.episode_log.empty()
+          ? nullptr
+          : std::fopen((opt.hooks.episode_log + "." + std::to_string(s.env.rank)).c_str(), "a");
+  auto save = [&](int64_t done, int64_t micro, double lr, const char* why) {
+    Save(log, s, opt.hooks, model, optimizer, identity, rp, done, micro, lr, why);
+  };
+  int64_t micro = rp.micro0, nonfinite_run = 0;
+  for (int64_t step = rp.step0(); step < config.run.steps; ++step) {
     log.SetStep(step);
     std::vector<PaddedBatch> batches;
-    double global_frames = 0;
+    double global_frames = 0;  // of the whole step, all ranks: known from the plan alone
     for (int64_t j = 0; j < accum; ++j) {
-      batches.push_back(*loader.Next());
+      batches.push_back(*loader->Next());
       for (int64_t r = 0; r < world; ++r) {
-        for (int64_t i : plans->Batch(r, micro + j)) global_frames += double(plans->lengths()[i]);
+        for (int64_t i : rp.plans->Batch(r, micro + j))
+          global_frames += double(rp.plans->lengths()[i]);
       }
     }
-    if (episode_log != nullptr) {
-      for (const auto& b : batches) {
-        std::fprintf(episode_log, "%lld", (long long)step);
-        for (int64_t e : b.episodes) std::fprintf(episode_log, " %lld", (long long)e);
-        std::fprintf(episode_log, "\n");
-      }
-      std::fflush(episode_log);
-    }
-    const int64_t step_micro = micro;
-    micro += accum;
-    const bool profile = profiled < config.train.profile;
-    const bool want_stop =
-        StopSignal() != 0 || (opt.stop_after > 0 && step + 1 - step0 >= opt.stop_after);
-    last_lr = schedule.At(step);
-    const StepStats st = stepper.Step(batches, step, global_frames, last_lr, profile, want_stop);
+    LogEpisodes(episode_log, step, batches);
+    const bool want_stop = StopSignal() != 0 || (opt.hooks.stop_after > 0 &&
+                                                 step + 1 - rp.step0() >= opt.hooks.stop_after);
+    const double lr = rp.schedule.At(step);
+    const StepStats st = stepper.Step(batches, step, global_frames, lr,
+                                      reporter.profiled < config.train.profile, want_stop);
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
-    std::vector<std::string> bad_ids;
-    if (st.nonfinite) bad_ids = StepEpisodeIds(*plans, *index, step_micro, accum, world);
-
-    if (leader) {
-      const double tok_s = st.seconds > 0 ? double(st.tokens) / st.seconds : 0.0;
-      const double pad =
-          st.padded_frames > 0 ? 1.0 - double(st.valid_frames) / double(st.padded_frames) : 0.0;
-      nlohmann::json rec{{"step", step},
-                         {"lr", last_lr},
-                         {"loss", st.loss},
-                         {"loss_video", st.loss_video},
-                         {"loss_action", st.loss_action},
-                         {"grad_norm", st.grad_norm},
-                         {"tokens", st.tokens},
-                         {"padded_tokens", st.padded_tokens},
-                         {"samples", st.samples},
-                         {"valid_frames", st.valid_frames},
-                         {"padded_frames", st.padded_frames},
-                         {"step_time_s", st.seconds},
-                         {"tokens_per_s", tok_s},
-                         {"in_warmup", schedule.InWarmup(step)},
-                         {"epoch", plans->Position(micro - 1).first}};
-      if (st.nonfinite) {
-        rec["nonfinite"] = true;
-        rec["nonfinite_episodes"] = bad_ids;
-        rec["consecutive_nonfinite"] = nonfinite_run;
-      }
-      log.Write(event_type::kStep, std::move(rec));
-      for (const auto& p : st.micro) {
-        log.Write(event_type::kMicrostep, {{"step", step},
-                                           {"micro", profiled},
-                                           {"tokens", p.tokens},
-                                           {"fwd_bwd_s", p.fwd_bwd_s},
-                                           {"peak_bytes", p.peak_bytes}});
-        std::printf("profile micro %lld: %lld tokens, fwd+bwd %.3f s, peak %.1f MB\n",
-                    (long long)profiled, (long long)p.tokens, p.fwd_bwd_s, p.peak_bytes / 1e6);
-        ++profiled;
-      }
-      if (st.nonfinite) {
-        std::printf(
-            "step %lld/%lld | NON-FINITE loss %g / grad norm %g: not applied (%lld in a row) | "
-            "episodes %s\n",
-            (long long)(step + 1), (long long)config.run.steps, st.loss, st.grad_norm,
-            (long long)nonfinite_run, JoinIds(bad_ids, 8).c_str());
-        std::fflush(stdout);
-      } else if ((step + 1) % config.train.log_every == 0 || step + 1 == config.run.steps ||
-                 st.stop) {
-        const double elapsed = std::chrono::duration<double>(Clock::now() - seg_t0).count();
-        const double eta = elapsed / double(step + 1 - step0) * double(config.run.steps - step - 1);
-        std::printf(
-            "step %lld/%lld | loss %.4f (video %.4f, action %.4f) | lr %.3e | grad %.3f | "
-            "%.0f tok/s | pad %.1f%% | ETA %s\n",
-            (long long)(step + 1), (long long)config.run.steps, st.loss, st.loss_video,
-            st.loss_action, last_lr, st.grad_norm, tok_s, 100 * pad, FormatDuration(eta).c_str());
-        std::fflush(stdout);
-      }
-    } else {
-      profiled += int64_t(st.micro.size());
-    }
+    const std::vector<std::string> bad_ids =
+        st.nonfinite ? StepEpisodeIds(*rp.plans, *s.index, micro, accum, world)
+                     : std::vector<std::string>{};
+    micro += accum;
+    reporter.Report(step, st, lr, rp.plans->Position(micro - 1).first, nonfinite_run, bad_ids);
 
     const int64_t done = step + 1;
     if (nonfinite_run >= config.train.max_nonfinite_steps) {
@@ -537,8 +551,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           std::to_string(config.train.max_nonfinite_steps) + "), last at step " +
           std::to_string(done) + " on episodes " + JoinIds(bad_ids, 16) +
           "; none was applied, the last checkpoint is finite";
-      if (leader) {
-        end_segment(done, "diverged", kExitDiverged, why);
+      if (s.leader()) {
+        EndSegment(log, done, SegmentEndReason::kDiverged, kExitDiverged, why);
         std::fprintf(
             stderr,
             "baton-train: training diverged: %s\n  hint: lower optim.lr or check those episodes "
@@ -548,24 +562,24 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       return kExitDiverged;
     }
     if (st.stop && done < config.run.steps) {
-      save(done, micro, last_lr, "signal");
-      if (leader) {
-        end_segment(done, "signal", kExitRequeue, "");
+      save(done, micro, lr, "signal");
+      if (s.leader()) {
+        EndSegment(log, done, SegmentEndReason::kSignal, kExitRequeue);
         std::printf("stopping after step %lld on a stop request (%s): checkpointed, exit %d\n",
                     (long long)done, StopSignalName(StopSignal()), kExitRequeue);
       }
       return kExitRequeue;
     }
     if (done == config.run.steps) {
-      save(done, micro, last_lr, "final");
+      save(done, micro, lr, "final");
     } else if (done % config.checkpoint.every == 0) {
-      save(done, micro, last_lr, "periodic");
+      save(done, micro, lr, "periodic");
     }
   }
 
   // 7. Shutdown.
-  if (leader) {
-    end_segment(config.run.steps, "completed", kExitOk, "");
+  if (s.leader()) {
+    EndSegment(log, config.run.steps, SegmentEndReason::kCompleted, kExitOk);
     std::printf("done: %lld steps\n", (long long)config.run.steps);
   }
   return kExitOk;

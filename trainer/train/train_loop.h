@@ -10,6 +10,18 @@
 
 namespace baton {
 
+// Knobs that exist for tests only, gathered so the run's own options stay what a user sets.
+struct TrainTestHooks {
+  // Stop as if signalled once this many steps of this segment are done (0 = never).
+  int64_t stop_after = 0;
+  // Die by SIGKILL at a save point (mid_file | before_manifest | before_rename), or make the save
+  // on a stop signal slow (slow_save) so a test can land a second SIGTERM inside it.
+  std::string fault;
+  int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
+  // Audit trail: every rank's episodes per micro-step, one line each, to <path>.<rank>.
+  std::string episode_log;
+};
+
 struct TrainOptions {
   std::string config_path;
   std::string run_dir;        // overrides run.dir
@@ -24,12 +36,7 @@ struct TrainOptions {
   std::string expect_mode;    // fresh | exact | weights_only
   int64_t expect_step0 = -1;
   int64_t resume_warmup = -1;  // -1 = optim.resume_warmup_steps
-  // Testing: stop as if signalled once this many steps of this segment are done (0 = never);
-  // die by SIGKILL at a save point (mid_file | before_manifest | before_rename), or make the save
-  // on a stop signal slow (slow_save) so a test can land a second SIGTERM inside it.
-  int64_t stop_after = 0;
-  std::string fault;
-  int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
+  TrainTestHooks hooks;
 };
 
 int Train(const TrainOptions& options);

@@ -1,0 +1,157 @@
+// The event records, one struct each, with the JSON both sides use: the trainer and the launcher
+// write them (ToJson through EventWriter), ingest reads them (FromJson). docs/events.md is their
+// prose; the key names live here and nowhere else.
+//
+// FromJson is lenient the way ingest must be with files written by older builds or cut short:
+// a missing, null or non-finite number is "no value" (NaN, or an empty optional), an integer
+// outside int64 is no value rather than a wrapped one, a wrong type is the fallback. It throws
+// nothing; a record without what identifies it (a step without "step") is reported by the
+// caller. Plain values; thread-safe.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace baton {
+
+// ---- The words of the protocol. ---------------------------------------------------------------
+
+// Why a trainer segment ended (segment_end "reason").
+enum class SegmentEndReason { kCompleted, kSignal, kError, kDiverged };
+const char* SegmentEndReasonName(SegmentEndReason r);
+std::optional<SegmentEndReason> ParseSegmentEndReason(std::string_view name);
+
+// What the launcher does after the trainer exits (attempt_end "action").
+enum class ExitAction { kRequeue, kDone, kFail };
+const char* ExitActionName(ExitAction a);
+std::optional<ExitAction> ParseExitAction(std::string_view name);
+
+// Why an attempt ended (attempt_end "reason"; reconcile adds node_failure from SLURM's view).
+enum class AttemptEndReason {
+  kCompleted,
+  kPreempted,
+  kTimeout,
+  kCrashed,
+  kConfigError,
+  kDataError,
+  kDiverged,
+  kFailureBudget,
+  kRestartBudget,
+  kNoProgress,
+  kCancelled,
+  kLaunchError,
+  kRequeueFailed,
+  kNodeFailure,
+};
+const char* AttemptEndReasonName(AttemptEndReason r);
+std::optional<AttemptEndReason> ParseAttemptEndReason(std::string_view name);
+
+// ---- The records. Every record also carries "type", "time" and "source" (EventWriter). --------
+
+inline constexpr double kNoNumber = std::numeric_limits<double>::quiet_NaN();
+
+// Trainer, rank 0: a segment began.
+struct SegmentStartEvent {
+  static constexpr const char* kType = "segment_start";
+  std::string mode;  // ResumeModeName
+  std::optional<int64_t> step0;
+  int64_t target_steps = 0;
+  std::optional<int64_t> resume_warmup_steps;
+  std::optional<int64_t> warmup_until;  // first step index at full LR (LrSchedule::WarmupUntil)
+  std::optional<std::string> checkpoint;
+  std::vector<std::string> skipped;
+  std::optional<int64_t> world_size;
+  double load_seconds = kNoNumber;
+  std::string config_hash, job_id;
+  int64_t restart_count = 0;
+  nlohmann::json ToJson() const;
+  static SegmentStartEvent FromJson(const nlohmann::json& j);
+};
+
+// Trainer, rank 0: one optimizer step (0-based index `step`).
+struct StepEvent {
+  static constexpr const char* kType = "step";
+  std::optional<int64_t> step;
+  double lr = kNoNumber, loss = kNoNumber, loss_video = kNoNumber, loss_action = kNoNumber;
+  double grad_norm = kNoNumber;
+  int64_t tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0, padded_frames = 0;
+  double step_time_s = kNoNumber, tokens_per_s = kNoNumber;
+  bool in_warmup = false;
+  int64_t epoch = 0;
+  // Not applied: the loss or gradient norm was NaN/Inf (docs/trainer.md).
+  bool nonfinite = false;
+  std::vector<std::string> nonfinite_episodes;
+  int64_t consecutive_nonfinite = 0;
+  nlohmann::json ToJson() const;
+  static StepEvent FromJson(const nlohmann::json& j);
+};
+
+// Trainer, rank 0, when profiling: one micro-step.
+struct MicrostepEvent {
+  static constexpr const char* kType = "microstep";
+  int64_t step = 0, micro = 0, tokens = 0;
+  double fwd_bwd_s = kNoNumber;
+  int64_t peak_bytes = 0;
+  nlohmann::json ToJson() const;
+  static MicrostepEvent FromJson(const nlohmann::json& j);
+};
+
+// Trainer, rank 0: a checkpoint was written (`step` finished steps, as in its folder name).
+struct CheckpointEvent {
+  static constexpr const char* kType = "checkpoint";
+  std::optional<int64_t> step;
+  std::string path;
+  int64_t bytes = 0;
+  double seconds = kNoNumber;
+  std::string reason;  // periodic | final | signal
+  nlohmann::json ToJson() const;
+  static CheckpointEvent FromJson(const nlohmann::json& j);
+};
+
+// Trainer, any rank on an error, else rank 0: the segment ended (`step` finished steps).
+struct SegmentEndEvent {
+  static constexpr const char* kType = "segment_end";
+  std::optional<int64_t> step;
+  std::string reason;                 // SegmentEndReasonName
+  std::optional<std::string> signal;  // USR1 | USR2 | TERM | INT when reason is signal
+  std::optional<int64_t> exit_code;
+  std::optional<int64_t> rank;  // the rank that failed (error records)
+  std::string message;          // error | diverged: the trainer's one-line reason
+  nlohmann::json ToJson() const;
+  static SegmentEndEvent FromJson(const nlohmann::json& j);
+};
+
+// Launcher: the job started and what it decided.
+struct AttemptStartEvent {
+  static constexpr const char* kType = "attempt_start";
+  std::string job_id;
+  int64_t restart_count = 0;
+  std::string nodes;
+  std::optional<std::string> checkpoint;
+  std::string mode;  // ResumeModeName
+  std::optional<int64_t> step0;
+  int64_t resume_warmup_steps = 0;
+  std::vector<std::string> skipped_checkpoints;
+  nlohmann::json ToJson() const;
+  static AttemptStartEvent FromJson(const nlohmann::json& j);
+};
+
+// Launcher: the trainer exited and what the launcher does about it.
+struct AttemptEndEvent {
+  static constexpr const char* kType = "attempt_end";
+  std::string job_id;
+  int64_t restart_count = 0;
+  std::optional<int64_t> exit_code;
+  std::string action;  // ExitActionName
+  std::string reason;  // AttemptEndReasonName
+  nlohmann::json ToJson() const;
+  static AttemptEndEvent FromJson(const nlohmann::json& j);
+};
+
+}  // namespace baton

@@ -1,0 +1,86 @@
+#include "schema/resume_decision.h"
+
+#include <filesystem>
+
+#include "schema/checkpoint_manifest.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+const char* ResumeModeName(ResumeMode mode) {
+  switch (mode) {
+    case ResumeMode::kFresh:
+      return "fresh";
+    case ResumeMode::kExact:
+      return "exact";
+    case ResumeMode::kWeightsOnly:
+      return "weights_only";
+  }
+  return "fresh";
+}
+
+std::optional<ResumeMode> ParseResumeMode(std::string_view name) {
+  for (ResumeMode m : {ResumeMode::kFresh, ResumeMode::kExact, ResumeMode::kWeightsOnly}) {
+    if (name == ResumeModeName(m)) return m;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Mode and step of one checkpoint folder the caller chose or found valid.
+Result<ResumeDecision> FromFolder(const std::string& dir, const ResumeRequest& request) {
+  ResumeDecision d;
+  d.checkpoint = dir;
+  Result<CheckpointManifest> m = ReadManifest(dir);
+  if (m.ok()) {
+    d.step0 = m->step;
+    d.mode = (m->kind == "full" && !request.weights_only) ? ResumeMode::kExact
+                                                          : ResumeMode::kWeightsOnly;
+  } else {
+    // No manifest: weights alone (an upstream checkpoint); the step is in the folder's name.
+    d.step0 = CheckpointStepFromName(fs::path(dir).filename().string());
+    if (d.step0 < 0) {
+      return Status::InvalidArgument(dir + ": a checkpoint without " + kManifestName +
+                                     " is resumed weights only and takes step0 from a folder named "
+                                     "checkpoint_step_<N>");
+    }
+    d.mode = ResumeMode::kWeightsOnly;
+  }
+  if (d.mode == ResumeMode::kWeightsOnly) d.resume_warmup_steps = request.resume_warmup_steps;
+  return d;
+}
+
+}  // namespace
+
+Result<ResumeDecision> DecideResume(const std::string& checkpoints_dir,
+                                    const ResumeRequest& request) {
+  if (request.from == "none") return ResumeDecision{};
+  std::error_code ec;
+  if (request.from != "auto") {
+    if (!fs::is_directory(request.from, ec)) {
+      return Status::InvalidArgument("--resume " + request.from + ": no such checkpoint folder");
+    }
+    return FromFolder(fs::absolute(request.from, ec).lexically_normal().string(), request);
+  }
+  std::vector<std::string> skipped;
+  const std::string dir = fs::absolute(checkpoints_dir, ec).string();
+  for (const CheckpointEntry& c : ListCheckpoints(dir, /*check_hashes=*/true)) {
+    if (!c.valid) {
+      skipped.push_back(c.path + ": " + c.problem);
+      continue;
+    }
+    Result<ResumeDecision> d = FromFolder(c.path, request);
+    if (!d.ok()) {
+      skipped.push_back(c.path + ": " + d.status().message());
+      continue;
+    }
+    d->skipped = std::move(skipped);
+    return d;
+  }
+  ResumeDecision fresh;
+  fresh.skipped = std::move(skipped);
+  return fresh;
+}
+
+}  // namespace baton

@@ -1,0 +1,41 @@
+// The run folder's layout, named once: every file of a run folder that both binaries (and the
+// tests) meet is spelled here and nowhere else (docs/design.md, "On disk").
+//
+//   <root>/run.yaml                                the resolved config, frozen at submit
+//   <root>/sbatch.sh                               the job script
+//   <root>/logs/<job_id>.out                       the job's stdout and stderr (sbatch --output)
+//   <root>/events/<job_id>.<restart_count>.jsonl   one events file per SLURM job attempt
+//   <root>/checkpoints/checkpoint_step_<N>/        schema/checkpoint_manifest.h
+//
+// Pure string functions and one directory listing; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace baton {
+
+struct RunFolder {
+  std::string root;
+
+  std::string RunYaml() const;
+  std::string SbatchScript() const;
+  std::string LogsDir() const;
+  std::string LogFile(const std::string& job_id) const;
+  std::string EventsDir() const;
+  std::string EventsFile(const std::string& job_id, int64_t restart_count) const;
+  std::string CheckpointsDir() const;
+  std::string CheckpointDir(int64_t step) const;
+
+  // The "<job>.<restart>.jsonl" files under events/, absolute, in attempt order (numeric job ids
+  // by value, then restart count).
+  std::vector<std::string> ListEventFiles() const;
+};
+
+// "<job_id>.<restart_count>.jsonl".
+std::string EventsFileName(const std::string& job_id, int64_t restart_count);
+// Splits "<job>.<restart>.jsonl"; false for any other name.
+bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart);
+
+}  // namespace baton

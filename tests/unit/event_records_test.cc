@@ -1,0 +1,148 @@
+// The event records (schema/event_records.h): what the writers emit reads back the same, NaN
+// becomes null and back, ingest's leniency holds (no value rather than a wrong one), and every
+// protocol word has one name that parses back to it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "schema/event_records.h"
+#include "schema/resume_decision.h"
+#include "schema/run_folder.h"
+
+namespace baton {
+namespace {
+
+using nlohmann::json;
+
+// Through text, as the files carry it.
+json Text(const json& j) { return json::parse(j.dump()); }
+
+TEST(EventRecords, StepRoundTripsAndNanIsNull) {
+  StepEvent e;
+  e.step = 41;
+  e.lr = 3e-4;
+  e.loss = std::numeric_limits<double>::quiet_NaN();
+  e.grad_norm = std::numeric_limits<double>::infinity();
+  e.tokens = 1234;
+  e.in_warmup = true;
+  e.nonfinite = true;
+  e.nonfinite_episodes = {"ep_3", "ep_<b>"};
+  e.consecutive_nonfinite = 2;
+  const json j = Text(e.ToJson());
+  EXPECT_TRUE(j["loss"].is_null());
+  EXPECT_TRUE(j["grad_norm"].is_null());
+  const StepEvent back = StepEvent::FromJson(j);
+  EXPECT_EQ(back.step, 41);
+  EXPECT_EQ(back.lr, 3e-4);
+  EXPECT_TRUE(std::isnan(back.loss));
+  EXPECT_TRUE(std::isnan(back.grad_norm));
+  EXPECT_EQ(back.tokens, 1234);
+  EXPECT_TRUE(back.in_warmup);
+  EXPECT_TRUE(back.nonfinite);
+  EXPECT_EQ(back.nonfinite_episodes, e.nonfinite_episodes);
+  EXPECT_EQ(back.consecutive_nonfinite, 2);
+  // A finite step carries no non-finite keys at all.
+  EXPECT_FALSE(Text(StepEvent{}.ToJson()).contains("nonfinite"));
+}
+
+TEST(EventRecords, ReadingIsLenientButNeverWrong) {
+  const json j = json::parse(R"({"step": 1e300, "lr": "fast", "tokens": 18446744073709551615,
+                                 "loss": null, "nonfinite": true, "nonfinite_episodes": ["a", 7, {}]})");
+  const StepEvent e = StepEvent::FromJson(j);
+  EXPECT_FALSE(e.step) << "a step beyond int64 is no step, not a wrapped one";
+  EXPECT_TRUE(std::isnan(e.lr));
+  EXPECT_EQ(e.tokens, 0);
+  EXPECT_TRUE(std::isnan(e.loss));
+  EXPECT_EQ(e.nonfinite_episodes, (std::vector<std::string>{"a", "7"}));
+  EXPECT_FALSE(SegmentStartEvent::FromJson(json::object()).step0);
+}
+
+TEST(EventRecords, EveryRecordRoundTrips) {
+  SegmentStartEvent ss;
+  ss.mode = "exact";
+  ss.step0 = 1500;
+  ss.target_steps = 3000;
+  ss.resume_warmup_steps = 0;
+  ss.warmup_until = 200;
+  ss.checkpoint = "/r/checkpoints/checkpoint_step_1500";
+  ss.skipped = {"/r/checkpoints/checkpoint_step_1600: truncated"};
+  ss.world_size = 8;
+  ss.load_seconds = 1.5;
+  ss.config_hash = "abc";
+  ss.job_id = "77";
+  ss.restart_count = 2;
+  EXPECT_EQ(Text(SegmentStartEvent::FromJson(Text(ss.ToJson())).ToJson()), Text(ss.ToJson()));
+
+  SegmentEndEvent se;
+  se.step = 12;
+  se.reason = SegmentEndReasonName(SegmentEndReason::kError);
+  se.exit_code = 65;
+  se.rank = 1;
+  se.message = "data error: x.safetensors";
+  const SegmentEndEvent se2 = SegmentEndEvent::FromJson(Text(se.ToJson()));
+  EXPECT_EQ(se2.step, 12);
+  EXPECT_EQ(se2.reason, "error");
+  EXPECT_EQ(se2.exit_code, 65);
+  EXPECT_EQ(se2.rank, 1);
+  EXPECT_EQ(se2.message, se.message);
+  EXPECT_FALSE(se2.signal);
+
+  CheckpointEvent c{12, "/r/checkpoints/checkpoint_step_12", 4096, 0.25, "signal"};
+  EXPECT_EQ(Text(CheckpointEvent::FromJson(Text(c.ToJson())).ToJson()), Text(c.ToJson()));
+  MicrostepEvent m{3, 7, 4000, 0.5, 1 << 20};
+  EXPECT_EQ(Text(MicrostepEvent::FromJson(Text(m.ToJson())).ToJson()), Text(m.ToJson()));
+  AttemptStartEvent as;
+  as.job_id = "77";
+  as.nodes = "n[1-2]";
+  as.mode = "weights_only";
+  as.step0 = 100;
+  as.resume_warmup_steps = 50;
+  EXPECT_EQ(Text(AttemptStartEvent::FromJson(Text(as.ToJson())).ToJson()), Text(as.ToJson()));
+  AttemptEndEvent ae{"77", 2, 79, ExitActionName(ExitAction::kFail),
+                     AttemptEndReasonName(AttemptEndReason::kDiverged)};
+  EXPECT_EQ(Text(AttemptEndEvent::FromJson(Text(ae.ToJson())).ToJson()), Text(ae.ToJson()));
+  EXPECT_EQ(Text(ae.ToJson())["reason"], "diverged");
+}
+
+TEST(EventRecords, EveryProtocolWordParsesBack) {
+  for (int i = 0; i <= int(SegmentEndReason::kDiverged); ++i) {
+    const auto r = static_cast<SegmentEndReason>(i);
+    EXPECT_EQ(ParseSegmentEndReason(SegmentEndReasonName(r)), r);
+  }
+  for (int i = 0; i <= int(ExitAction::kFail); ++i) {
+    const auto a = static_cast<ExitAction>(i);
+    EXPECT_EQ(ParseExitAction(ExitActionName(a)), a);
+  }
+  for (int i = 0; i <= int(AttemptEndReason::kNodeFailure); ++i) {
+    const auto r = static_cast<AttemptEndReason>(i);
+    EXPECT_NE(std::string(AttemptEndReasonName(r)), "?");
+    EXPECT_EQ(ParseAttemptEndReason(AttemptEndReasonName(r)), r);
+  }
+  for (ResumeMode m : {ResumeMode::kFresh, ResumeMode::kExact, ResumeMode::kWeightsOnly}) {
+    EXPECT_EQ(ParseResumeMode(ResumeModeName(m)), m);
+  }
+  EXPECT_FALSE(ParseExitAction("retry"));
+  EXPECT_FALSE(ParseResumeMode("resume"));
+  EXPECT_EQ(std::string(AttemptEndReasonName(AttemptEndReason::kConfigError)), "config_error");
+  EXPECT_EQ(std::string(ResumeModeName(ResumeMode::kWeightsOnly)), "weights_only");
+}
+
+TEST(RunFolder, NamesEveryFileOnce) {
+  const RunFolder f{"/runs/7-a"};
+  EXPECT_EQ(f.RunYaml(), "/runs/7-a/run.yaml");
+  EXPECT_EQ(f.SbatchScript(), "/runs/7-a/sbatch.sh");
+  EXPECT_EQ(f.LogFile("123"), "/runs/7-a/logs/123.out");
+  EXPECT_EQ(f.EventsFile("123", 4), "/runs/7-a/events/123.4.jsonl");
+  EXPECT_EQ(f.CheckpointDir(1500), "/runs/7-a/checkpoints/checkpoint_step_1500");
+  std::string job;
+  int64_t restart = -1;
+  ASSERT_TRUE(ParseEventsFileName(EventsFileName("local-9", 3), &job, &restart));
+  EXPECT_EQ(job, "local-9");
+  EXPECT_EQ(restart, 3);
+  EXPECT_FALSE(ParseEventsFileName("123.jsonl", &job, &restart));
+  EXPECT_FALSE(ParseEventsFileName("123.9999999999.jsonl", &job, &restart));
+}
+
+}  // namespace
+}  // namespace baton
