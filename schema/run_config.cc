@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <regex>
@@ -28,9 +29,12 @@ const char* SamplerPlanName(SamplerPlan plan) {
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -261,7 +265,8 @@ std::string RangeText(double min, double max, bool min_open) {
 // One mapping of the config: reads known keys, records what was read, reports the rest.
 class Section {
  public:
-  Section(Context& ctx, const YAML::Node& root, std::string name) : ctx_(ctx), name_(std::move(name)) {
+  Section(Context& ctx, const YAML::Node& root, std::string name)
+      : ctx_(ctx), name_(std::move(name)) {
     // Nodes of absent keys are "invalid" in yaml-cpp and throw on assignment: copy-construct.
     const YAML::Node found = root[name_];
     if (!found.IsDefined() || found.IsNull()) return;
@@ -287,17 +292,19 @@ class Section {
     return n[key];
   }
 
-  void Int(const char* key, int64_t* out, int64_t min, int64_t max = kMaxInt, bool required = false) {
+  void Int(const char* key, int64_t* out, int64_t min, int64_t max = kMaxInt,
+           bool required = false) {
     YAML::Node v = Get(key, required);
     if (!v.IsDefined()) return;
     int64_t x = 0;
     if (!ParseInt(v, &x)) {
       ctx_.Error(v, Key(key), "expected an integer, got " + Describe(v) + StringNumberHint(v));
     } else if (x < min || x > max) {
-      const std::string range = max == kMaxInt ? ">= " + std::to_string(min)
-                                               : "in [" + std::to_string(min) + ", " +
-                                                     std::to_string(max) + "]";
-      ctx_.Error(v, Key(key), "value " + std::to_string(x) + " is out of range (must be " + range + ")");
+      const std::string range =
+          max == kMaxInt ? ">= " + std::to_string(min)
+                         : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+      ctx_.Error(v, Key(key),
+                 "value " + std::to_string(x) + " is out of range (must be " + range + ")");
     } else {
       *out = x;
     }
@@ -314,8 +321,9 @@ class Section {
           "finite and within float32's range, |x| <= " + FormatDouble(kFloatMax);
       ctx_.Error(v, Key(key), "value " + v.Scalar() + " is out of range (must be " + range + ")");
     } else if (x < min || x > max || (min_open && x == min)) {
-      ctx_.Error(v, Key(key), "value " + v.Scalar() + " is out of range (must be " +
-                                  RangeText(min, max, min_open) + ")");
+      ctx_.Error(v, Key(key),
+                 "value " + v.Scalar() + " is out of range (must be " +
+                     RangeText(min, max, min_open) + ")");
     } else if (min_open && static_cast<float>(x) == static_cast<float>(min)) {
       ctx_.Error(v, Key(key),
                  "value " + v.Scalar() + " is out of range (must be " +
@@ -369,6 +377,8 @@ class Section {
 
   std::string Key(const char* key) const { return name_ + "." + key; }
   void set_root_mark(const YAML::Node& root) { root_mark_.reset(root); }
+  Context& ctx() { return ctx_; }
+  const std::string& name() const { return name_; }
 
  private:
   std::string Known() const {
@@ -466,100 +476,283 @@ std::string Resolve(const Context& ctx, const std::string& p) {
   return fs::absolute(path).lexically_normal().string();
 }
 
+// ---- Every key once: how it is read (and checked) and how ToYaml writes it back. ------------
+
+// One key of a section of type S.
+template <class S>
+struct ConfigKey {
+  const char* name;
+  std::function<void(Section&, S&)> read;
+  std::function<void(YAML::Emitter&, const S&)> write;
+};
+
+template <class S>
+ConfigKey<S> IntKey(const char* name, int64_t S::*f, int64_t min, int64_t max = kMaxInt,
+                    bool required = false) {
+  return {name, [=](Section& s, S& x) { s.Int(name, &(x.*f), min, max, required); },
+          [=](YAML::Emitter& e, const S& x) { e << x.*f; }};
+}
+
+template <class S>
+ConfigKey<S> FloatKey(const char* name, double S::*f, double min, double max = kInf,
+                      bool min_open = false) {
+  return {name, [=](Section& s, S& x) { s.Float(name, &(x.*f), min, max, min_open); },
+          [=](YAML::Emitter& e, const S& x) { e << FormatDouble(x.*f); }};
+}
+
+template <class S>
+ConfigKey<S> StringKey(const char* name, std::string S::*f) {
+  return {name, [=](Section& s, S& x) { s.String(name, &(x.*f)); },
+          [=](YAML::Emitter& e, const S& x) { e << x.*f; }};
+}
+
+template <class S, class E>
+ConfigKey<S> EnumKey(const char* name, E S::*f, std::vector<std::pair<std::string, E>> choices) {
+  return {name, [=](Section& s, S& x) { s.Enum<E>(name, &(x.*f), choices); },
+          [=](YAML::Emitter& e, const S& x) {
+            for (const auto& [text, value] : choices) {
+              if (value == x.*f) e << text;
+            }
+          }};
+}
+
+// A key whose reading needs more than a range (its own checks), written as a string.
+template <class S>
+ConfigKey<S> CustomStringKey(const char* name, std::string S::*f,
+                             std::function<void(Section&, S&)> read) {
+  return {name, std::move(read), [=](YAML::Emitter& e, const S& x) { e << x.*f; }};
+}
+
+template <class S>
+void ReadKeys(Section& s, S& x, const std::vector<ConfigKey<S>>& keys) {
+  for (const auto& k : keys) k.read(s, x);
+}
+
+const std::vector<ConfigKey<RunSection>>& RunKeys() {
+  using S = RunSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      CustomStringKey<S>("name", &S::name,
+                         [](Section& s, S& x) {
+                           if (!s.String("name", &x.name)) return;
+                           static const std::regex kName("[^\\x00-\\x1f\\x7f]{1,128}");
+                           if (!std::regex_match(x.name, kName)) {
+                             s.ctx().Error(
+                                 s.node()["name"], "run.name",
+                                 "must be 1-128 characters without control characters, got '" +
+                                     x.name + "'");
+                           }
+                         }),
+      CustomStringKey<S>("dir", &S::dir,
+                         [](Section& s, S& x) {
+                           if (s.String("dir", &x.dir)) x.dir = Resolve(s.ctx(), x.dir);
+                         }),
+      IntKey<S>("steps", &S::steps, 1, kMaxInt, /*required=*/true),
+      IntKey<S>("seed", &S::seed, 0),
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
+  using S = SlurmSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      StringKey<S>("partition", &S::partition),
+      StringKey<S>("qos", &S::qos),
+      StringKey<S>("account", &S::account),
+      IntKey<S>("nodes", &S::nodes, 1),
+      IntKey<S>("ntasks_per_node", &S::ntasks_per_node, 1, 1024),
+      IntKey<S>("gpus_per_node", &S::gpus_per_node, 0, 64),
+      IntKey<S>("cpus_per_task", &S::cpus_per_task, 1, 4096),
+      CustomStringKey<S>("time", &S::time,
+                         [](Section& s, S& x) {
+                           if (s.String("time", &x.time) && !ValidSlurmTime(x.time)) {
+                             s.ctx().Error(
+                                 s.node()["time"], "slurm.time",
+                                 "expected a SLURM time limit (minutes, MM:SS, HH:MM:SS or "
+                                 "D-HH:MM:SS), got '" +
+                                     x.time + "'");
+                           }
+                         }),
+      EnumKey<S, std::string>("signal", &S::signal,
+                              {{"USR1", "USR1"}, {"USR2", "USR2"}, {"TERM", "TERM"}}),
+      IntKey<S>("signal_lead_s", &S::signal_lead_s, 1, 65535),
+      IntKey<S>("max_restarts", &S::max_restarts, 0),
+      IntKey<S>("max_failures", &S::max_failures, 0),
+  };
+  return keys;
+}
+
+// data.path: required, resolved against the config's folder, and (unless the filesystem is not
+// this reader's concern) an existing folder.
+void ReadDataPath(Section& s, DataSection& x) {
+  Context& ctx = s.ctx();
+  if (!s.String("path", &x.path, /*required=*/true)) return;
+  const YAML::Node v = s.node()["path"];
+  if (x.path.empty()) {
+    ctx.Error(v, "data.path", "must name the dataset folder, got an empty value");
+    return;
+  }
+  x.path = Resolve(ctx, x.path);
+  std::error_code ec;
+  if (ctx.options.check_filesystem && !fs::is_directory(x.path, ec)) {
+    ctx.Error(v, "data.path", "no such dataset folder '" + x.path + "'");
+  }
+}
+
+// data.batch_size, and against the dataset: a batch larger than the dataset would repeat
+// episodes inside one batch.
+void ReadBatchSize(Section& s, DataSection& x) {
+  Context& ctx = s.ctx();
+  const size_t errors_before = ctx.errors.size() + ctx.dropped;
+  s.Int("batch_size", &x.batch_size, 1, 65536);
+  std::error_code ec;
+  if (!ctx.options.check_filesystem || ctx.errors.size() + ctx.dropped != errors_before ||
+      x.path.empty() || !fs::is_directory(x.path, ec)) {
+    return;
+  }
+  const std::string index = (fs::path(x.path) / "meta" / "episodes.jsonl").string();
+  const Result<int64_t> episodes = CountEpisodes(index, x.batch_size);
+  const YAML::Node batch = s.node()["batch_size"];
+  if (!episodes.ok()) {
+    ctx.Error(s.node()["path"], "data.path", episodes.status().message());
+  } else if (episodes.value() >= 0 && x.batch_size > episodes.value()) {
+    ctx.Error(batch ? batch : s.node()["path"], "data.batch_size",
+              "value " + std::to_string(x.batch_size) + (batch ? "" : " (the default)") +
+                  " exceeds the dataset's " + std::to_string(episodes.value()) + " episodes (" +
+                  index + ")");
+  }
+}
+
+const std::vector<ConfigKey<DataSection>>& DataKeys() {
+  using S = DataSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      CustomStringKey<S>("path", &S::path, ReadDataPath),
+      {"batch_size", ReadBatchSize, [](YAML::Emitter& e, const S& x) { e << x.batch_size; }},
+      IntKey<S>("pad_multiple", &S::pad_multiple, 1, 4096),
+      IntKey<S>("pool_factor", &S::pool_factor, 1, 1 << 20),
+      EnumKey<S, SamplerPlan>(
+          "plan", &S::plan,
+          {{"global", SamplerPlan::kGlobal}, {"per_rank", SamplerPlan::kPerRank}}),
+      IntKey<S>("prefetch", &S::prefetch, 0, 1024),
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey<ModelSection>>& ModelKeys() {
+  using S = ModelSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      IntKey<S>("dim", &S::dim, 1, 1 << 16),
+      IntKey<S>("heads", &S::heads, 1, 1024),
+      IntKey<S>("layers", &S::layers, 1, 1024),
+      IntKey<S>("ffn_dim", &S::ffn_dim, 1, 1 << 20),
+      IntKey<S>("freq_dim", &S::freq_dim, 2, 1 << 16),
+      IntKey<S>("patch_size", &S::patch_size, 1, 64),
+      FloatKey<S>("rope_theta", &S::rope_theta, 1.0),
+      FloatKey<S>("eps", &S::eps, 0.0, 1.0, /*min_open=*/true),
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey<ObjectiveSection>>& ObjectiveKeys() {
+  using S = ObjectiveSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      FloatKey<S>("video_shift", &S::video_shift, 0.0, kInf, /*min_open=*/true),
+      FloatKey<S>("action_shift", &S::action_shift, 0.0, kInf, /*min_open=*/true),
+      FloatKey<S>("clean_noise_prob", &S::clean_noise_prob, 0.0, 1.0),
+      FloatKey<S>("video_loss_weight", &S::video_loss_weight, 0.0),
+      FloatKey<S>("action_loss_weight", &S::action_loss_weight, 0.0),
+      IntKey<S>("chunk_min", &S::chunk_min, 1, 4096),
+      IntKey<S>("chunk_max", &S::chunk_max, 1, 4096),
+      IntKey<S>("window_min", &S::window_min, 0, 1 << 20),
+      IntKey<S>("window_max", &S::window_max, 0, 1 << 20),
+  };
+  return keys;
+}
+
+void ReadBetas(Section& s, OptimSection& x) {
+  YAML::Node betas = s.Get("betas");
+  if (!betas.IsDefined()) return;
+  double b[2];
+  if (!betas.IsSequence() || betas.size() != 2 || !ParseFloat(betas[0], &b[0]) ||
+      !ParseFloat(betas[1], &b[1])) {
+    s.ctx().Error(betas, "optim.betas",
+                  "expected a list of two numbers [beta1, beta2], got " + Describe(betas));
+  } else if (b[0] < 0 || b[0] >= 1 || b[1] < 0 || b[1] >= 1) {
+    s.ctx().Error(betas, "optim.betas",
+                  "values [" + betas[0].Scalar() + ", " + betas[1].Scalar() +
+                      "] are out of range (each must be in [0, 1))");
+  } else {
+    x.betas = {b[0], b[1]};
+  }
+}
+
+const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
+  using S = OptimSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      FloatKey<S>("lr", &S::lr, 0.0, kInf, /*min_open=*/true),
+      {"betas", ReadBetas,
+       [](YAML::Emitter& e, const S& x) {
+         e << YAML::Flow << YAML::BeginSeq << FormatDouble(x.betas[0]) << FormatDouble(x.betas[1])
+           << YAML::EndSeq;
+       }},
+      FloatKey<S>("weight_decay", &S::weight_decay, 0.0),
+      FloatKey<S>("eps", &S::eps, 0.0, kInf, /*min_open=*/true),
+      FloatKey<S>("grad_clip", &S::grad_clip, 0.0),
+      IntKey<S>("warmup_steps", &S::warmup_steps, 0),
+      IntKey<S>("resume_warmup_steps", &S::resume_warmup_steps, 0),
+      IntKey<S>("grad_accum", &S::grad_accum, 1, 1 << 20),
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
+  using S = CheckpointSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      IntKey<S>("every", &S::every, 1),
+      IntKey<S>("keep_last", &S::keep_last, 1),
+      IntKey<S>("keep_every", &S::keep_every, 0),
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
+  using S = TrainSection;
+  static const std::vector<ConfigKey<S>> keys = {
+      EnumKey<S, DType>("dtype", &S::dtype,
+                        {{"float32", DType::kFloat32},
+                         {"float64", DType::kFloat64},
+                         {"bfloat16", DType::kBFloat16}}),
+      EnumKey<S, std::string>("device", &S::device, {{"cpu", "cpu"}, {"cuda", "cuda"}}),
+      IntKey<S>("log_every", &S::log_every, 1),
+      IntKey<S>("profile", &S::profile, 0),
+      IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
+  };
+  return keys;
+}
+
 void ReadRun(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "run");
   s.set_root_mark(root);
-  if (s.String("name", &c.run.name)) {
-    static const std::regex kName("[^\\x00-\\x1f\\x7f]{1,128}");
-    if (!std::regex_match(c.run.name, kName)) {
-      ctx.Error(s.node()["name"], "run.name",
-                "must be 1-128 characters without control characters, got '" + c.run.name + "'");
-    }
-  }
-  if (s.String("dir", &c.run.dir)) c.run.dir = Resolve(ctx, c.run.dir);
-  s.Int("steps", &c.run.steps, 1, kMaxInt, /*required=*/true);
-  s.Int("seed", &c.run.seed, 0);
+  ReadKeys(s, c.run, RunKeys());
   s.Finish();
 }
 
 void ReadSlurm(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "slurm");
-  auto& x = c.slurm;
-  s.String("partition", &x.partition);
-  s.String("qos", &x.qos);
-  s.String("account", &x.account);
-  s.Int("nodes", &x.nodes, 1);
-  s.Int("ntasks_per_node", &x.ntasks_per_node, 1, 1024);
-  s.Int("gpus_per_node", &x.gpus_per_node, 0, 64);
-  s.Int("cpus_per_task", &x.cpus_per_task, 1, 4096);
-  if (s.String("time", &x.time) && !ValidSlurmTime(x.time)) {
-    ctx.Error(s.node()["time"], "slurm.time",
-              "expected a SLURM time limit (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS), got '" +
-                  x.time + "'");
-  }
-  s.Enum<std::string>("signal", &x.signal, {{"USR1", "USR1"}, {"USR2", "USR2"}, {"TERM", "TERM"}});
-  s.Int("signal_lead_s", &x.signal_lead_s, 1, 65535);
-  s.Int("max_restarts", &x.max_restarts, 0);
-  s.Int("max_failures", &x.max_failures, 0);
+  ReadKeys(s, c.slurm, SlurmKeys());
   s.Finish();
 }
 
 void ReadData(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "data");
   s.set_root_mark(root);
-  auto& x = c.data;
-  bool dataset_found = false;
-  if (s.String("path", &x.path, /*required=*/true)) {
-    const YAML::Node v = s.node()["path"];
-    if (x.path.empty()) {
-      ctx.Error(v, "data.path", "must name the dataset folder, got an empty value");
-    } else {
-      x.path = Resolve(ctx, x.path);
-      std::error_code ec;
-      if (!ctx.options.check_filesystem) {
-        // a frozen config read back: the dataset is not this reader's concern
-      } else if (!fs::is_directory(x.path, ec)) {
-        ctx.Error(v, "data.path", "no such dataset folder '" + x.path + "'");
-      } else {
-        dataset_found = true;
-      }
-    }
-  }
-  const size_t errors_before = ctx.errors.size() + ctx.dropped;
-  s.Int("batch_size", &x.batch_size, 1, 65536);
-  if (dataset_found && ctx.errors.size() + ctx.dropped == errors_before) {
-    // A batch larger than the dataset would repeat episodes inside one batch.
-    const std::string index = (fs::path(x.path) / "meta" / "episodes.jsonl").string();
-    const Result<int64_t> episodes = CountEpisodes(index, x.batch_size);
-    const YAML::Node batch = s.node()["batch_size"];
-    if (!episodes.ok()) {
-      ctx.Error(s.node()["path"], "data.path", episodes.status().message());
-    } else if (episodes.value() >= 0 && x.batch_size > episodes.value()) {
-      ctx.Error(batch ? batch : s.node()["path"], "data.batch_size",
-                "value " + std::to_string(x.batch_size) + (batch ? "" : " (the default)") +
-                    " exceeds the dataset's " + std::to_string(episodes.value()) + " episodes (" +
-                    index + ")");
-    }
-  }
-  s.Int("pad_multiple", &x.pad_multiple, 1, 4096);
-  s.Int("pool_factor", &x.pool_factor, 1, 1 << 20);
-  s.Enum<SamplerPlan>("plan", &x.plan,
-                      {{"global", SamplerPlan::kGlobal}, {"per_rank", SamplerPlan::kPerRank}});
-  s.Int("prefetch", &x.prefetch, 0, 1024);
+  ReadKeys(s, c.data, DataKeys());
   s.Finish();
 }
 
 void ReadModel(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "model");
   auto& x = c.model;
-  s.Int("dim", &x.dim, 1, 1 << 16);
-  s.Int("heads", &x.heads, 1, 1024);
-  s.Int("layers", &x.layers, 1, 1024);
-  s.Int("ffn_dim", &x.ffn_dim, 1, 1 << 20);
-  s.Int("freq_dim", &x.freq_dim, 2, 1 << 16);
-  s.Int("patch_size", &x.patch_size, 1, 64);
-  s.Float("rope_theta", &x.rope_theta, 1.0);
-  s.Float("eps", &x.eps, 0.0, 1.0, /*min_open=*/true);
+  ReadKeys(s, x, ModelKeys());
   s.Finish();
   if (x.dim % x.heads != 0) {
     ctx.Error(s.present() ? s.node() : root, "model.dim",
@@ -569,9 +762,9 @@ void ReadModel(Context& ctx, const YAML::Node& root, RunConfig& c) {
     const int64_t hd = x.dim / x.heads;
     // 3-axis RoPE splits the head into (hd - 4*(hd/6), 2*(hd/6), 2*(hd/6)) rotary pairs.
     if (hd % 2 != 0 || hd < 6) {
-      ctx.Error(s.present() ? s.node() : root, "model.dim",
-                "head size dim/heads = " + std::to_string(hd) +
-                    " must be even and >= 6 for 3-axis RoPE");
+      ctx.Error(
+          s.present() ? s.node() : root, "model.dim",
+          "head size dim/heads = " + std::to_string(hd) + " must be even and >= 6 for 3-axis RoPE");
     }
   }
   if (x.freq_dim % 2 != 0) {
@@ -583,75 +776,37 @@ void ReadModel(Context& ctx, const YAML::Node& root, RunConfig& c) {
 void ReadObjective(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "objective");
   auto& x = c.objective;
-  s.Float("video_shift", &x.video_shift, 0.0, kInf, /*min_open=*/true);
-  s.Float("action_shift", &x.action_shift, 0.0, kInf, /*min_open=*/true);
-  s.Float("clean_noise_prob", &x.clean_noise_prob, 0.0, 1.0);
-  s.Float("video_loss_weight", &x.video_loss_weight, 0.0);
-  s.Float("action_loss_weight", &x.action_loss_weight, 0.0);
-  s.Int("chunk_min", &x.chunk_min, 1, 4096);
-  s.Int("chunk_max", &x.chunk_max, 1, 4096);
-  s.Int("window_min", &x.window_min, 0, 1 << 20);
-  s.Int("window_max", &x.window_max, 0, 1 << 20);
+  ReadKeys(s, x, ObjectiveKeys());
   s.Finish();
   const YAML::Node& at = s.present() ? s.node() : root;
   if (x.chunk_min > x.chunk_max) {
-    ctx.Error(at, "objective.chunk_min", "value " + std::to_string(x.chunk_min) +
-                                             " exceeds objective.chunk_max " +
-                                             std::to_string(x.chunk_max));
+    ctx.Error(at, "objective.chunk_min",
+              "value " + std::to_string(x.chunk_min) + " exceeds objective.chunk_max " +
+                  std::to_string(x.chunk_max));
   }
   if (x.window_min > x.window_max) {
-    ctx.Error(at, "objective.window_min", "value " + std::to_string(x.window_min) +
-                                              " exceeds objective.window_max " +
-                                              std::to_string(x.window_max));
+    ctx.Error(at, "objective.window_min",
+              "value " + std::to_string(x.window_min) + " exceeds objective.window_max " +
+                  std::to_string(x.window_max));
   }
 }
 
 void ReadOptim(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "optim");
-  auto& x = c.optim;
-  s.Float("lr", &x.lr, 0.0, kInf, /*min_open=*/true);
-  YAML::Node betas = s.Get("betas");
-  if (betas.IsDefined()) {
-    double b[2];
-    if (!betas.IsSequence() || betas.size() != 2 || !ParseFloat(betas[0], &b[0]) ||
-        !ParseFloat(betas[1], &b[1])) {
-      ctx.Error(betas, "optim.betas", "expected a list of two numbers [beta1, beta2], got " +
-                                          Describe(betas));
-    } else if (b[0] < 0 || b[0] >= 1 || b[1] < 0 || b[1] >= 1) {
-      ctx.Error(betas, "optim.betas",
-                "values [" + betas[0].Scalar() + ", " + betas[1].Scalar() +
-                    "] are out of range (each must be in [0, 1))");
-    } else {
-      x.betas = {b[0], b[1]};
-    }
-  }
-  s.Float("weight_decay", &x.weight_decay, 0.0);
-  s.Float("eps", &x.eps, 0.0, kInf, /*min_open=*/true);
-  s.Float("grad_clip", &x.grad_clip, 0.0);
-  s.Int("warmup_steps", &x.warmup_steps, 0);
-  s.Int("resume_warmup_steps", &x.resume_warmup_steps, 0);
-  s.Int("grad_accum", &x.grad_accum, 1, 1 << 20);
+  ReadKeys(s, c.optim, OptimKeys());
   s.Finish();
 }
 
 void ReadCheckpoint(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "checkpoint");
-  s.Int("every", &c.checkpoint.every, 1);
-  s.Int("keep_last", &c.checkpoint.keep_last, 1);
-  s.Int("keep_every", &c.checkpoint.keep_every, 0);
+  ReadKeys(s, c.checkpoint, CheckpointKeys());
   s.Finish();
 }
 
 void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "train");
   auto& x = c.train;
-  s.Enum<DType>("dtype", &x.dtype,
-                {{"float32", DType::kFloat32}, {"float64", DType::kFloat64},
-                 {"bfloat16", DType::kBFloat16}});
-  s.Enum<std::string>("device", &x.device, {{"cpu", "cpu"}, {"cuda", "cuda"}});
-  s.Int("log_every", &x.log_every, 1);
-  s.Int("profile", &x.profile, 0);
-  s.Int("max_nonfinite_steps", &x.max_nonfinite_steps, 1);
+  ReadKeys(s, x, TrainKeys());
   s.Finish();
   if (x.device == "cuda" && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
     const YAML::Node v = s.node()["device"];
@@ -667,8 +822,8 @@ void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c) {
   }
 }
 
-const std::vector<std::string> kSections = {"run",   "slurm", "data",       "model", "objective",
-                                            "optim", "checkpoint", "train"};
+const std::vector<std::string> kSections = {"run",       "slurm", "data",       "model",
+                                            "objective", "optim", "checkpoint", "train"};
 
 }  // namespace
 
@@ -770,96 +925,32 @@ Result<RunConfig> LoadRunConfig(const std::string& path, const RunConfigOptions&
   return ParseRunConfig(text, path, options);
 }
 
+namespace {
+
+template <class S>
+void WriteSection(YAML::Emitter& e, const char* name, const S& x,
+                  const std::vector<ConfigKey<S>>& keys) {
+  e << YAML::Key << name << YAML::Value << YAML::BeginMap;
+  for (const auto& k : keys) {
+    e << YAML::Key << k.name << YAML::Value;
+    k.write(e, x);
+  }
+  e << YAML::EndMap;
+}
+
+}  // namespace
+
 std::string ToYaml(const RunConfig& c) {
   YAML::Emitter e;
-  auto kv = [&](const char* k, const std::string& v) { e << YAML::Key << k << YAML::Value << v; };
-  auto ki = [&](const char* k, int64_t v) { e << YAML::Key << k << YAML::Value << v; };
-  auto kd = [&](const char* k, double v) {
-    e << YAML::Key << k << YAML::Value << FormatDouble(v);
-  };
-  auto section = [&](const char* name) { e << YAML::Key << name << YAML::Value << YAML::BeginMap; };
-
   e << YAML::BeginMap;
-  section("run");
-  kv("name", c.run.name);
-  kv("dir", c.run.dir);
-  ki("steps", c.run.steps);
-  ki("seed", c.run.seed);
-  e << YAML::EndMap;
-
-  section("slurm");
-  kv("partition", c.slurm.partition);
-  kv("qos", c.slurm.qos);
-  kv("account", c.slurm.account);
-  ki("nodes", c.slurm.nodes);
-  ki("ntasks_per_node", c.slurm.ntasks_per_node);
-  ki("gpus_per_node", c.slurm.gpus_per_node);
-  ki("cpus_per_task", c.slurm.cpus_per_task);
-  kv("time", c.slurm.time);
-  kv("signal", c.slurm.signal);
-  ki("signal_lead_s", c.slurm.signal_lead_s);
-  ki("max_restarts", c.slurm.max_restarts);
-  ki("max_failures", c.slurm.max_failures);
-  e << YAML::EndMap;
-
-  section("data");
-  kv("path", c.data.path);
-  ki("batch_size", c.data.batch_size);
-  ki("pad_multiple", c.data.pad_multiple);
-  ki("pool_factor", c.data.pool_factor);
-  kv("plan", SamplerPlanName(c.data.plan));
-  ki("prefetch", c.data.prefetch);
-  e << YAML::EndMap;
-
-  section("model");
-  ki("dim", c.model.dim);
-  ki("heads", c.model.heads);
-  ki("layers", c.model.layers);
-  ki("ffn_dim", c.model.ffn_dim);
-  ki("freq_dim", c.model.freq_dim);
-  ki("patch_size", c.model.patch_size);
-  kd("rope_theta", c.model.rope_theta);
-  kd("eps", c.model.eps);
-  e << YAML::EndMap;
-
-  section("objective");
-  kd("video_shift", c.objective.video_shift);
-  kd("action_shift", c.objective.action_shift);
-  kd("clean_noise_prob", c.objective.clean_noise_prob);
-  kd("video_loss_weight", c.objective.video_loss_weight);
-  kd("action_loss_weight", c.objective.action_loss_weight);
-  ki("chunk_min", c.objective.chunk_min);
-  ki("chunk_max", c.objective.chunk_max);
-  ki("window_min", c.objective.window_min);
-  ki("window_max", c.objective.window_max);
-  e << YAML::EndMap;
-
-  section("optim");
-  kd("lr", c.optim.lr);
-  e << YAML::Key << "betas" << YAML::Value << YAML::Flow << YAML::BeginSeq
-    << FormatDouble(c.optim.betas[0]) << FormatDouble(c.optim.betas[1]) << YAML::EndSeq;
-  kd("weight_decay", c.optim.weight_decay);
-  kd("eps", c.optim.eps);
-  kd("grad_clip", c.optim.grad_clip);
-  ki("warmup_steps", c.optim.warmup_steps);
-  ki("resume_warmup_steps", c.optim.resume_warmup_steps);
-  ki("grad_accum", c.optim.grad_accum);
-  e << YAML::EndMap;
-
-  section("checkpoint");
-  ki("every", c.checkpoint.every);
-  ki("keep_last", c.checkpoint.keep_last);
-  ki("keep_every", c.checkpoint.keep_every);
-  e << YAML::EndMap;
-
-  section("train");
-  kv("dtype", DTypeName(c.train.dtype));
-  kv("device", c.train.device);
-  ki("log_every", c.train.log_every);
-  ki("profile", c.train.profile);
-  ki("max_nonfinite_steps", c.train.max_nonfinite_steps);
-  e << YAML::EndMap;
-
+  WriteSection(e, "run", c.run, RunKeys());
+  WriteSection(e, "slurm", c.slurm, SlurmKeys());
+  WriteSection(e, "data", c.data, DataKeys());
+  WriteSection(e, "model", c.model, ModelKeys());
+  WriteSection(e, "objective", c.objective, ObjectiveKeys());
+  WriteSection(e, "optim", c.optim, OptimKeys());
+  WriteSection(e, "checkpoint", c.checkpoint, CheckpointKeys());
+  WriteSection(e, "train", c.train, TrainKeys());
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
