@@ -6,6 +6,9 @@
 #   diverged   lr 1e30 -> the non-finite steps are skipped and recorded with their episodes, the
 #              trainer exits 79 after train.max_nonfinite_steps of them; FAILED (diverged), never
 #              requeued; every checkpoint the run left is valid and finite
+#   bad-ckpt   the run folder holds checkpoint_step_4 whose manifest leaves out the (corrupted)
+#              weights file, and a good checkpoint_step_2 -> the launcher skips step 4 saying why
+#              (attempt_start.skipped_checkpoints), the run resumes exact from step 2 and completes
 # usage: bad_numbers_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
@@ -27,13 +30,32 @@ submit "$TMP/div.yaml"
 div_run=$run div_job=$job div_dir=$run_dir
 ok "submitted run $nan_run (a NaN in $bad_file) as job $nan_job and run $div_run (lr 1e30) as job $div_job"
 
+# A run folder prepared with two checkpoints of this very run (trained here, outside SLURM):
+# step 2 intact, step 4 with the weights file corrupted and left out of its manifest.
+ck_dir=$TMP/bad-ckpt-run
+write_config "$TMP/ck.yaml" it-bad-ckpt 8 "$slurm" "checkpoint: {every: 2, keep_last: 5}"
+echo "run: {name: it-bad-ckpt, dir: $ck_dir, steps: 8, seed: 11}" >>"$TMP/ck.yaml"
+sed -i '1d' "$TMP/ck.yaml" # the run line above replaces the first one (run.dir added)
+env -u SLURM_JOB_ID "$bt" train --config "$TMP/ck.yaml" --stop-after 4 >"$TMP/ck-local.log" 2>&1 || true
+[[ -d $ck_dir/checkpoints/checkpoint_step_4 && -d $ck_dir/checkpoints/checkpoint_step_2 ]] ||
+  fail "could not prepare the checkpoints: $(tail -3 "$TMP/ck-local.log")"
+rm -rf "$ck_dir/events"
+c4=$ck_dir/checkpoints/checkpoint_step_4
+printf 'X' | dd of="$c4/transformer/diffusion_pytorch_model.safetensors" bs=1 seek=300 conv=notrunc status=none
+jq '.files |= map(select(.path | contains("diffusion") | not))' "$c4/MANIFEST.json" >"$TMP/m.json" &&
+  mv "$TMP/m.json" "$c4/MANIFEST.json"
+submit "$TMP/ck.yaml"
+ck_run=$run ck_job=$job
+[[ $run_dir == "$ck_dir" ]] || fail "run folder $run_dir, want $ck_dir"
+
 ended() {
-  release_held "$nan_job" "$div_job"
-  run_is "$nan_run" FAILED COMPLETED CANCELLED && run_is "$div_run" FAILED COMPLETED CANCELLED
+  release_held "$nan_job" "$div_job" "$ck_job"
+  run_is "$nan_run" FAILED COMPLETED CANCELLED && run_is "$div_run" FAILED COMPLETED CANCELLED &&
+    run_is "$ck_run" FAILED COMPLETED CANCELLED
 }
-wait_for 240 "both runs to end" ended
+wait_for 240 "the three runs to end" ended
 sleep 3 # nothing may come back
-release_held "$nan_job" "$div_job"
+release_held "$nan_job" "$div_job" "$ck_job"
 
 # check RUN JOB REASON EXIT: FAILED after one attempt ending REASON with EXIT, job never requeued.
 check() {
@@ -84,4 +106,16 @@ for c in "$div_dir"/checkpoints/checkpoint_step_*; do
 done
 ((n >= 1)) || fail "the diverged run kept no checkpoint"
 ok "the diverged run kept $n valid, finite checkpoint(s)"
+# The checkpoint whose manifest does not cover its weights was skipped, with the reason, and the
+# run went on from the previous valid one.
+[[ $(run_status "$ck_run") == COMPLETED ]] || fail "run $ck_run is $(run_status "$ck_run"), want COMPLETED"
+attempts=$("$baton" attempts "$ck_run" --json)
+[[ $(jq length <<<"$attempts") == 1 && $(jq -r '.[0].resume_mode' <<<"$attempts") == exact &&
+  $(jq -r '.[0].step0' <<<"$attempts") == 2 ]] ||
+  fail "run $ck_run: $(jq -c '[.[] | {resume_mode, step0, checkpoint}]' <<<"$attempts"), want one exact attempt from 2"
+grep -h '"type":"attempt_start"' "$ck_dir"/events/*.jsonl | jq -e '.skipped_checkpoints | length == 1 and
+  (.[0] | contains("checkpoint_step_4") and contains("needs transformer/diffusion_pytorch_model.safetensors, which the manifest does not list"))' \
+  >/dev/null || fail "attempt_start does not say why checkpoint_step_4 was skipped: $(grep -h attempt_start "$ck_dir"/events/*.jsonl)"
+grep -q "skipping invalid checkpoint .*checkpoint_step_4" "$ck_dir/logs/$ck_job.out" || fail "the job log does not say why step 4 was skipped"
+ok "run $ck_run skipped checkpoint_step_4 (manifest without its weights), resumed exact from 2, COMPLETED"
 done_line
