@@ -20,6 +20,8 @@
 #include <set>
 #include <sstream>
 
+#include "schema/file_kind.h"
+
 namespace baton {
 namespace fs = std::filesystem;
 
@@ -400,16 +402,6 @@ bool ValidSlurmTime(const std::string& t) {
       "UNLIMITED|[0-9]+|[0-9]+:[0-9]{1,2}|[0-9]+:[0-9]{1,2}:[0-9]{1,2}|"
       "[0-9]+-[0-9]{1,2}(:[0-9]{1,2}(:[0-9]{1,2})?)?");
   return std::regex_match(t, kTime);
-}
-
-// "a FIFO", "a folder", ... for a file that is not a regular one.
-std::string FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
 }
 
 // Opens `path` for reading only if it is a regular file. O_NONBLOCK: a FIFO swapped in after the

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "schema/atomic_file.h"
+#include "schema/file_kind.h"
 
 namespace baton {
 namespace {
@@ -25,9 +26,9 @@ struct DTypeEntry {
   size_t size;
 };
 constexpr DTypeEntry kDTypes[] = {
-    {StDType::kF64, "F64", 8}, {StDType::kF32, "F32", 4}, {StDType::kF16, "F16", 2},
+    {StDType::kF64, "F64", 8},   {StDType::kF32, "F32", 4}, {StDType::kF16, "F16", 2},
     {StDType::kBF16, "BF16", 2}, {StDType::kI64, "I64", 8}, {StDType::kI32, "I32", 4},
-    {StDType::kI16, "I16", 2}, {StDType::kI8, "I8", 1}, {StDType::kU8, "U8", 1},
+    {StDType::kI16, "I16", 2},   {StDType::kI8, "I8", 1},   {StDType::kU8, "U8", 1},
     {StDType::kBool, "BOOL", 1},
 };
 
@@ -83,16 +84,6 @@ bool ShapeBytes(const std::vector<int64_t>& shape, size_t elem_size, uint64_t* n
   *bytes = empty ? 0 : static_cast<uint64_t>(nonzero);
   *numel = empty ? 0 : *bytes / elem_size;
   return true;
-}
-
-// "a FIFO", "a folder", ... for a file that is not a regular one.
-std::string FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
 }
 
 template <class T>
@@ -215,7 +206,8 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    return corrupt("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+    return corrupt("file is " + std::to_string(size) +
+                   " bytes, shorter than the 8-byte header length");
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
@@ -347,7 +339,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>&
   std::set<std::string> names;
   for (const auto& t : tensors) {
     if (t.name == "__metadata__" || !names.insert(t.name).second) {
-      return Status::InvalidArgument(path + ": tensor name '" + t.name + "' is reserved or repeated");
+      return Status::InvalidArgument(path + ": tensor name '" + t.name +
+                                     "' is reserved or repeated");
     }
     uint64_t numel = 0, nbytes = 0;
     if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes) ||
@@ -371,7 +364,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>&
       uint64_t numel = 0, nbytes = 0;
       ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes);  // checked above
       if (nbytes > 0 && std::fwrite(t.data, 1, nbytes, f) != nbytes) {
-        return Status::Io(path + ": short write of tensor '" + t.name + "': " + std::strerror(errno));
+        return Status::Io(path + ": short write of tensor '" + t.name +
+                          "': " + std::strerror(errno));
       }
     }
     return Status::Ok();
