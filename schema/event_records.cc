@@ -26,7 +26,7 @@ const char* const kExitActions[] = {"requeue", "done", "fail"};
 const char* const kAttemptEndReasons[] = {
     "completed",  "preempted",    "timeout",        "crashed",        "config_error",
     "data_error", "diverged",     "failure_budget", "restart_budget", "no_progress",
-    "cancelled",  "launch_error", "requeue_failed", "node_failure"};
+    "cancelled",  "launch_error", "requeue_failed", "node_failure",   "lost"};
 
 // ---- Lenient field readers (see the header). ----
 

@@ -32,7 +32,8 @@ enum class ExitAction { kRequeue, kDone, kFail };
 const char* ExitActionName(ExitAction a);
 std::optional<ExitAction> ParseExitAction(std::string_view name);
 
-// Why an attempt ended (attempt_end "reason"; reconcile adds node_failure from SLURM's view).
+// Why an attempt ended (attempt_end "reason"; reconcile adds node_failure and lost from SLURM's
+// view, for attempts the launcher could not close).
 enum class AttemptEndReason {
   kCompleted,
   kPreempted,
@@ -47,7 +48,8 @@ enum class AttemptEndReason {
   kCancelled,
   kLaunchError,
   kRequeueFailed,
-  kNodeFailure,
+  kNodeFailure,  // reconcile: SLURM says the node failed
+  kLost,         // reconcile: the job is gone from SLURM without an attempt_end
 };
 const char* AttemptEndReasonName(AttemptEndReason r);
 std::optional<AttemptEndReason> ParseAttemptEndReason(std::string_view name);

@@ -16,6 +16,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/run_timeline.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/event_records.h"
 #include "schema/run_folder.h"
 
 using nlohmann::json;
@@ -85,10 +86,10 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   if (a.action.empty() && a.end_reason.empty() && !a.ended_at) {
     return a.trainer_message.empty() ? "running" : "running: " + PrintableText(a.trainer_message);
   }
-  std::string word = a.action == "done"      ? "done"
-                     : a.action == "requeue" ? "requeued"
-                     : a.action == "fail"    ? "failed"
-                                             : "ended";
+  std::string word = a.action == ExitActionName(ExitAction::kDone)      ? "done"
+                     : a.action == ExitActionName(ExitAction::kRequeue) ? "requeued"
+                     : a.action == ExitActionName(ExitAction::kFail)    ? "failed"
+                                                                        : "ended";
   std::string out = word + ": " + (a.end_reason.empty() ? "-" : a.end_reason);
   if (a.exit_code) {
     out += " — exit " + std::to_string(*a.exit_code);
@@ -100,10 +101,11 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   }
   if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
   if (!a.trainer_end_reason.empty()) {
-    if (a.trainer_end_reason != "completed") out += " (trainer: " + a.trainer_end_reason + ")";
+    if (a.trainer_end_reason != SegmentEndReasonName(SegmentEndReason::kCompleted))
+      out += " (trainer: " + a.trainer_end_reason + ")";
     return out;
   }
-  if (a.action != "done") out += " (the trainer wrote no segment_end)";
+  if (a.action != ExitActionName(ExitAction::kDone)) out += " (the trainer wrote no segment_end)";
   return out;
 }
 

@@ -165,7 +165,9 @@ class RecordApplier {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
       }
       if (a->end_reason == AttemptEndReasonName(AttemptEndReason::kCancelled)) {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled, "cancelled", time);
+        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled,
+                                             AttemptEndReasonName(AttemptEndReason::kCancelled),
+                                             time);
       }
       if (a->action == ExitActionName(ExitAction::kFail)) {
         return store_.SetActiveRunStatusInTx(

@@ -1,5 +1,7 @@
 #include "orchestrator/reconcile/reconciler.h"
 
+#include "schema/event_records.h"
+
 namespace baton {
 
 namespace {
@@ -13,6 +15,13 @@ bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
 
 std::string StepText(const AttemptRecord* a) {
   return a && a->last_step ? std::to_string(*a->last_step) : std::string("0");
+}
+
+// A FAILED run's reason ends with the trainer's own words when it left any (as ingest does), so
+// `baton ls` and the runs page say why without a click.
+std::string WithTrainerMessage(std::string reason, const AttemptRecord* a) {
+  if (a && !a->trainer_message.empty()) reason += ": " + a->trainer_message;
+  return reason;
 }
 
 }  // namespace
@@ -41,7 +50,8 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     };
     // Closes an attempt the launcher could not close itself.
     auto close_attempt = [&](AttemptRecord& a, const std::string& state,
-                             const std::string& reason) -> Status {
+                             AttemptEndReason why) -> Status {
+      const std::string reason = AttemptEndReasonName(why);
       if (!a.action.empty() || !a.end_reason.empty()) {
         if (a.slurm_state == state) return Status::Ok();
         a.slurm_state = state;
@@ -59,14 +69,17 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     };
 
     if (!job.has_value()) {
-      if (last && last->action == "done") return set_status(RunStatus::kCompleted, "");
+      if (last && last->action == ExitActionName(ExitAction::kDone))
+        return set_status(RunStatus::kCompleted, "");
       if (reached_target) return set_status(RunStatus::kCompleted, "");
       if (last && last->action.empty() && last->end_reason.empty()) {
-        BATON_RETURN_IF_ERROR(close_attempt(*last, "UNKNOWN", "lost"));
+        BATON_RETURN_IF_ERROR(close_attempt(*last, "UNKNOWN", AttemptEndReason::kLost));
       }
-      return set_status(RunStatus::kFailed,
-                        "SLURM job " + run.job_id + " is gone and the run stopped at step " +
-                            StepText(last) + " of " + std::to_string(run.target_steps));
+      return set_status(
+          RunStatus::kFailed,
+          WithTrainerMessage("SLURM job " + run.job_id + " is gone and the run stopped at step " +
+                                 StepText(last) + " of " + std::to_string(run.target_steps),
+                             last));
     }
     const JobInfo& j = *job;
 
@@ -74,7 +87,7 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     // SLURM itself (preemption past the grace time, node failure with --requeue).
     for (AttemptRecord& a : attempts) {
       if (a.job_id == j.job_id && a.restart_count < j.restarts) {
-        BATON_RETURN_IF_ERROR(close_attempt(a, "REQUEUED", "preempted"));
+        BATON_RETURN_IF_ERROR(close_attempt(a, "REQUEUED", AttemptEndReason::kPreempted));
       }
     }
     AttemptRecord* current =
@@ -96,37 +109,50 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     if (s == "COMPLETING") return Status::Ok();  // wait for the final state
     if (s == "PREEMPTED" || s == "NODE_FAIL") {
       if (current) {
-        BATON_RETURN_IF_ERROR(
-            close_attempt(*current, s, s == "NODE_FAIL" ? "node_failure" : "preempted"));
+        BATON_RETURN_IF_ERROR(close_attempt(
+            *current, s,
+            s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kPreempted));
       }
-      return set_status(RunStatus::kRequeued, s == "NODE_FAIL" ? "node_failure" : "preempted");
+      return set_status(RunStatus::kRequeued,
+                        AttemptEndReasonName(s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure
+                                                              : AttemptEndReason::kPreempted));
     }
     if (s == "COMPLETED") {
       if (current)
-        BATON_RETURN_IF_ERROR(close_attempt(*current, s, reached_target ? "completed" : "crashed"));
-      if ((last && last->action == "done") || reached_target) {
+        BATON_RETURN_IF_ERROR(close_attempt(
+            *current, s,
+            reached_target ? AttemptEndReason::kCompleted : AttemptEndReason::kCrashed));
+      if ((last && last->action == ExitActionName(ExitAction::kDone)) || reached_target) {
         return set_status(RunStatus::kCompleted, "");
       }
-      return set_status(RunStatus::kFailed, "job " + j.job_id + " ended at step " + StepText(last) +
-                                                " of " + std::to_string(run.target_steps));
+      return set_status(RunStatus::kFailed,
+                        WithTrainerMessage("job " + j.job_id + " ended at step " + StepText(last) +
+                                               " of " + std::to_string(run.target_steps),
+                                           last));
     }
     if (s == "CANCELLED") {
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, "cancelled"));
+      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kCancelled));
       return set_status(RunStatus::kCancelled, "cancelled in SLURM");
     }
     if (s == "TIMEOUT") {
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, "timeout"));
-      return set_status(RunStatus::kFailed,
-                        "job " + j.job_id + " hit its time limit at step " + StepText(last));
+      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kTimeout));
+      return set_status(
+          RunStatus::kFailed,
+          WithTrainerMessage("job " + j.job_id + " hit its time limit at step " + StepText(last),
+                             last));
     }
     if (OneOf(s, {"FAILED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})) {
       if (current) {
-        BATON_RETURN_IF_ERROR(
-            close_attempt(*current, s, s == "BOOT_FAIL" ? "node_failure" : "crashed"));
+        BATON_RETURN_IF_ERROR(close_attempt(
+            *current, s,
+            s == "BOOT_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kCrashed));
       }
-      if (last && last->action == "fail") return Status::Ok();  // ingest has the reason
-      return set_status(RunStatus::kFailed, "job " + j.job_id + " " + s + " (exit code " +
-                                                j.exit_code + ") at step " + StepText(last));
+      if (last && last->action == ExitActionName(ExitAction::kFail))
+        return Status::Ok();  // ingest has the reason
+      return set_status(RunStatus::kFailed,
+                        WithTrainerMessage("job " + j.job_id + " " + s + " (exit code " +
+                                               j.exit_code + ") at step " + StepText(last),
+                                           last));
     }
     return Status::Ok();  // a state we do not act on
   });

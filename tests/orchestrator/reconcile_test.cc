@@ -26,11 +26,12 @@ class ReconcileTest : public ::testing::Test {
     ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run_.id, job_, 1); }).ok());
     run_ = store_->GetRun(run_.id).value();
   }
-  // Attempt `restart` of the job ran steps step0+1..last.
-  void Attempt(int restart, int step0, int last) {
+  // Attempt `restart` of the job went from step0 to `last` finished steps (step indices
+  // step0..last-1), then wrote `tail` (more records, e.g. a segment_end).
+  void Attempt(int restart, int step0, int last, const std::string& tail = "") {
     std::string text = StartLine(step0 ? "exact" : "fresh", step0);
-    for (int s = step0 + 1; s <= last; ++s) text += StepLine(s);
-    Append(tmp_ / ("run/events/" + job_ + "." + std::to_string(restart) + ".jsonl"), text);
+    for (int s = step0; s < last; ++s) text += StepLine(s);
+    Append(tmp_ / ("run/events/" + job_ + "." + std::to_string(restart) + ".jsonl"), text + tail);
     ASSERT_TRUE(IngestRun(*store_, run_).ok());
   }
   RunRecord Reconcile() {
@@ -87,8 +88,7 @@ TEST_F(ReconcileTest, CompletedShortOfTheTargetIsFailed) {
   slurm_.SetState(job_, "COMPLETED");
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
-  // Step rows 0..4: five steps finished of ten.
-  EXPECT_NE(r.reason.find("step 5 of 10"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("step 4 of 10"), std::string::npos) << r.reason;
 }
 
 TEST_F(ReconcileTest, TimeoutNodeFailCancelAndFailure) {
@@ -120,6 +120,20 @@ TEST_F(ReconcileTest, FailedJobIsACrash) {
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
   EXPECT_EQ(LastAttempt().end_reason, "crashed");
+}
+
+// When SLURM rather than the launcher ends the story, the trainer's own words still end the reason.
+TEST_F(ReconcileTest, AFailedRunsReasonCarriesTheTrainersMessage) {
+  Attempt(0, 0, 2,
+          "{\"type\":\"segment_end\",\"time\":2,\"source\":\"trainer\",\"step\":2,\"reason\":\"error\","
+          "\"exit_code\":70,\"rank\":1,\"message\":\"internal error in libtorch: out of memory\"}\n");
+  slurm_.SetState(job_, "FAILED");
+  slurm_.job(job_)->exit_code = "70:0";
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_NE(r.reason.find("FAILED (exit code 70:0) at step 2: internal error in libtorch: out of memory"),
+            std::string::npos)
+      << r.reason;
 }
 
 TEST_F(ReconcileTest, AJobGoneFromSlurm) {
