@@ -31,7 +31,7 @@ std::string ErrorMessage(const std::string& what) {
   return at == std::string::npos ? what : what.substr(0, at);
 }
 
-void SegmentLog::WriteError(int exit_code, const std::string& what, int64_t step) {
+void SegmentLog::WriteError(int exit_code, const std::string& what) {
   if (error_written_ || path_.empty()) return;
   error_written_ = true;
   // Only a run folder that exists gets an events file: an error about a mistyped folder must
@@ -42,9 +42,8 @@ void SegmentLog::WriteError(int exit_code, const std::string& what, int64_t step
     if (!fs::is_directory(events_dir.parent_path(), ec)) return;
     if (!writer_.Open(path_, "trainer").ok()) return;
   }
-  if (step < 0) step = step_;
   SegmentEndEvent e;
-  if (step >= 0) e.step = step;
+  if (step_ >= 0) e.step = step_;
   e.reason = SegmentEndReasonName(SegmentEndReason::kError);
   e.exit_code = exit_code;
   e.rank = rank_;

@@ -36,7 +36,7 @@ class SegmentLog {
 
   // Any rank, best effort (never throws: it runs while an error propagates). `what` is the
   // FatalError text; its first part (before the "at file:line" line) becomes the message.
-  void WriteError(int exit_code, const std::string& what, int64_t step);
+  void WriteError(int exit_code, const std::string& what);
 
  private:
   void Check(const Status& st);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -596,14 +595,14 @@ int Train(const TrainOptions& opt) {
   try {
     return TrainSegment(opt, log);
   } catch (const FatalError& e) {
-    log.WriteError(e.exit_code(), e.what(), -1);
+    log.WriteError(e.exit_code(), e.what());
     throw;
   } catch (const c10::Error& e) {
     log.WriteError(kExitInternal,
-                   std::string("internal error in libtorch: ") + e.what_without_backtrace(), -1);
+                   std::string("internal error in libtorch: ") + e.what_without_backtrace());
     throw;
   } catch (const std::exception& e) {
-    log.WriteError(kExitInternal, std::string("internal error: ") + e.what(), -1);
+    log.WriteError(kExitInternal, std::string("internal error: ") + e.what());
     throw;
   }
 }
