@@ -11,6 +11,7 @@ void AddSubmitCommand(CLI::App& app, int* rc);    // submit_cmd.cc
 void AddLaunchCommand(CLI::App& app, int* rc);    // launch_cmd.cc
 void AddQueryCommands(CLI::App& app, int* rc);    // query_cmds.cc: ls, show, attempts, checkpoints
 void AddCancelCommand(CLI::App& app, int* rc);    // cancel_cmd.cc
+void AddResumeCommand(CLI::App& app, int* rc);    // resume_cmd.cc
 void AddWatchCommand(CLI::App& app, int* rc);     // watch_cmd.cc
 void AddManifestCommand(CLI::App& app, int* rc);  // manifest_cmd.cc (hidden; test helper)
 void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + background sync

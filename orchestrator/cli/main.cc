@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   baton::AddLaunchCommand(app, &rc);
   baton::AddQueryCommands(app, &rc);
   baton::AddCancelCommand(app, &rc);
+  baton::AddResumeCommand(app, &rc);
   baton::AddWatchCommand(app, &rc);
   baton::AddManifestCommand(app, &rc);
   baton::AddServeCommand(app, &rc);

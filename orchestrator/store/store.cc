@@ -158,6 +158,13 @@ Status Store::SetRunJobInTx(int64_t run_id, const std::string& job_id, double no
   return s->Bind(1, run_id).Bind(2, job_id).Bind(3, now).Run();
 }
 
+Status Store::SetRunLimitsInTx(int64_t run_id, int64_t max_restarts, int64_t max_failures) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      db_->Prepare("UPDATE runs SET max_restarts = ?2, max_failures = ?3 WHERE id = ?1"));
+  return s->Bind(1, run_id).Bind(2, max_restarts).Bind(3, max_failures).Run();
+}
+
 Status Store::SetRunStatusInTx(int64_t run_id, RunStatus status, const std::string& reason,
                                double now) {
   BATON_ASSIGN_OR_RETURN(

@@ -77,6 +77,8 @@ class Store {
   [[nodiscard]] Status SetRunDirInTx(int64_t run_id, const std::string& run_dir,
                                      const std::string& config);
   [[nodiscard]] Status SetRunJobInTx(int64_t run_id, const std::string& job_id, double now);
+  // The slurm.max_restarts / max_failures a resumed run continues under (baton resume).
+  [[nodiscard]] Status SetRunLimitsInTx(int64_t run_id, int64_t max_restarts, int64_t max_failures);
   // Sets status and reason unconditionally (baton cancel, reconcile decisions).
   [[nodiscard]] Status SetRunStatusInTx(int64_t run_id, RunStatus status, const std::string& reason,
                                         double now);

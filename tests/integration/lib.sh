@@ -173,18 +173,19 @@ run_is() {
   return 1
 }
 
-# start_reference CFG RUN_DIR WORLD THREADS: in the background, the same config uninterrupted,
-# outside SLURM, on WORLD ranks (a FileStore rendezvous, as tests/trainer/common.sh does) with
-# THREADS intra-op threads per rank, as SLURM_CPUS_PER_TASK gives the job's ranks.
+# start_reference CFG RUN_DIR WORLD THREADS [RESUME]: in the background, the same config
+# uninterrupted, outside SLURM, on WORLD ranks (a FileStore rendezvous, as tests/trainer/common.sh
+# does) with THREADS intra-op threads per rank, as SLURM_CPUS_PER_TASK gives the job's ranks.
+# RESUME (default none) is the trainer's --resume: auto continues a checkpoint put in RUN_DIR.
 # finish_reference waits for it. It runs alongside the SLURM job (timing does not change results).
 REF_PIDS=()
 start_reference() {
-  local cfg=$1 dir=$2 world=$3 threads=$4 r
+  local cfg=$1 dir=$2 world=$3 threads=$4 resume=${5:-none} r
   local store="$TMP/rdzv.$RANDOM.$RANDOM"
   for ((r = 0; r < world; r++)); do
     env -u SLURM_JOB_ID -u SLURM_PROCID -u SLURM_STEP_ID -u SLURM_NTASKS SLURM_CPUS_PER_TASK="$threads" \
       RANK=$r WORLD_SIZE="$world" BATON_RDZV_FILE="$store" \
-      "$bt" train --config "$cfg" --run-dir "$dir" --resume none >>"$TMP/reference.$r.log" 2>&1 &
+      "$bt" train --config "$cfg" --run-dir "$dir" --resume "$resume" >>"$TMP/reference.$r.log" 2>&1 &
     REF_PIDS+=($!)
   done
 }

@@ -1,0 +1,62 @@
+// `baton resume RUN [--config CFG] [--json]`: continue a stopped or waiting run as a new SLURM
+// job in the same folder, optionally with other slurm: settings (resumer.h does the work).
+#include <iostream>
+#include <memory>
+
+#include "orchestrator/cli/cli_context.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/slurm/real_slurm_client.h"
+#include "orchestrator/submit/resumer.h"
+#include "schema/events.h"
+
+namespace baton {
+
+namespace {
+
+struct ResumeOptions {
+  std::string run;
+  std::string config;
+  bool json = false;
+};
+
+int RunResume(const ResumeOptions& o) {
+  Result<std::unique_ptr<Store>> store = OpenDefaultStore();
+  if (!store.ok()) return ReportError(store.status());
+  RealSlurmClient slurm;
+  ResumeRunRequest req{o.run, o.config, SelfPath()};
+  Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, UnixTimeNow());
+  if (!r.ok()) return ReportError(r.status());
+  if (o.json) {
+    std::cout << nlohmann::json{{"run_id", r->run_id},
+                                {"name", r->name},
+                                {"run_dir", r->run_dir},
+                                {"previous_status", r->previous_status},
+                                {"cancelled_job", r->cancelled_job},
+                                {"job_id", r->job_id},
+                                {"changed", r->changed}}
+                     .dump()
+              << "\n";
+    return 0;
+  }
+  std::cout << "run " << r->run_id << " (" << r->name << ") was " << r->previous_status
+            << "; resumed as job " << r->job_id;
+  if (!r->cancelled_job.empty()) std::cout << " (took back waiting job " << r->cancelled_job << ")";
+  std::cout << "\n";
+  for (const std::string& c : r->changed) std::cout << "  " << c << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddResumeCommand(CLI::App& app, int* rc) {
+  auto o = std::make_shared<ResumeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "resume", "Continue a stopped or waiting run as a new job (only slurm: keys may change)");
+  cmd->add_option("run", o->run, "Run id or name")->required();
+  cmd->add_option("--config", o->config,
+                  "The run's config with edited slurm: keys (default: the frozen run.yaml)");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o, rc] { *rc = RunResume(*o); });
+}
+
+}  // namespace baton

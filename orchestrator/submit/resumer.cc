@@ -1,0 +1,187 @@
+#include "orchestrator/submit/resumer.h"
+
+#include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+
+#include "orchestrator/submit/sbatch_script.h"
+#include "schema/atomic_file.h"
+#include "schema/run_config.h"
+#include "schema/run_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace baton {
+
+namespace {
+
+void Flatten(const YAML::Node& node, const std::string& prefix,
+             std::map<std::string, std::string>* out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      Flatten(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else if (node.IsSequence()) {
+    YAML::Emitter e;
+    e << YAML::Flow << node;
+    (*out)[prefix] = e.c_str();
+  } else {
+    (*out)[prefix] = node.IsNull() ? "" : node.Scalar();
+  }
+}
+
+bool IsSlurmKey(const std::string& key) { return key.rfind("slurm.", 0) == 0; }
+
+// Job states in which the job's processes may run: resuming then would start a second trainer.
+bool JobMayRun(const std::string& state) {
+  return state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING" ||
+         state == "SUSPENDED" || state == "STAGE_OUT" || state == "SIGNALING";
+}
+
+// Puts back the files ResumeRun replaced, unless disarmed.
+class Restore {
+ public:
+  ~Restore() {
+    if (!armed_) return;
+    for (const auto& [path, text] : saved_) (void)WriteTextAtomic(path, text);
+  }
+  void Save(const std::string& path, std::string text) {
+    saved_.emplace_back(path, std::move(text));
+  }
+  void Disarm() { armed_ = false; }
+
+ private:
+  bool armed_ = true;
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+Result<std::string> ReadText(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return Status::Data(path + ": missing");
+  BATON_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return text;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ConfigDifferences(const std::string& old_yaml,
+                                                   const std::string& new_yaml) {
+  std::map<std::string, std::string> a, b;
+  try {
+    Flatten(YAML::Load(old_yaml), "", &a);
+    Flatten(YAML::Load(new_yaml), "", &b);
+  } catch (const YAML::Exception& e) {
+    return Status::Internal(std::string("comparing configs: ") + e.what());
+  }
+  std::vector<std::string> out;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end()) {
+      out.push_back(k + ": " + v + " -> (unset)");
+    } else if (it->second != v) {
+      out.push_back(k + ": " + v + " -> " + it->second);
+    }
+  }
+  for (const auto& [k, v] : b) {
+    if (!a.count(k)) out.push_back(k + ": (unset) -> " + v);
+  }
+  return out;
+}
+
+Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const ResumeRunRequest& req,
+                                  double now) {
+  BATON_ASSIGN_OR_RETURN(RunRecord run, store.FindRun(req.run));
+  ResumeRunResult out;
+  out.run_id = run.id;
+  out.name = run.name;
+  out.run_dir = run.run_dir;
+  out.previous_status = RunStatusName(run.status);
+  const std::string who = "run " + std::to_string(run.id) + " (" + run.name + ")";
+  if (run.status == RunStatus::kCompleted) {
+    return Status::Config(who +
+                          " is COMPLETED: it reached run.steps; resume continues a run that "
+                          "stopped early, submit a new run to train further");
+  }
+  // A waiting job is taken back; a job that may be running is not (two trainers, one folder).
+  std::string waiting_job;
+  if (!IsTerminal(run.status) && !run.job_id.empty()) {
+    BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run.job_id));
+    if (job && JobMayRun(job->state)) {
+      return Status::InvalidArgument(who + ": its job " + run.job_id + " is " + job->state +
+                                     "; resume takes a run that stopped or waits. Wait for the "
+                                     "job to stop, or `baton cancel " +
+                                     std::to_string(run.id) + "` first");
+    }
+    if (job && job->state == "PENDING") waiting_job = run.job_id;
+  }
+
+  const RunFolder folder{run.run_dir};
+  BATON_ASSIGN_OR_RETURN(const std::string old_yaml, ReadText(folder.RunYaml()));
+  BATON_ASSIGN_OR_RETURN(RunConfig config,
+                         ParseRunConfig(old_yaml, folder.RunYaml(), RunConfigOptions{}));
+  if (!req.config_path.empty()) {
+    BATON_ASSIGN_OR_RETURN(RunConfig edited, LoadRunConfig(req.config_path));
+    // The run keeps its name and folder whatever the edited file says about them.
+    edited.run.name = config.run.name;
+    edited.run.dir = config.run.dir;
+    BATON_ASSIGN_OR_RETURN(std::vector<std::string> diff,
+                           ConfigDifferences(ToYaml(config), ToYaml(edited)));
+    std::string refused;
+    for (const std::string& d : diff) {
+      if (IsSlurmKey(d)) {
+        out.changed.push_back(d);
+      } else {
+        refused += "\n  " + d;
+      }
+    }
+    if (!refused.empty()) {
+      return Status::Config(req.config_path + ": only slurm: keys may change when resuming " + who +
+                            "; these differ from " + folder.RunYaml() + ":" + refused);
+    }
+    config = std::move(edited);
+  }
+
+  const std::string frozen = ToYaml(config);
+  BATON_ASSIGN_OR_RETURN(
+      const std::string script,
+      RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir, req.baton_bin}));
+  BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadText(folder.SbatchScript()));
+
+  BATON_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
+  Restore restore;
+  restore.Save(folder.RunYaml(), old_yaml);
+  restore.Save(folder.SbatchScript(), old_script);
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.SbatchScript(), script));
+  ::chmod(folder.SbatchScript().c_str(), 0755);
+
+  BATON_RETURN_IF_ERROR(store.SetRunDirInTx(run.id, run.run_dir, frozen));
+  BATON_RETURN_IF_ERROR(
+      store.SetRunLimitsInTx(run.id, config.slurm.max_restarts, config.slurm.max_failures));
+  BATON_ASSIGN_OR_RETURN(out.job_id, slurm.Submit(folder.SbatchScript()));
+  Status st = Status::Ok();
+  if (!waiting_job.empty()) {
+    st = slurm.Cancel(waiting_job);
+    if (st.ok()) out.cancelled_job = waiting_job;
+  }
+  std::string reason = "resumed by user as job " + out.job_id;
+  if (!out.changed.empty()) {
+    reason += " (";
+    for (size_t i = 0; i < out.changed.size(); ++i) reason += (i ? "; " : "") + out.changed[i];
+    reason += ")";
+  }
+  if (st.ok()) st = store.SetRunJobInTx(run.id, out.job_id, now);
+  if (st.ok()) st = store.SetRunStatusInTx(run.id, RunStatus::kPending, reason, now);
+  if (st.ok()) st = tx.Commit();
+  if (!st.ok()) {
+    (void)slurm.Cancel(out.job_id);
+    return st.Annotate("resuming " + who + " as job " + out.job_id + " (cancelled it)");
+  }
+  restore.Disarm();
+  return out;
+}
+
+}  // namespace baton
