@@ -717,6 +717,8 @@ const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
       IntKey<S>("log_every", &S::log_every, 1),
       IntKey<S>("profile", &S::profile, 0),
       IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
+      EnumKey<S, std::string>("activation_checkpointing", &S::activation_checkpointing,
+                              {{"none", "none"}, {"blocks", "blocks"}}),
   };
   return keys;
 }

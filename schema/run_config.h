@@ -99,6 +99,9 @@ struct TrainSection {
   // Consecutive steps with a NaN/Inf loss or gradient norm (each skipped, not applied) after
   // which the run stops as diverged (exit 79).
   int64_t max_nonfinite_steps = 3;
+  // none | blocks: recompute each transformer block in the backward pass instead of keeping its
+  // activations (same gradients, bitwise on CPU; less memory, ~1 more forward of time).
+  std::string activation_checkpointing = "none";
 };
 
 struct RunConfig {

@@ -1,5 +1,7 @@
 #include "trainer/model/video_action_model.h"
 
+#include "trainer/model/recompute.h"
+
 #include <cmath>
 
 namespace baton {
@@ -176,8 +178,20 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
   auto e0 = time_proj_(torch::silu(temb)).view({layout.tokens, 6, d.dim});
   auto context = text_embed_->forward(in.text);
 
+  const bool recompute = d.recompute_blocks && torch::GradMode::is_enabled();
   for (const auto& block : *blocks_) {
-    x = block->as<Block>()->forward(x, e0, context, lt, layout, path);
+    BlockImpl* b = block->as<Block>();
+    if (recompute) {
+      x = Recompute(
+          [b, lt, layout, path](const std::vector<torch::Tensor>& in) {
+            return b->forward(in[0], in[1], in[2], lt, layout, path);
+          },
+          {x, e0, context});
+    } else {
+      // Reuse: the block's two uses of the text (keys, values) sum their gradients in one node
+      // per block, as they do inside a recomputed block, so both settings give the same bits.
+      x = b->forward(x, e0, Reuse(context), lt, layout, path);
+    }
   }
   auto he = head_modulation_.unsqueeze(0) + temb.unsqueeze(1);  // [T, 2, D]
   auto h = head_norm_(x) * (1 + he.select(1, 1)) + he.select(1, 0);

@@ -22,6 +22,9 @@ struct ModelDims {
   // adaLN-zero start (time projection and output layers at zero). Tests turn it off so every
   // parameter gets a non-zero gradient to compare.
   bool zero_init = true;
+  // train.activation_checkpointing: blocks — each block is recomputed in backward (recompute.h).
+  // How the model runs, not what it computes: checkpoints and exact resumes ignore it.
+  bool recompute_blocks = false;
   int64_t head_dim() const { return dim / heads; }
 };
 

@@ -30,6 +30,7 @@ ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
   d.freq_dim = c.model.freq_dim;
   d.rope_theta = c.model.rope_theta;
   d.eps = c.model.eps;
+  d.recompute_blocks = c.train.activation_checkpointing == "blocks";
   return d;
 }
 
