@@ -69,7 +69,8 @@ expect_exit 65 "$bt" "${badimp[@]}"
 expect_in "$err" "stride_not_constant"
 expect_exit 0 "$bt" "${badimp[@]}" --skip-invalid --json
 expect_in "$out" '"stride_not_constant":1'
-expect_in "$out" '"imported":2'
+# episode 0's two segments were written by the failed runs before they stopped: kept, not redone
+expect_in "$out" '"imported":0,"reused":2,"skipped":2'
 # an episode whose length disagrees with its parquet
 sed -i 's/"length": 100/"length": 101/' "$bad/meta/episodes.jsonl"
 expect_exit 65 "$bt" "${badimp[@]}" --overwrite
@@ -85,5 +86,12 @@ expect_in "$err" "action_per_frame"
 # a LeRobot folder given where a baton dataset belongs
 expect_exit 65 "$bt" data-check --data "$tiny" --batch-size 1
 expect_in "$err" "a LeRobot dataset (codebase_version v2.1): import it first with baton-train import-lerobot"
+{
+  echo "run: {name: t, dir: $tmp/run, steps: 2, seed: 1}"
+  echo "data: {path: $g1, batch_size: 4}"
+  echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
+} >"$tmp/lerobot_as_data.yaml"
+expect_exit 65 "$bt" train --config "$tmp/lerobot_as_data.yaml"
+expect_in "$err" "import it first with baton-train import-lerobot"
 
 echo "import_test: $checks checks passed"

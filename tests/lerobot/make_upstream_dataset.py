@@ -134,9 +134,9 @@ def write_dataset(root, episodes, text_len, text_dim, gen, rng, codecs):
             stats = {}
             for name, arr in (("action", actions), ("frame_index", frame_index[:, None]),
                               ("timestamp", timestamp[:, None])):
-                x = arr.astype(np.float64)
-                stats[name] = {"min": x.min(0).tolist(), "max": x.max(0).tolist(), "mean": x.mean(0).tolist(),
-                               "std": x.std(0).tolist(), "count": [length]}
+                # numpy on the stored dtype, as LeRobot's compute_episode_stats does
+                stats[name] = {"min": arr.min(0).tolist(), "max": arr.max(0).tolist(),
+                               "mean": arr.mean(0).tolist(), "std": arr.std(0).tolist(), "count": [length]}
             es.write(json.dumps({"episode_index": ep, "stats": stats}) + "\n")
             ej.write(json.dumps({"episode_index": ep, "tasks": ["tiny"], "length": length,
                                  "action_config": [{"start_frame": s["start"], "end_frame": s["end"],

@@ -90,7 +90,9 @@ bool TransformActions(const ImportProfile& p, const std::vector<double>& rows, i
   for (int64_t c : p.relative_pose_columns) {
     const double* r0 = &rows[size_t(first * width + c)];
     const Quat q0 = Normalised({r0[3], r0[4], r0[5], r0[6]});
-    const Quat inv0{-q0.x, -q0.y, -q0.z, q0.w};
+    // scipy's Rotation.inv() negates w (not x, y, z): the same rotation, and the sign of every
+    // relative quaternion upstream trained on.
+    const Quat inv0{q0.x, q0.y, q0.z, -q0.w};
     const double p0[3] = {r0[0], r0[1], r0[2]};
     for (int64_t r = 0; r < used_rows; ++r) {
       double* v = &raw[size_t(r * width + c)];

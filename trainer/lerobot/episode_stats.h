@@ -1,6 +1,7 @@
 // EpisodeColumnStats: LeRobot's per-episode statistics of every numeric parquet column — min,
 // max, mean, std (population) and count per element — the figures LeRobot writes to
-// meta/episodes_stats.jsonl, computed here in float64 from the values as stored.
+// meta/episodes_stats.jsonl, computed the way LeRobot's numpy code does (float32 accumulation for
+// float32 vector features, float64 otherwise) from the values as stored.
 #pragma once
 
 #include <cstdint>

@@ -151,6 +151,10 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
   fp.Add(FileStamp(empty_emb));
   fp.Add(std::string("skip_invalid ") + (o.skip_invalid ? "1" : "0") + " dedupe " +
          (o.dedupe_text ? "1" : "0"));
+  for (const auto& ds : datasets) {
+    fp.Add(FileStamp((fs::path(ds.root) / "meta" / "info.json").string()));
+    fp.Add(FileStamp((fs::path(ds.root) / "meta" / "episodes.jsonl").string()));
+  }
   for (const auto& u : units) {
     fp.Add(FileStamp(u.ds->ParquetPath(u.ep->index)));
     for (const auto& s : u.ep->segments) {
@@ -213,7 +217,7 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
   std::vector<std::vector<SegmentResult>> results(units.size());
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
+  std::mutex mu, text_mu;
   Status first_error;
   auto fail = [&](Status st) {
     std::lock_guard<std::mutex> lock(mu);
@@ -261,6 +265,8 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
         src.Add(kFingerprintTag);
         src.Add(p.text);
         src.Add(FileStamp(parquet_path));
+        // The episode-level facts its checks used: a changed length re-imports (and re-checks).
+        src.Add("length " + std::to_string(ep.length));
         for (const auto& c : cams) src.Add(FileStamp(c));
         src.Add(o.dedupe_text ? "dedupe" : "inline");
         const std::string source = src.Hex();
@@ -367,7 +373,9 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
         if (o.dedupe_text) {
           meta.text = "texts/" + ContentHash(text) + ".safetensors";
           const std::string text_path = (out / meta.text).string();
-          // Content-addressed and written atomically: a file that exists is complete.
+          // Content-addressed and written atomically: a file that exists is complete. One writer
+          // at a time: two workers with the same prompt would share the temp file's name.
+          std::lock_guard<std::mutex> lock(text_mu);
           if (!fs::exists(text_path, ec)) {
             const Status st =
                 WriteSafetensors(text_path, {{"text", text.dtype, text.shape, text.bytes.data()}});
