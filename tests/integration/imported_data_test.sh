@@ -7,7 +7,7 @@
 # usage: imported_data_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
-STEPS=${BATON_IT_STEPS:-200}
+STEPS=${BATON_IT_STEPS:-60}
 here="$(dirname "$0")/../lerobot"
 
 require_idle_cluster
