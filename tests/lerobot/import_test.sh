@@ -21,6 +21,17 @@ tiny="$tmp/up/src/tiny_robotwin"
 for ep in 0 1 2; do "$bt" lerobot-stats "$tiny" --episode "$ep" --json; done >"$tmp/tiny_stats.jsonl"
 expect_in "$($py "$here/stats_check.py" "$tiny/meta/episodes_stats.jsonl" <"$tmp/tiny_stats.jsonl")" "stats match"
 
+# Outside the reader's scope: named, not guessed at.
+mkdir -p "$tmp/gz/meta" "$tmp/gz/data/chunk-000"
+cp "$tiny/meta/info.json" "$tiny/meta/episodes.jsonl" "$tiny/meta/tasks.jsonl" "$tmp/gz/meta/"
+(cd "$here" && $py -c "
+import numpy as np, sys
+from parquet_writer import write_parquet
+write_parquet(sys.argv[1], [('action', np.ones((100, 16), np.float32))], codec='GZIP')
+" "$tmp/gz/data/chunk-000/episode_000000.parquet")
+expect_exit 65 "$bt" lerobot-stats "$tmp/gz" --episode 0
+expect_in "$err" "episode_000000.parquet: column 'action.list.element': compression GZIP is not supported"
+
 # 3. The import equals upstream's transform; the missing camera is a counted skip.
 imp=(import-lerobot --src "$tmp/up/src" --out "$tmp/ds" --profile "$tmp/up/profile.yaml" --workers 2 --json)
 expect_exit 0 "$bt" "${imp[@]}"

@@ -10,12 +10,15 @@ import struct
 import numpy as np
 
 FLOAT, INT64 = 4, 2
-CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "ZSTD": 6}
+CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "ZSTD": 6}  # GZIP: to test the refusal
 
 
 def _compress(codec, data):
     if codec == "UNCOMPRESSED":
         return data
+    if codec == "GZIP":
+        import gzip
+        return gzip.compress(data)
     if codec == "SNAPPY":
         lib = ctypes.CDLL(ctypes.util.find_library("snappy") or "libsnappy.so.1")
         lib.snappy_max_compressed_length.restype = ctypes.c_size_t
