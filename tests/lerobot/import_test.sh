@@ -58,6 +58,28 @@ expect_in "$out" '"reused":2'
 echo "$out" >"$tmp/report.json"
 expect_in "$($py "$here/check_import.py" "$tmp/up/expected" "$tmp/ds" "$tmp/report.json")" "import matches"
 
+# A real kill -9 at a random point of a longer import: there is either no index or a complete
+# one, and the rerun ends with the same dataset as an uninterrupted import.
+(cd "$here" && $py make_upstream_dataset.py "$tmp/many" --segments 120 --text-len 64 --text-dim 256) >/dev/null
+many=(import-lerobot --src "$tmp/many/src" --profile "$tmp/many/profile.yaml" --json)
+"$bt" "${many[@]}" --out "$tmp/many_clean" >/dev/null
+"$bt" "${many[@]}" --out "$tmp/many_killed" >/dev/null 2>&1 &
+pid=$!
+sleep "$((RANDOM % 2)).$((RANDOM % 9 + 1))"
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+if [ -e "$tmp/many_killed/meta/episodes.jsonl" ]; then
+  cmp -s "$tmp/many_clean/meta/episodes.jsonl" "$tmp/many_killed/meta/episodes.jsonl" ||
+    fail "the killed import left an index that differs from a complete one"
+fi
+expect_exit 0 "$bt" "${many[@]}" --out "$tmp/many_killed"
+echo "after the kill: $out"
+for f in meta/episodes.jsonl meta/info.json meta/empty_text.safetensors $(cd "$tmp/many_clean" && ls episodes/* texts/*); do
+  cmp -s "$tmp/many_clean/$f" "$tmp/many_killed/$f" || fail "$f differs after a killed and resumed import"
+done
+checks=$((checks + 1))
+echo "ok: a killed then resumed import equals an uninterrupted one"
+
 # 6. Named errors.
 cp -r "$tmp/up" "$tmp/bad"
 bad="$tmp/bad/src/tiny_robotwin"
