@@ -116,6 +116,11 @@ expect_in "$err" "v3.0 is not supported yet"
 sed 's/action_per_frame: 16/action_per_frame: 6/' "$tmp/up/profile.yaml" >"$tmp/bad_profile.yaml"
 expect_exit 78 "$bt" import-lerobot --src "$tmp/up/src" --out "$tmp/x" --profile "$tmp/bad_profile.yaml"
 expect_in "$err" "action_per_frame"
+# the shipped profiles load (the missing --src is what fails, not the profile)
+for prof in robotwin libero demo; do
+  expect_exit 65 "$bt" import-lerobot --src "$tmp/none" --out "$tmp/x" --profile "$src_dir/configs/import/$prof.yaml"
+  expect_in "$err" "no such folder"
+done
 # a LeRobot folder given where a baton dataset belongs
 expect_exit 65 "$bt" data-check --data "$tiny" --batch-size 1
 expect_in "$err" "a LeRobot dataset (codebase_version v2.1): import it first with baton-train import-lerobot"
