@@ -601,6 +601,12 @@ void ReadBatchSize(Section& s, DataSection& x) {
       x.path.empty() || !fs::is_directory(x.path, ec)) {
     return;
   }
+  // A LeRobot folder also has a meta/episodes.jsonl, in another schema: the trainer's index
+  // reader names it as such (exit 65, "import it first"), which says more than a count would.
+  if (fs::exists(fs::path(x.path) / "meta" / "info.json", ec) &&
+      fs::exists(fs::path(x.path) / "meta" / "tasks.jsonl", ec)) {
+    return;
+  }
   const std::string index = (fs::path(x.path) / "meta" / "episodes.jsonl").string();
   const Result<int64_t> episodes = CountEpisodes(index, x.batch_size);
   const YAML::Node batch = s.node()["batch_size"];

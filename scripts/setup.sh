@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format
   # trainer
   libtorch-dev libgloo-dev
+  # LeRobot import: parquet codecs; the import tests' generator (writes .pth, quaternion reference)
+  libsnappy-dev libzstd-dev python3-torch python3-numpy python3-scipy
   # shared contracts and orchestrator
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev

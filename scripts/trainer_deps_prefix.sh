@@ -13,7 +13,7 @@
 # The resulting baton-train links yaml-cpp and xxhash statically: it needs only libtorch and CUDA.
 set -euo pipefail
 prefix=${1:?usage: trainer_deps_prefix.sh PREFIX}
-packages=(libyaml-cpp-dev libxxhash-dev nlohmann-json3-dev libcli11-dev)
+packages=(libyaml-cpp-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libsnappy-dev libzstd-dev)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$prefix"

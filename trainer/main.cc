@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   baton::RegisterOneStep(app, &run);
   baton::RegisterTensorDiff(app, &run);
   baton::RegisterCkpt(app, &run);
+  baton::RegisterLeRobotStats(app, &run);
+  baton::RegisterImportLeRobot(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -130,7 +130,8 @@ TEST_F(DatasetTest, MissingEpisodeFileIsADataErrorNamingTheFile) {
   auto r = ReadEpisode(idx, 2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().exit_code(), 65);
-  EXPECT_NE(r.status().message().find(idx.EpisodePath(2)), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(idx.EpisodePath(2)), std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(DatasetTest, TruncatedAndCorruptEpisodeFilesAreDataErrors) {
@@ -185,7 +186,8 @@ TEST_F(DatasetTest, EpisodeWhoseFramesDisagreeWithTheIndex) {
   idx.episodes[0].frames = EpisodeLatentFrames(idx.episodes[0].n_video);
   auto r = ReadEpisode(idx, 0);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("latents hold 5 frames"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("latents hold 5 frames"), std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(DatasetTest, MalformedIndexLinesNameFileAndLine) {
@@ -208,6 +210,78 @@ TEST_F(DatasetTest, MalformedIndexLinesNameFileAndLine) {
   EXPECT_NE(LoadDatasetIndex(opt_.out).status().message().find("is empty"), std::string::npos);
   fs::remove(meta);
   EXPECT_EQ(LoadDatasetIndex(opt_.out).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+// Version 2: the text lives in a shared file named by the index line; the reader hands it out as
+// the episode's own text, and a version-1 folder still reads.
+TEST_F(DatasetTest, Version2SharedTextReadsAsTheEpisodesText) {
+  const DatasetIndex v1 = Index();
+  auto first = ReadEpisode(v1, 0);
+  ASSERT_TRUE(first.ok());
+  // Move every episode's text into one shared file (episode 0's), rewrite the index as version 2.
+  const std::string root = opt_.out;
+  fs::create_directories(root + "/texts");
+  const std::vector<int64_t> tshape{opt_.shape.text_len, opt_.shape.text_dim};
+  ASSERT_TRUE(WriteSafetensors(root + "/texts/t0.safetensors",
+                               {{"text", StDType::kF32, tshape, first->text.data()}})
+                  .ok());
+  std::string index_text;
+  for (int64_t i = 0; i < int64_t(v1.episodes.size()); ++i) {
+    auto ep = ReadEpisode(v1, i);
+    ASSERT_TRUE(ep.ok());
+    EpisodeMeta m = v1.episodes[size_t(i)];
+    m.text = "texts/t0.safetensors";
+    const std::vector<int64_t> lshape{ep->shape.channels, ep->frames, ep->shape.height,
+                                      ep->shape.width};
+    const std::vector<int64_t> ashape{ep->shape.action_dim, ep->frames, ep->shape.action_steps};
+    ASSERT_TRUE(WriteSafetensors(root + "/" + m.file,
+                                 {{"latents", StDType::kF32, lshape, ep->latents.data()},
+                                  {"actions", StDType::kF32, ashape, ep->actions.data()},
+                                  {"actions_mask", StDType::kF32, ashape, ep->actions_mask.data()}})
+                    .ok());
+    index_text += EpisodeMetaJson(m) + "\n";
+  }
+  Put(root + "/meta/episodes.jsonl", index_text);
+  // A text reference in a version-1 folder is refused: the reader cannot know the layout.
+  auto refused = LoadDatasetIndex(root);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("version 2"), std::string::npos);
+  Put(root + "/meta/info.json", DatasetShapeJson(opt_.shape, 2));
+  const DatasetIndex v2 = Index();
+  EXPECT_EQ(v2.version, 2);
+  EXPECT_NE(v2.fingerprint, v1.fingerprint);
+  for (int64_t i = 0; i < int64_t(v2.episodes.size()); ++i) {
+    auto ep = ReadEpisode(v2, i);
+    ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+    EXPECT_EQ(ep->text, first->text);
+  }
+  // A missing shared text file names it.
+  fs::remove(root + "/texts/t0.safetensors");
+  auto missing = ReadEpisode(v2, 1);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kData);
+  EXPECT_NE(missing.status().message().find("t0.safetensors"), std::string::npos);
+  // A newer format version is refused rather than misread.
+  Put(root + "/meta/info.json", DatasetShapeJson(opt_.shape, 3));
+  auto newer = LoadDatasetIndex(root);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.status().message().find("newer than this baton reads"), std::string::npos);
+}
+
+TEST(LeRobotFolderTest, IsNamedAndSentToTheImporter) {
+  auto r = LoadDatasetIndex(std::string(BATON_SOURCE_DIR) + "/tests/data/lerobot_g1_v21");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kData);
+  EXPECT_NE(r.status().message().find(
+                "a LeRobot dataset (codebase_version v2.1): import it first with baton-train "
+                "import-lerobot"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -39,13 +39,21 @@ std::string DatasetIndex::EpisodePath(int64_t i) const {
   return (fs::path(dir) / episodes[static_cast<size_t>(i)].file).string();
 }
 
-std::string EpisodeMetaJson(const EpisodeMeta& e) {
-  return nlohmann::ordered_json{{"id", e.id}, {"n_video", e.n_video}, {"file", e.file}}.dump();
+std::string DatasetIndex::TextPath(int64_t i) const {
+  const EpisodeMeta& e = episodes[static_cast<size_t>(i)];
+  return (fs::path(dir) / (e.text.empty() ? e.file : e.text)).string();
 }
 
-std::string DatasetShapeJson(const DatasetShape& s) {
+std::string EpisodeMetaJson(const EpisodeMeta& e) {
+  nlohmann::ordered_json j{{"id", e.id}, {"n_video", e.n_video}, {"file", e.file}};
+  // Absent in version 1, so a version-1 index keeps its fingerprint.
+  if (!e.text.empty()) j["text"] = e.text;
+  return j.dump();
+}
+
+std::string DatasetShapeJson(const DatasetShape& s, int version) {
   return nlohmann::ordered_json{{"format", "baton-episodes"},
-                                {"version", 1},
+                                {"version", version},
                                 {"latent_channels", s.channels},
                                 {"height", s.height},
                                 {"width", s.width},
@@ -59,12 +67,24 @@ std::string DatasetShapeJson(const DatasetShape& s) {
 
 namespace {
 
-Result<DatasetShape> LoadInfo(const std::string& path) {
+Result<DatasetShape> LoadInfo(const std::string& path, int* version) {
   auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   DatasetShape s;
   try {
     const auto j = nlohmann::json::parse(text.value());
+    if (j.is_object() && j.contains("version")) {
+      if (!j["version"].is_number_integer() || j["version"].get<int64_t>() < 1) {
+        throw std::runtime_error("key 'version' must be a positive integer");
+      }
+      if (j["version"].get<int64_t>() > kDatasetFormatVersion) {
+        throw std::runtime_error("dataset format version " +
+                                 std::to_string(j["version"].get<int64_t>()) +
+                                 " is newer than this baton reads (up to " +
+                                 std::to_string(kDatasetFormatVersion) + ")");
+      }
+      *version = int(j["version"].get<int64_t>());
+    }
     auto get = [&](const char* key, int64_t* out) {
       if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1) {
         throw std::runtime_error(std::string("key '") + key + "' must be a positive integer");
@@ -84,6 +104,23 @@ Result<DatasetShape> LoadInfo(const std::string& path) {
   return s;
 }
 
+// LeRobot's info.json has a codebase_version; baton's never does.
+std::string LeRobotCodebaseVersion(const std::string& dir) {
+  const fs::path info = fs::path(dir) / "meta" / "info.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(info, ec)) return "";
+  auto text = ReadFile(info.string());
+  if (!text.ok()) return "";
+  try {
+    const auto j = nlohmann::json::parse(text.value());
+    if (j.is_object() && j.contains("codebase_version")) {
+      return j["codebase_version"].is_string() ? j["codebase_version"].get<std::string>() : "?";
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return "";
+}
+
 std::string IndexFingerprint(const DatasetIndex& index) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -92,7 +129,7 @@ std::string IndexFingerprint(const DatasetIndex& index) {
     XXH3_64bits_update(state, "\n", 1);  // a separator, so ("ab","c") and ("a","bc") differ
   };
   for (const auto& e : index.episodes) add(EpisodeMetaJson(e));
-  add(index.shape ? DatasetShapeJson(*index.shape) : std::string("no info.json"));
+  add(index.shape ? DatasetShapeJson(*index.shape, index.version) : std::string("no info.json"));
   const uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   char hex[17];
@@ -113,6 +150,14 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
     if (fs::exists(f, ec) && !fs::is_regular_file(f, ec)) {
       return Status::Data(f + ": not a regular file (a dataset's metadata must be plain files)");
     }
+  }
+  // LeRobot folders also hold meta/episodes.jsonl and meta/info.json, in another schema: say what
+  // the folder is instead of "missing 'id'".
+  const std::string lerobot_version = LeRobotCodebaseVersion(index.dir);
+  if (!lerobot_version.empty()) {
+    return Status::Data(
+        index.dir + ": a LeRobot dataset (codebase_version " + lerobot_version +
+        "): import it first with baton-train import-lerobot (docs/lerobot_import.md)");
   }
   std::ifstream in(meta);
   if (!in) {
@@ -148,6 +193,12 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
         return Status::Data(where + ": episode '" + e.id + "': missing or bad 'file'");
       }
       e.file = j["file"].get<std::string>();
+      if (j.contains("text")) {
+        if (!j["text"].is_string() || j["text"].get<std::string>().empty()) {
+          return Status::Data(where + ": episode '" + e.id + "': 'text' must name a file");
+        }
+        e.text = j["text"].get<std::string>();
+      }
     } catch (const nlohmann::json::exception& ex) {
       return Status::Data(where + ": not valid JSON: " + ex.what());
     }
@@ -160,9 +211,18 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
 
   const std::string info = (fs::path(index.dir) / "meta" / "info.json").string();
   if (fs::exists(info, ec)) {
-    auto shape = LoadInfo(info);
+    auto shape = LoadInfo(info, &index.version);
     if (!shape.ok()) return shape.status();
     index.shape = shape.value();
+  }
+  if (index.version < 2) {
+    for (const auto& e : index.episodes) {
+      if (!e.text.empty()) {
+        return Status::Data(meta + ": episode '" + e.id +
+                            "' names a shared text file, which needs format version 2 in "
+                            "meta/info.json");
+      }
+    }
   }
   index.fingerprint = IndexFingerprint(index);
   return index;

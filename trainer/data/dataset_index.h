@@ -1,9 +1,10 @@
 // DatasetIndex: a dataset folder's metadata — which episodes exist, how long each is, and the
 // tensor sizes every episode shares. Format: docs/dataset_format.md.
 //
-//   <dir>/meta/episodes.jsonl   one JSON object per line: {"id", "n_video", "file"}
-//   <dir>/meta/info.json        optional: shared sizes (channels, height, width, action_dim, ...)
+//   <dir>/meta/episodes.jsonl   one JSON object per line: {"id", "n_video", "file"[, "text"]}
+//   <dir>/meta/info.json        optional: format version and shared sizes (channels, height, ...)
 //   <dir>/<file>                one safetensors file per episode
+//   <dir>/<text>                version 2: a text embedding shared by the episodes naming it
 //
 // Episode length F = (n_video - 1) // 4 + 1 latent frames comes from metadata alone, so the
 // sampler can plan an epoch without opening a single episode file. Immutable after loading.
@@ -24,7 +25,10 @@ inline int64_t EpisodeLatentFrames(int64_t n_video) { return (n_video - 1) / 4 +
 struct EpisodeMeta {
   std::string id;
   int64_t n_video = 0;
-  std::string file;    // relative to the dataset folder
+  std::string file;  // relative to the dataset folder
+  // Version 2: the file holding this episode's `text` tensor (relative to the dataset folder),
+  // shared by every episode with the same text; empty when the episode file holds its own.
+  std::string text;
   int64_t frames = 0;  // latent frames F
 };
 
@@ -49,6 +53,7 @@ struct DatasetIndex {
   std::string dir;
   std::vector<EpisodeMeta> episodes;
   std::optional<DatasetShape> shape;  // from meta/info.json when present
+  int version = 1;                    // meta/info.json's "version" (1 when absent)
   // XXH3-64 (16 hex digits) of the index as read: every episode's id, n_video and file in order,
   // and the shared sizes. An exact resume compares it with the checkpoint's, so a run never
   // continues its data position on another dataset. Episode file contents are not hashed (that
@@ -57,15 +62,21 @@ struct DatasetIndex {
 
   std::vector<int64_t> BucketKeys() const;
   std::string EpisodePath(int64_t i) const;
+  // Where episode i's text tensor lives: its text file (version 2) or its episode file.
+  std::string TextPath(int64_t i) const;
 };
 
+// The newest dataset format version this build reads and writes.
+constexpr int kDatasetFormatVersion = 2;
+
 // Reads meta/episodes.jsonl (and meta/info.json if present). Code::kData naming file:line for a
-// malformed line, a missing field, n_video < 1, a repeated id or an empty index; kNotFound when
-// the folder or the index file is missing.
+// malformed line, a missing field, n_video < 1, a repeated id, an empty index, a format version
+// newer than kDatasetFormatVersion, or a LeRobot dataset (which must be imported first);
+// kNotFound when the folder or the index file is missing.
 Result<DatasetIndex> LoadDatasetIndex(const std::string& dir);
 
 // The JSON line / document the writers emit (synth-data, converters).
 std::string EpisodeMetaJson(const EpisodeMeta& e);
-std::string DatasetShapeJson(const DatasetShape& s);
+std::string DatasetShapeJson(const DatasetShape& s, int version = 1);
 
 }  // namespace baton

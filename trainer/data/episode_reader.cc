@@ -23,9 +23,17 @@ Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
   const StTensorInfo* lat = file.Find("latents");
   const StTensorInfo* act = file.Find("actions");
   const StTensorInfo* mask = file.Find("actions_mask");
-  const StTensorInfo* text = file.Find("text");
-  if (!lat || !act || !mask || !text) {
-    return bad("needs tensors latents, actions, actions_mask and text");
+  // Version 2 keeps the text in a file shared by every episode with the same prompt.
+  std::shared_ptr<const SafetensorsFile> text_file = opened.value();
+  if (!meta.text.empty()) {
+    auto t = SafetensorsFile::Open(index.TextPath(i));
+    if (!t.ok()) return Status::Data("episode '" + meta.id + "': text: " + t.status().message());
+    text_file = t.value();
+  }
+  const StTensorInfo* text = text_file->Find("text");
+  if (!lat || !act || !mask) return bad("needs tensors latents, actions and actions_mask");
+  if (!text) {
+    return Status::Data(text_file->path() + ": episode '" + meta.id + "': needs a tensor 'text'");
   }
   if (lat->shape.size() != 4)
     return bad("latents must be [C, F, H, W], got " + ShapeString(lat->shape));
@@ -64,7 +72,11 @@ Result<EpisodeData> ReadEpisode(const DatasetIndex& index, int64_t i) {
   BATON_RETURN_IF_ERROR(read("latents", &ep.latents));
   BATON_RETURN_IF_ERROR(read("actions", &ep.actions));
   BATON_RETURN_IF_ERROR(read("actions_mask", &ep.actions_mask));
-  BATON_RETURN_IF_ERROR(read("text", &ep.text));
+  {
+    auto r = text_file->ReadFloat32("text");
+    if (!r.ok()) return r.status();
+    ep.text = std::move(r).value();
+  }
   // One NaN in one episode would turn every weight into NaN at its first step: refuse the data
   // where it is read, naming the file and the tensor.
   for (const auto& [name, values] :

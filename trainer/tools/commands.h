@@ -18,5 +18,7 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected);
 void RegisterOneStep(CLI::App& app, CommandFn* selected);
 void RegisterTensorDiff(CLI::App& app, CommandFn* selected);
 void RegisterCkpt(CLI::App& app, CommandFn* selected);
+void RegisterLeRobotStats(CLI::App& app, CommandFn* selected);
+void RegisterImportLeRobot(CLI::App& app, CommandFn* selected);
 
 }  // namespace baton

@@ -1,0 +1,19 @@
+// Page decompression for the parquet reader: UNCOMPRESSED, SNAPPY (libsnappy) and ZSTD (libzstd),
+// the codecs pyarrow writes for LeRobot. Other codecs are named in the error, not guessed at.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "schema/status.h"
+
+namespace baton::parquet {
+
+// The name of a parquet CompressionCodec value ("SNAPPY", "GZIP", ...).
+std::string CodecName(int64_t codec);
+
+// Decompresses `n` bytes at `in` into exactly `expected` bytes. kData on a bad stream, a size
+// mismatch or an unsupported codec; the caller prefixes the file and column.
+Status Decompress(int64_t codec, const uint8_t* in, size_t n, size_t expected, std::string* out);
+
+}  // namespace baton::parquet

@@ -1,0 +1,185 @@
+#include "trainer/parquet/thrift_compact.h"
+
+#include <cstring>
+
+namespace baton::parquet {
+namespace {
+
+constexpr int kMaxDepth = 32;
+
+// Compact protocol wire types.
+enum : uint8_t {
+  kStop = 0,
+  kTrue = 1,
+  kFalse = 2,
+  kByte = 3,
+  kI16 = 4,
+  kI32 = 5,
+  kI64 = 6,
+  kDouble = 7,
+  kBinary = 8,
+  kList = 9,
+  kSet = 10,
+  kMap = 11,
+  kStruct = 12,
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size, size_t pos) : data_(data), size_(size), pos_(pos) {}
+  size_t pos() const { return pos_; }
+
+  Status Byte(uint8_t* out) {
+    if (pos_ >= size_) return Status::Data("thrift: truncated");
+    *out = data_[pos_++];
+    return Status::Ok();
+  }
+  Status Varint(uint64_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      BATON_RETURN_IF_ERROR(Byte(&b));
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        *out = v;
+        return Status::Ok();
+      }
+    }
+    return Status::Data("thrift: varint longer than 10 bytes");
+  }
+  Status ZigZag(int64_t* out) {
+    uint64_t v;
+    BATON_RETURN_IF_ERROR(Varint(&v));
+    *out = int64_t(v >> 1) ^ -int64_t(v & 1);
+    return Status::Ok();
+  }
+
+  Status Value(uint8_t type, int depth, ThriftValue* out) {
+    if (depth > kMaxDepth) return Status::Data("thrift: nesting deeper than 32");
+    switch (type) {
+      case kTrue:
+      case kFalse:
+        out->kind = ThriftValue::Kind::kInt;
+        out->i = type == kTrue;
+        return Status::Ok();
+      case kByte: {
+        uint8_t b;
+        BATON_RETURN_IF_ERROR(Byte(&b));
+        out->i = int8_t(b);
+        return Status::Ok();
+      }
+      case kI16:
+      case kI32:
+      case kI64:
+        out->kind = ThriftValue::Kind::kInt;
+        return ZigZag(&out->i);
+      case kDouble: {
+        if (size_ - pos_ < 8) return Status::Data("thrift: truncated double");
+        uint64_t bits = 0;
+        for (int k = 0; k < 8; ++k) bits |= uint64_t(data_[pos_ + k]) << (8 * k);
+        pos_ += 8;
+        std::memcpy(&out->d, &bits, 8);
+        out->kind = ThriftValue::Kind::kDouble;
+        return Status::Ok();
+      }
+      case kBinary: {
+        uint64_t n;
+        BATON_RETURN_IF_ERROR(Varint(&n));
+        if (n > size_ - pos_) return Status::Data("thrift: binary runs past the end");
+        out->kind = ThriftValue::Kind::kBinary;
+        out->bin.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+        pos_ += n;
+        return Status::Ok();
+      }
+      case kList:
+      case kSet: {
+        uint8_t h;
+        BATON_RETURN_IF_ERROR(Byte(&h));
+        uint64_t n = h >> 4;
+        if (n == 15) BATON_RETURN_IF_ERROR(Varint(&n));
+        const uint8_t elem = h & 0x0f;
+        if (n > size_ - pos_) return Status::Data("thrift: list longer than its bytes");
+        out->kind = ThriftValue::Kind::kList;
+        out->list.resize(n);
+        for (auto& v : out->list) {
+          // In a list a bool is one byte (the compact protocol's element encoding).
+          if (elem == kTrue || elem == kFalse) {
+            uint8_t b;
+            BATON_RETURN_IF_ERROR(Byte(&b));
+            v.i = b == 1;
+            continue;
+          }
+          BATON_RETURN_IF_ERROR(Value(elem, depth + 1, &v));
+        }
+        return Status::Ok();
+      }
+      case kMap: {
+        uint64_t n;
+        BATON_RETURN_IF_ERROR(Varint(&n));
+        if (n == 0) return Status::Ok();
+        uint8_t kv;
+        BATON_RETURN_IF_ERROR(Byte(&kv));
+        for (uint64_t k = 0; k < n; ++k) {
+          ThriftValue skip;
+          BATON_RETURN_IF_ERROR(Value(kv >> 4, depth + 1, &skip));
+          BATON_RETURN_IF_ERROR(Value(kv & 0x0f, depth + 1, &skip));
+        }
+        return Status::Ok();
+      }
+      case kStruct:
+        return Struct(depth + 1, out);
+      default:
+        return Status::Data("thrift: unknown wire type " + std::to_string(type));
+    }
+  }
+
+  Status Struct(int depth, ThriftValue* out) {
+    out->kind = ThriftValue::Kind::kStruct;
+    out->st = std::make_shared<ThriftStruct>();
+    int16_t last = 0;
+    while (true) {
+      uint8_t h;
+      BATON_RETURN_IF_ERROR(Byte(&h));
+      if (h == kStop) return Status::Ok();
+      const uint8_t type = h & 0x0f;
+      int16_t id;
+      if (h >> 4) {
+        id = int16_t(last + (h >> 4));
+      } else {
+        int64_t v;
+        BATON_RETURN_IF_ERROR(ZigZag(&v));
+        id = int16_t(v);
+      }
+      last = id;
+      BATON_RETURN_IF_ERROR(Value(type, depth, &(*out->st)[id]));
+    }
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_;
+};
+
+}  // namespace
+
+const ThriftValue* ThriftValue::Field(int16_t id) const {
+  if (kind != Kind::kStruct || !st) return nullptr;
+  auto it = st->find(id);
+  return it == st->end() ? nullptr : &it->second;
+}
+
+int64_t ThriftValue::Int(int16_t id, int64_t def) const {
+  const ThriftValue* f = Field(id);
+  return f && f->kind == Kind::kInt ? f->i : def;
+}
+
+Result<ThriftValue> ReadThriftStruct(const uint8_t* data, size_t size, size_t* pos) {
+  Reader r(data, size, *pos);
+  ThriftValue v;
+  BATON_RETURN_IF_ERROR(r.Struct(0, &v));
+  *pos = r.pos();
+  return v;
+}
+
+}  // namespace baton::parquet
