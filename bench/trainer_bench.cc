@@ -10,6 +10,7 @@
 //   gemm --rows M --inner K --cols N           torch::mm FLOP/s of that shape, float32
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -199,6 +200,11 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
   for (int64_t i = 0; i < episodes; ++i) eps.push_back(baton::ReadEpisode(index, i).value());
   double frames = 0;
   for (const auto& e : eps) frames += double(e.frames);
+  // Batches of similar lengths, as the length-bucketing sampler forms them in training: packing
+  // episodes of any lengths would pad every row to its longest one.
+  std::stable_sort(
+      eps.begin(), eps.end(),
+      [](const baton::EpisodeData& a, const baton::EpisodeData& b) { return a.frames < b.frames; });
   std::vector<baton::PaddedBatch> micro;
   for (int64_t m = 0; m < episodes / batch; ++m) {
     micro.push_back(baton::PadCollate({eps.begin() + m * batch, eps.begin() + (m + 1) * batch},
@@ -212,18 +218,11 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
   auto group = baton::ProcessGroupHandle::Create(baton::DistEnv{}, false);
   baton::TrainStepper stepper(model, &opt, group.get(), config.value(), eps[0].shape,
                               torch::kFloat32, torch::kCPU);
-  stepper.Step(micro, 0, frames, 0.0, false);  // warm-up (allocator, thread pool)
-  double best = 1e300;
-  baton::StepStats st;
-  for (int64_t r = 0; r < reps; ++r) {
-    st = stepper.Step(micro, r + 1, frames, 0.0, false);
-    best = std::min(best, st.seconds);
-  }
   // Model FLOPs per valid token: the linear layers from the dims (padded tokens are work but not
   // counted), plus the attention's allowed score entries (q k^T and p v, forward and backward).
   const baton::ModelDims dims = model->dims();
   double allowed = 0;
-  int64_t ops = 0, calls = 0, computed = 0;
+  int64_t ops = 0, calls = 0, computed = 0, valid = 0, padded = 0;
   for (const auto& b : micro) {
     const baton::MicroBatch mb =
         baton::PrepareMicroBatch(b, uint64_t(config->run.seed), 1, eps[0].shape, config->objective,
@@ -232,23 +231,32 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
     computed += mb.layout_tensors.computed_pairs;
     calls += int64_t(mb.layout_tensors.calls.size());
     ops += AttentionOpsPerLayer(mb, dims);
+    valid += mb.tokens;
+    padded += mb.padded_tokens;
+  }
+  if (reps > 0) stepper.Step(micro, 0, frames, 0.0, false);  // warm-up (allocator, threads)
+  double best = 1e300;  // --reps 0: the plan figures only, no timing
+  baton::StepStats st;
+  for (int64_t r = 0; r < reps; ++r) {
+    st = stepper.Step(micro, r + 1, frames, 0.0, false);
+    best = std::min(best, st.seconds);
   }
   const double dense = DenseFlopsPerToken(dims);
   const double attention =
-      allowed * double(dims.dim) * 2 * 2 * 3 * double(dims.layers) / double(st.tokens);
+      allowed * double(dims.dim) * 2 * 2 * 3 * double(dims.layers) / double(valid);
   nlohmann::ordered_json j{{"case", "throughput"},
                            {"batch", batch},
                            {"micro_batches", micro.size()},
                            {"episodes", episodes},
                            {"dim", dims.dim},
                            {"layers", dims.layers},
-                           {"valid_tokens", st.tokens},
-                           {"padded_tokens", st.padded_tokens},
+                           {"valid_tokens", valid},
+                           {"padded_tokens", padded},
                            {"best_step_seconds", best},
-                           {"tokens_per_s", double(st.tokens) / best},
+                           {"tokens_per_s", double(valid) / best},
                            {"flops_per_token", dense + attention},
                            {"attention_flops_per_token", attention},
-                           {"achieved_flops_per_s", (dense + attention) * double(st.tokens) / best},
+                           {"achieved_flops_per_s", (dense + attention) * double(valid) / best},
                            {"attention_ops_per_layer", ops},
                            {"attention_calls_per_layer", calls},
                            {"computed_pairs", computed},

@@ -37,7 +37,7 @@ sed -e 's/dim: 96, heads: 4, layers: 2, ffn_dim: 384/dim: 512, heads: 8, layers:
   "$work/cfg.yaml" >"$work/wide.yaml"
 
 echo
-echo "== 1. tokens/s: batch 4 packed vs batch 1 (F 24..64, ~40 tokens/frame)"
+echo "== 1. tokens/s: batch 4 packed vs batch 1 (F 24..64, ~40 tokens/frame; batches of similar lengths)"
 report() {  # label B1_JSON B4_JSON GEMM_JSON
   python3 - "$@" <<'PY'
 import json, sys
@@ -51,7 +51,12 @@ for r in (b1, b4):
           f"{r['achieved_flops_per_s']/1e9:6.2f} GFLOP/s = {r['achieved_flops_per_s']/g['flops_per_s']:.0%} of the GEMM; "
           f"attention: {r['attention_ops_per_layer']} ops per layer over the {r['episodes']} episodes "
           f"({r['attention_calls_per_layer']} batched calls), computed/allowed {r['computed_pairs']/r['allowed_pairs']:.2f}")
-print(f"  packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x valid tok/s; attention ops per layer "
+row = lambda r: (r['valid_tokens'] + r['padded_tokens']) / r['best_step_seconds']
+print(f"  packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x valid tok/s "
+      f"({row(b4) / row(b1):.2f}x row tok/s, padded frames included: the padding of the longer rows "
+      f"costs {b4['padded_tokens'] / (b4['valid_tokens'] + b4['padded_tokens']):.0%} vs "
+      f"{b1['padded_tokens'] / (b1['valid_tokens'] + b1['padded_tokens']):.0%} of their tokens)")
+print(f"  attention ops per layer "
       f"{b4['attention_ops_per_layer']} vs {b1['attention_ops_per_layer']} = {b4['attention_ops_per_layer']/b1['attention_ops_per_layer']:.2f}x")
 print(f"  GEMM: torch::mm float32 {g['m']}x{g['k']} @ {g['k']}x{g['n']}: {g['flops_per_s']/1e9:.2f} GFLOP/s ({g['threads']} threads)")
 for r in (b1, b4):

@@ -132,20 +132,21 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
   const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   // Head-major, so a gather along the tokens is already [H * groups, l, D] for the batched
-  // matmuls, and keys and values travel in one gather (the large one: every group has its keys).
-  auto qh = q.transpose(0, 1).contiguous();  // [H, T, D]
-  auto kvh =
-      torch::cat({torch::cat({k, v}, -1).transpose(0, 1), torch::zeros({H, 1, 2 * D}, q.options())},
-                 1);  // [H, T + 1, 2D], row T the zero row of empty slots
+  // matmuls; row T of the keys and values is the zero row of empty slots.
+  auto head_major = [&](const torch::Tensor& x, bool zero_row) {
+    auto h = x.transpose(0, 1);  // [H, T, D]
+    return zero_row ? torch::cat({h, torch::zeros({H, 1, D}, x.options())}, 1) : h.contiguous();
+  };
+  auto qh = head_major(q * scale, false), kh = head_major(k, true), vh = head_major(v, true);
   std::vector<torch::Tensor> outs;
   for (const auto& c : lt.calls) {
     auto qg = qh.index_select(1, c.queries).view({H * c.groups, c.lq, D});
-    auto kvg = kvh.index_select(1, c.keys).view({H * c.groups, c.lk, 2 * D});
-    auto kg = kvg.narrow(2, 0, D), vg = kvg.narrow(2, D, D);
-    auto bias = c.bias.view({1, c.groups, c.lq, c.lk})
-                    .expand({H, c.groups, c.lq, c.lk})
-                    .reshape({H * c.groups, c.lq, c.lk});
-    auto probs = torch::softmax(torch::baddbmm(bias, qg, kg.transpose(1, 2), 1.0, scale), -1);
+    auto kg = kh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
+    auto vg = vh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
+    // The bias broadcasts over the heads in place (bmm's backward does not need its output).
+    auto scores = torch::bmm(qg, kg.transpose(1, 2)).view({H, c.groups, c.lq, c.lk});
+    scores.add_(c.bias.view({1, c.groups, c.lq, c.lk}));
+    auto probs = torch::softmax(scores, -1).view({H * c.groups, c.lq, c.lk});
     outs.push_back(torch::bmm(probs, vg).view({H, c.groups * c.lq, D}));
   }
   auto out = torch::zeros({H, T, D}, q.options());
