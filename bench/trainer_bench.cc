@@ -3,10 +3,11 @@
 //
 //   attention --tokens T --path sparse|dense   time and peak RSS of one masked self-attention
 //                                              forward + backward over a packed row of T tokens
-//   throughput --config CFG --batch B          forward + backward tokens/s over the first 16
-//                                              episodes as micro-batches of B, the model FLOPs
-//                                              per valid token, and attention ops per layer
-//                                              (--profile: time per top-level op of one step)
+//   throughput --config CFG --batch 1,4        training tokens/s over the first 16 episodes as
+//                                              micro-batches of each size, timed in turns with
+//                                              a float32 GEMM; the model FLOPs per valid token
+//                                              and attention ops per layer (--profile: time per
+//                                              top-level op of one step)
 //   gemm --rows M --inner K --cols N           torch::mm FLOP/s of that shape, float32
 #include <sys/resource.h>
 
@@ -188,8 +189,28 @@ int Gemm(int64_t m, int64_t k, int64_t n, int64_t reps) {
   return 0;
 }
 
-int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, int64_t reps,
-               bool profile) {
+double GemmSeconds(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto t0 = Clock::now();
+  auto c = torch::mm(a, b);
+  return Since(t0);
+}
+
+nlohmann::ordered_json GemmJson(int64_t n, double best) {
+  return {{"case", "gemm"},
+          {"dtype", "float32"},
+          {"m", n},
+          {"k", n},
+          {"n", n},
+          {"best_seconds", best},
+          {"flops_per_s", 2.0 * double(n * n * n) / best},
+          {"threads", torch::get_num_threads()}};
+}
+
+// Each batch size in `batches` over the same episodes and the same model, timed in turns (one
+// step of each per round, then a float32 n x n GEMM), so load that comes and goes during the run
+// hits every case alike; best of `reps` rounds each. One JSON line per batch size, then the GEMM.
+int Throughput(const std::string& config_path, const std::vector<int64_t>& batches,
+               int64_t episodes, int64_t reps, bool profile, int64_t gemm_n) {
   auto config = baton::LoadRunConfig(config_path);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
@@ -205,11 +226,6 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
   std::stable_sort(
       eps.begin(), eps.end(),
       [](const baton::EpisodeData& a, const baton::EpisodeData& b) { return a.frames < b.frames; });
-  std::vector<baton::PaddedBatch> micro;
-  for (int64_t m = 0; m < episodes / batch; ++m) {
-    micro.push_back(baton::PadCollate({eps.begin() + m * batch, eps.begin() + (m + 1) * batch},
-                                      config->data.pad_multiple));
-  }
   torch::manual_seed(0);
   baton::VideoActionModel model(baton::MakeModelDims(config.value(), eps[0].shape));
   std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -218,57 +234,83 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
   auto group = baton::ProcessGroupHandle::Create(baton::DistEnv{}, false);
   baton::TrainStepper stepper(model, &opt, group.get(), config.value(), eps[0].shape,
                               torch::kFloat32, torch::kCPU);
-  // Model FLOPs per valid token: the linear layers from the dims (padded tokens are work but not
-  // counted), plus the attention's allowed score entries (q k^T and p v, forward and backward).
   const baton::ModelDims dims = model->dims();
-  double allowed = 0;
-  int64_t ops = 0, calls = 0, computed = 0, valid = 0, padded = 0;
-  for (const auto& b : micro) {
-    const baton::MicroBatch mb =
-        baton::PrepareMicroBatch(b, uint64_t(config->run.seed), 1, eps[0].shape, config->objective,
-                                 dims, torch::kFloat32, torch::kCPU);
-    allowed += double(baton::AllowedPairs(mb.layout_tensors));
-    computed += mb.layout_tensors.computed_pairs;
-    calls += int64_t(mb.layout_tensors.calls.size());
-    ops += AttentionOpsPerLayer(mb, dims);
-    valid += mb.tokens;
-    padded += mb.padded_tokens;
+
+  struct Case {
+    int64_t batch = 1;
+    std::vector<baton::PaddedBatch> micro;
+    nlohmann::ordered_json json;
+    double best = 1e300;  // --reps 0: the plan figures only, no timing
+  };
+  std::vector<Case> cases;
+  for (const int64_t batch : batches) {
+    Case c;
+    c.batch = batch;
+    for (int64_t m = 0; m < episodes / batch; ++m) {
+      c.micro.push_back(baton::PadCollate({eps.begin() + m * batch, eps.begin() + (m + 1) * batch},
+                                          config->data.pad_multiple));
+    }
+    // Model FLOPs per valid token: the linear layers from the dims (padded tokens are work but
+    // not counted), plus the attention's allowed score entries (q k^T and p v, forward and
+    // backward), with the draws of step 1.
+    double allowed = 0;
+    int64_t ops = 0, calls = 0, computed = 0, valid = 0, padded = 0;
+    for (const auto& b : c.micro) {
+      const baton::MicroBatch mb =
+          baton::PrepareMicroBatch(b, uint64_t(config->run.seed), 1, eps[0].shape,
+                                   config->objective, dims, torch::kFloat32, torch::kCPU);
+      allowed += double(baton::AllowedPairs(mb.layout_tensors));
+      computed += mb.layout_tensors.computed_pairs;
+      calls += int64_t(mb.layout_tensors.calls.size());
+      ops += AttentionOpsPerLayer(mb, dims);
+      valid += mb.tokens;
+      padded += mb.padded_tokens;
+    }
+    const double dense = DenseFlopsPerToken(dims);
+    const double attention =
+        allowed * double(dims.dim) * 2 * 2 * 3 * double(dims.layers) / double(valid);
+    c.json = {{"case", "throughput"},
+              {"batch", batch},
+              {"micro_batches", c.micro.size()},
+              {"episodes", episodes},
+              {"dim", dims.dim},
+              {"layers", dims.layers},
+              {"valid_tokens", valid},
+              {"padded_tokens", padded},
+              {"flops_per_token", dense + attention},
+              {"attention_flops_per_token", attention},
+              {"attention_ops_per_layer", ops},
+              {"attention_calls_per_layer", calls},
+              {"computed_pairs", computed},
+              {"allowed_pairs", allowed},
+              {"threads", torch::get_num_threads()}};
+    cases.push_back(std::move(c));
   }
-  if (reps > 0) stepper.Step(micro, 0, frames, 0.0, false);  // warm-up (allocator, threads)
-  double best = 1e300;  // --reps 0: the plan figures only, no timing
-  baton::StepStats st;
+  auto ga = torch::randn({gemm_n, gemm_n}), gb = torch::randn({gemm_n, gemm_n});
+  double gemm_best = 1e300;
+  if (reps > 0) {  // warm-up (allocator, thread pool)
+    for (auto& c : cases) stepper.Step(c.micro, 0, frames, 0.0, false);
+    GemmSeconds(ga, gb);
+  }
   for (int64_t r = 0; r < reps; ++r) {
-    st = stepper.Step(micro, r + 1, frames, 0.0, false);
-    best = std::min(best, st.seconds);
+    for (auto& c : cases)
+      c.best = std::min(c.best, stepper.Step(c.micro, r + 1, frames, 0.0, false).seconds);
+    gemm_best = std::min(gemm_best, GemmSeconds(ga, gb));
   }
-  const double dense = DenseFlopsPerToken(dims);
-  const double attention =
-      allowed * double(dims.dim) * 2 * 2 * 3 * double(dims.layers) / double(valid);
-  nlohmann::ordered_json j{{"case", "throughput"},
-                           {"batch", batch},
-                           {"micro_batches", micro.size()},
-                           {"episodes", episodes},
-                           {"dim", dims.dim},
-                           {"layers", dims.layers},
-                           {"valid_tokens", valid},
-                           {"padded_tokens", padded},
-                           {"best_step_seconds", best},
-                           {"tokens_per_s", double(valid) / best},
-                           {"flops_per_token", dense + attention},
-                           {"attention_flops_per_token", attention},
-                           {"achieved_flops_per_s", (dense + attention) * double(valid) / best},
-                           {"attention_ops_per_layer", ops},
-                           {"attention_calls_per_layer", calls},
-                           {"computed_pairs", computed},
-                           {"allowed_pairs", allowed},
-                           {"threads", torch::get_num_threads()}};
-  if (profile) {
-    OpProfile prof;
-    const auto t0 = Clock::now();
-    stepper.Step(micro, reps + 1, frames, 0.0, false);
-    j["profile"] = prof.Top(Since(t0), 12);
+  for (auto& c : cases) {
+    const double valid = c.json["valid_tokens"].get<double>();
+    c.json["best_step_seconds"] = c.best;
+    c.json["tokens_per_s"] = valid / c.best;
+    c.json["achieved_flops_per_s"] = c.json["flops_per_token"].get<double>() * valid / c.best;
+    if (profile) {
+      OpProfile prof;
+      const auto t0 = Clock::now();
+      stepper.Step(c.micro, reps + 1, frames, 0.0, false);
+      c.json["profile"] = prof.Top(Since(t0), 12);
+    }
+    std::printf("%s\n", c.json.dump().c_str());
   }
-  std::printf("%s\n", j.dump().c_str());
+  std::printf("%s\n", GemmJson(gemm_n, gemm_best).dump().c_str());
   return 0;
 }
 
@@ -277,7 +319,7 @@ int Throughput(const std::string& config_path, int64_t batch, int64_t episodes, 
 int main(int argc, char** argv) {
   CLI::App app{"baton-bench-trainer"};
   app.require_subcommand(1);
-  int64_t tokens = 4096, window = 32, chunk = 2, batch = 4, episodes = 16, reps = 3;
+  int64_t tokens = 4096, window = 32, chunk = 2, episodes = 16, reps = 3;
   std::string path = "sparse", config;
   auto* att = app.add_subcommand("attention", "Masked self-attention forward + backward");
   att->add_option("--tokens", tokens);
@@ -285,9 +327,12 @@ int main(int argc, char** argv) {
   att->add_option("--window", window);
   att->add_option("--chunk", chunk);
   bool profile = false;
-  auto* thr = app.add_subcommand("throughput", "Training tokens/s at a micro-batch size");
+  std::vector<int64_t> batches = {1, 4};
+  int64_t gemm_n = 1024;
+  auto* thr = app.add_subcommand("throughput", "Training tokens/s at micro-batch sizes, in turns");
   thr->add_option("--config", config)->required();
-  thr->add_option("--batch", batch);
+  thr->add_option("--batch", batches, "micro-batch sizes, timed in turns")->delimiter(',');
+  thr->add_option("--gemm", gemm_n, "side of the float32 GEMM timed in each round");
   thr->add_option("--episodes", episodes);
   thr->add_option("--reps", reps);
   thr->add_flag("--profile", profile, "time per top-level op of one more step");
@@ -301,5 +346,5 @@ int main(int argc, char** argv) {
   torch::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
   if (att->parsed()) return Attention(tokens, path, window, chunk);
   if (gemm->parsed()) return Gemm(m, k, n, reps);
-  return Throughput(config, batch, episodes, reps, profile);
+  return Throughput(config, batches, episodes, reps, profile, gemm_n);
 }

@@ -9,7 +9,9 @@
 #  3. 2 Gloo ranks: all-reduce calls and bytes per optimizer step for batch 1 x accum 16 and
 #     batch 4 x accum 4, and the step-time ratio.
 # usage: bench/trainer_bench.sh [BUILD_DIR]
-#   BENCH_WIDE_EPISODES (8): episodes of the wide model's case (0 skips it)
+#   BENCH_EPISODES (16), BENCH_REPS (3): episodes and timed rounds of the small model's case
+#   BENCH_WIDE_EPISODES (8): episodes of the wide model's case (0 skips it; 2 rounds)
+#   BENCH_ATTENTION_TOKENS ("4096 16384 65536"): row sizes of section 2 (dense up to 16384)
 #   BENCH_PROFILE (0): 1 prints the time per top-level op of one step of each throughput case
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,8 @@ bb=$build/bench/baton-bench-trainer
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "machine: $(nproc) CPUs; libtorch intra-op threads = CPUs per rank"
+episodes=${BENCH_EPISODES:-16}
+reps=${BENCH_REPS:-3}
 wide_episodes=${BENCH_WIDE_EPISODES:-8}
 profile=()
 [ "${BENCH_PROFILE:-0}" = 1 ] && profile=(--profile)
@@ -66,21 +70,21 @@ for r in (b1, b4):
             print(f"    {p['seconds']:8.3f} s {p['calls']:>7} x {p['op']}")
 PY
 }
-b1=$("$bb" throughput --config "$work/cfg.yaml" --batch 1 "${profile[@]}")
-b4=$("$bb" throughput --config "$work/cfg.yaml" --batch 4 "${profile[@]}")
-gemm=$("$bb" gemm --rows 2048 --inner 2048 --cols 2048)
-report "small model" "$b1" "$b4" "$gemm"
+# Batch 1 and batch 4 (and a float32 GEMM) timed in turns in one process, best of the rounds:
+# load that comes and goes during the run hits both alike.
+"$bb" throughput --config "$work/cfg.yaml" --batch 1,4 --episodes "$episodes" --reps "$reps" --gemm 1024 "${profile[@]}" >"$work/small.jsonl"
+report "small model" "$(sed -n 1p "$work/small.jsonl")" "$(sed -n 2p "$work/small.jsonl")" "$(sed -n 3p "$work/small.jsonl")"
 echo "(the reference figure, docs/design.md: 1.15x per token on one GPU)"
 if [ "$wide_episodes" -gt 0 ]; then
-  w1=$("$bb" throughput --config "$work/wide.yaml" --batch 1 --episodes "$wide_episodes" --reps 1 "${profile[@]}")
-  w4=$("$bb" throughput --config "$work/wide.yaml" --batch 4 --episodes "$wide_episodes" --reps 1 "${profile[@]}")
-  report "wide model" "$w1" "$w4" "$gemm"
+  "$bb" throughput --config "$work/wide.yaml" --batch 1,4 --episodes "$wide_episodes" --reps 2 \
+    --gemm 1024 "${profile[@]}" >"$work/wide.jsonl"
+  report "wide model" "$(sed -n 1p "$work/wide.jsonl")" "$(sed -n 2p "$work/wide.jsonl")" "$(sed -n 3p "$work/wide.jsonl")"
 fi
 
 echo
 echo "== 2. block-sparse vs dense attention (window 32, chunk 2, 2 heads x 64)"
 rows=$work/att.jsonl
-for t in 4096 16384 65536; do
+for t in ${BENCH_ATTENTION_TOKENS:-4096 16384 65536}; do
   "$bb" attention --tokens $t --path sparse >>"$rows"
   if [ $t -le 16384 ]; then "$bb" attention --tokens $t --path dense >>"$rows"; fi
 done
