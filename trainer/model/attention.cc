@@ -50,8 +50,10 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
     angles.push_back(torch::outer(p, freq));
   }
   auto ang = torch::cat(angles, 1).unsqueeze(1);  // [T, 1, hd/2]
-  lt.rope_cos = ang.cos().to(dtype).to(device);
-  lt.rope_sin = ang.sin().to(dtype).to(device);
+  // Per dimension, for the pair-swapped form of ApplyRope: (cos, cos) and (-sin, sin).
+  auto cos = ang.cos(), sin = ang.sin();
+  lt.rope_cos = torch::stack({cos, cos}, -1).reshape({T, 1, -1}).to(dtype).to(device);
+  lt.rope_sin = torch::stack({-sin, sin}, -1).reshape({T, 1, -1}).to(dtype).to(device);
 
   // Self-attention: the plan's buckets, each one batched call over groups of every sample.
   const AttentionPlan plan = PlanAttention(l, call_cost_pairs);
@@ -119,12 +121,11 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
 }
 
 torch::Tensor ApplyRope(const torch::Tensor& x, const LayoutTensors& lt) {
+  // (x0, x1) -> (x0 cos - x1 sin, x1 cos + x0 sin) as x * (cos, cos) + (x1, x0) * (-sin, sin):
+  // the same products and sums, in four ops and without select's zero-filled backward.
   const auto sizes = x.sizes();
-  auto pairs = x.reshape({sizes[0], sizes[1], sizes[2] / 2, 2});
-  auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);
-  auto r0 = x0 * lt.rope_cos - x1 * lt.rope_sin;
-  auto r1 = x0 * lt.rope_sin + x1 * lt.rope_cos;
-  return torch::stack({r0, r1}, -1).reshape(sizes);
+  auto swapped = x.reshape({sizes[0], sizes[1], sizes[2] / 2, 2}).flip(-1).reshape(sizes);
+  return x * lt.rope_cos + swapped * lt.rope_sin;
 }
 
 torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& k,

@@ -31,7 +31,7 @@ struct AttentionCall {
 
 struct LayoutTensors {
   int64_t tokens = 0;
-  torch::Tensor rope_cos, rope_sin;  // [T, 1, head_dim / 2]
+  torch::Tensor rope_cos, rope_sin;  // [T, 1, head_dim]: (cos, cos), (-sin, sin) per pair
   std::vector<AttentionCall> calls;  // self-attention, one per bucket of the plan
   torch::Tensor query_positions;     // concat of the calls' queries (for the scatter)
   // Cross-attention: every token of the row (padded frames included) ordered sample-major, its

@@ -33,8 +33,10 @@ struct AttentionPlan {
 };
 
 // The default fixed cost of one batched call, in score entries: what one more call per layer
-// (a dozen ops forward and backward) costs next to the padding it would save. Measured on CPU
-// with bench/trainer_bench.sh; a larger value gives fewer, more padded calls.
+// (a dozen ops forward and backward) is worth in padding. A middle ground: on a CPU a call costs
+// well under a millisecond and a score entry ~0.1-1 us (lower is better there); on a GPU a call
+// is a dozen kernel launches and an entry nearly free (higher is better). A larger value gives
+// fewer, more padded calls.
 inline constexpr int64_t kAttentionCallCostPairs = 200000;
 
 // Buckets every query group of the layout (all samples) by key count, choosing the bucket
