@@ -13,7 +13,8 @@ bt=${1:-build}/trainer/baton-train
 [ -x "$bt" ] || { echo "build first: bash scripts/build.sh" >&2; exit 1; }
 work=$(mktemp -d -p "${BATON_BENCH_DIR:-/var/tmp}")
 trap 'rm -rf "$work"' EXIT
-if [ -r bench/lib/machine_load.sh ]; then source bench/lib/machine_load.sh && report_machine_load; fi
+source bench/lib/machine_load.sh
+bench_machine_load
 
 "$bt" synth-data --out "$work/ds" --episodes 16 --seed 1 --frames 60:61 --height 8 --width 8 \
   --channels 4 --action-dim 8 --action-steps 4 --text-len 16 --text-dim 32 >/dev/null

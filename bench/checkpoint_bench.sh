@@ -5,6 +5,8 @@
 # usage: bench/checkpoint_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/machine_load.sh
+bench_machine_load
 bt=${1:-build}/trainer/baton-train
 [ -x "$bt" ] || { echo "build first: bash scripts/build.sh" >&2; exit 1; }
 work=$(mktemp -d -p "${BATON_BENCH_DIR:-/var/tmp}")

@@ -6,6 +6,8 @@
 # usage: bench/import_bench.sh [BUILD_DIR] [SEGMENTS (500)] [TEXT_LEN (512)] [TEXT_DIM (4096)] [WORKERS (2)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/machine_load.sh
+bench_machine_load
 bt=${1:-build}/trainer/baton-train
 n=${2:-500} L=${3:-512} D=${4:-4096} workers=${5:-2}
 [ -x "$bt" ] || { echo "build first: bash scripts/build.sh" >&2; exit 1; }

@@ -27,6 +27,8 @@
 #   BENCH_BUILD_DIR (build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/machine_load.sh
+bench_machine_load
 src=$(pwd)
 build=${BENCH_BUILD_DIR:-build}
 baton=$src/$build/orchestrator/baton

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Trainer benchmarks (the packed trainer issue), figures printed as ratios from one run:
-#  1. training tokens/s, batch 4 packed vs batch 1, same model and episodes;
+# Trainer benchmarks (the packed trainer issues), figures printed as ratios from one run:
+#  1. training tokens/s, batch 4 packed vs batch 1, same model and episodes, at the small model
+#     (dim 96, 2 layers) and a wider one (dim 512, 4 layers) where the linear layers matter; the
+#     achieved FLOP/s of the step (model FLOPs per valid token x tokens/s) next to a float32
+#     torch::mm measured in the same run; attention ops per layer, packed vs not;
 #  2. block-sparse vs dense masked attention (forward + backward): time and peak memory at 4k, 16k
 #     and 64k tokens per row, and computed / allowed score entries;
 #  3. 2 Gloo ranks: all-reduce calls and bytes per optimizer step for batch 1 x accum 16 and
 #     batch 4 x accum 4, and the step-time ratio.
 # usage: bench/trainer_bench.sh [BUILD_DIR]
+#   BENCH_EPISODES (16), BENCH_REPS (3): episodes and timed rounds of the small model's case
+#   BENCH_WIDE_EPISODES (8): episodes of the wide model's case (0 skips it; 2 rounds)
+#   BENCH_ATTENTION_TOKENS ("4096 16384 65536"): row sizes of section 2 (dense up to 16384)
+#   BENCH_PROFILE (0): 1 prints the time per top-level op of one step of each throughput case
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/machine_load.sh
+bench_machine_load
 build=${1:-build}
 bt=$build/trainer/baton-train
 bb=$build/bench/baton-bench-trainer
@@ -15,6 +24,11 @@ bb=$build/bench/baton-bench-trainer
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "machine: $(nproc) CPUs; libtorch intra-op threads = CPUs per rank"
+episodes=${BENCH_EPISODES:-16}
+reps=${BENCH_REPS:-3}
+wide_episodes=${BENCH_WIDE_EPISODES:-8}
+profile=()
+[ "${BENCH_PROFILE:-0}" = 1 ] && profile=(--profile)
 
 "$bt" synth-data --out "$work/ds" --episodes 32 --seed 0 --frames 24:64 >/dev/null
 cat >"$work/cfg.yaml" <<YAML
@@ -23,24 +37,54 @@ data: {path: $work/ds, batch_size: 4, pad_multiple: 8}
 model: {dim: 96, heads: 4, layers: 2, ffn_dim: 384, freq_dim: 64}
 optim: {lr: 1.0e-3, warmup_steps: 0}
 YAML
+sed -e 's/dim: 96, heads: 4, layers: 2, ffn_dim: 384/dim: 512, heads: 8, layers: 4, ffn_dim: 2048/' \
+  "$work/cfg.yaml" >"$work/wide.yaml"
 
 echo
-echo "== 1. tokens/s: batch 4 packed vs batch 1 (16 episodes, F 24..64, ~40 tokens/frame)"
-b1=$("$bb" throughput --config "$work/cfg.yaml" --batch 1)
-b4=$("$bb" throughput --config "$work/cfg.yaml" --batch 4)
-python3 - "$b1" "$b4" <<'PY'
+echo "== 1. tokens/s: batch 4 packed vs batch 1 (F 24..64, ~40 tokens/frame; batches of similar lengths)"
+report() {  # label B1_JSON B4_JSON GEMM_JSON
+  python3 - "$@" <<'PY'
 import json, sys
-b1, b4 = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+label, b1, b4, g = sys.argv[1], *(json.loads(a) for a in sys.argv[2:])
+print(f"{label}: dim {b1['dim']}, {b1['layers']} layers, {b1['episodes']} episodes, "
+      f"{b1['flops_per_token']/1e6:.1f} MFLOP per valid token "
+      f"({b1['attention_flops_per_token']/1e6:.1f} of them attention)")
 for r in (b1, b4):
-    print(f"batch {r['batch']:>2} x {r['micro_batches']:>2} micro-batches: {r['tokens_per_s']:>9.0f} valid tok/s "
-          f"(step {r['best_step_seconds']:.2f} s, {r['padded_tokens']} padded tokens)")
-print(f"packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x  (the reference figure, docs/design.md: 1.15x per token on one GPU)")
+    print(f"  batch {r['batch']:>2} x {r['micro_batches']:>2} micro-batches: {r['tokens_per_s']:>9.0f} valid tok/s "
+          f"(step {r['best_step_seconds']:.2f} s, {r['padded_tokens']} padded tokens), "
+          f"{r['achieved_flops_per_s']/1e9:6.2f} GFLOP/s = {r['achieved_flops_per_s']/g['flops_per_s']:.0%} of the GEMM; "
+          f"attention: {r['attention_ops_per_layer']} ops per layer over the {r['episodes']} episodes "
+          f"({r['attention_calls_per_layer']} batched calls), computed/allowed {r['computed_pairs']/r['allowed_pairs']:.2f}")
+row = lambda r: (r['valid_tokens'] + r['padded_tokens']) / r['best_step_seconds']
+print(f"  packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x valid tok/s "
+      f"({row(b4) / row(b1):.2f}x row tok/s, padded frames included: the padding of the longer rows "
+      f"costs {b4['padded_tokens'] / (b4['valid_tokens'] + b4['padded_tokens']):.0%} vs "
+      f"{b1['padded_tokens'] / (b1['valid_tokens'] + b1['padded_tokens']):.0%} of their tokens)")
+print(f"  attention ops per layer "
+      f"{b4['attention_ops_per_layer']} vs {b1['attention_ops_per_layer']} = {b4['attention_ops_per_layer']/b1['attention_ops_per_layer']:.2f}x")
+print(f"  GEMM: torch::mm float32 {g['m']}x{g['k']} @ {g['k']}x{g['n']}: {g['flops_per_s']/1e9:.2f} GFLOP/s ({g['threads']} threads)")
+for r in (b1, b4):
+    if "profile" in r:
+        print(f"  time per top-level op, one step at batch {r['batch']}:")
+        for p in r["profile"]:
+            print(f"    {p['seconds']:8.3f} s {p['calls']:>7} x {p['op']}")
 PY
+}
+# Batch 1 and batch 4 (and a float32 GEMM) timed in turns in one process, best of the rounds:
+# load that comes and goes during the run hits both alike.
+"$bb" throughput --config "$work/cfg.yaml" --batch 1,4 --episodes "$episodes" --reps "$reps" --gemm 1024 "${profile[@]}" >"$work/small.jsonl"
+report "small model" "$(sed -n 1p "$work/small.jsonl")" "$(sed -n 2p "$work/small.jsonl")" "$(sed -n 3p "$work/small.jsonl")"
+echo "(the reference figure, docs/design.md: 1.15x per token on one GPU)"
+if [ "$wide_episodes" -gt 0 ]; then
+  "$bb" throughput --config "$work/wide.yaml" --batch 1,4 --episodes "$wide_episodes" --reps 2 \
+    --gemm 1024 "${profile[@]}" >"$work/wide.jsonl"
+  report "wide model" "$(sed -n 1p "$work/wide.jsonl")" "$(sed -n 2p "$work/wide.jsonl")" "$(sed -n 3p "$work/wide.jsonl")"
+fi
 
 echo
 echo "== 2. block-sparse vs dense attention (window 32, chunk 2, 2 heads x 64)"
 rows=$work/att.jsonl
-for t in 4096 16384 65536; do
+for t in ${BENCH_ATTENTION_TOKENS:-4096 16384 65536}; do
   "$bb" attention --tokens $t --path sparse >>"$rows"
   if [ $t -le 16384 ]; then "$bb" attention --tokens $t --path dense >>"$rows"; fi
 done

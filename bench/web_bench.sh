@@ -5,6 +5,8 @@
 #   bench/web_bench.sh [BUILD_DIR]     (default build/; needs baton and baton_web_fixture built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/machine_load.sh
+bench_machine_load
 build=${1:-build}
 baton=$build/orchestrator/baton
 fixture=$build/tests/web/baton_web_fixture

@@ -1,6 +1,8 @@
 #include "trainer/model/attention.h"
 
+#include <array>
 #include <cmath>
+#include <limits>
 
 namespace baton {
 namespace {
@@ -29,7 +31,7 @@ std::array<int64_t, 3> AxisPairs(int64_t head_dim) {
 }  // namespace
 
 LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double theta,
-                                torch::Device device, torch::Dtype dtype) {
+                                torch::Device device, torch::Dtype dtype, int64_t call_cost_pairs) {
   LayoutTensors lt;
   lt.tokens = l.tokens;
   const int64_t T = l.tokens;
@@ -48,83 +50,111 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
     angles.push_back(torch::outer(p, freq));
   }
   auto ang = torch::cat(angles, 1).unsqueeze(1);  // [T, 1, hd/2]
-  lt.rope_cos = ang.cos().to(dtype).to(device);
-  lt.rope_sin = ang.sin().to(dtype).to(device);
+  // Per dimension, for the pair-swapped form of ApplyRope: (cos, cos) and (-sin, sin).
+  auto cos = ang.cos(), sin = ang.sin();
+  lt.rope_cos = torch::stack({cos, cos}, -1).reshape({T, 1, -1}).to(dtype).to(device);
+  lt.rope_sin = torch::stack({-sin, sin}, -1).reshape({T, 1, -1}).to(dtype).to(device);
 
+  // Self-attention: the plan's buckets, each one batched call over groups of every sample.
+  const AttentionPlan plan = PlanAttention(l, call_cost_pairs);
   std::vector<torch::Tensor> all_queries;
-  for (const auto& a : l.attention) {
-    AttentionGroups g;
-    g.groups = a.groups;
-    g.lq = a.lq;
-    g.lk = a.lk;
-    if (a.groups == 0) {
-      lt.samples.push_back(g);
-      lt.sample_tokens.push_back(torch::empty({0}, i64.device(device)));
-      continue;
-    }
-    std::vector<int64_t> keys = a.keys;
-    for (auto& k : keys) {
-      if (k < 0) k = T;
-    }
-    auto q = torch::tensor(a.queries, i64);
-    auto k = torch::tensor(keys, i64);
+  for (const auto& b : plan.buckets) {
+    AttentionCall c;
+    c.groups = b.groups;
+    c.lq = b.lq;
+    c.lk = b.lk;
     // The exact rule for every (query, key slot) pair of every group; an empty slot allows nothing.
-    auto mask = torch::empty({a.groups, 1, a.lq, a.lk}, torch::kBool);
+    auto mask = torch::empty({b.groups, 1, b.lq, b.lk}, torch::kBool);
     bool* m = mask.data_ptr<bool>();
-    for (int64_t gi = 0; gi < a.groups; ++gi) {
-      const int64_t* slot = a.keys.data() + gi * a.lk;
-      for (int64_t i = 0; i < a.lq; ++i) {
-        const int64_t query = a.queries[gi * a.lq + i];
-        for (int64_t j = 0; j < a.lk; ++j) {
-          *m++ = slot[j] >= 0 && AttentionAllowed(l, query, slot[j]);
+    for (int64_t gi = 0; gi < b.groups; ++gi) {
+      const int64_t* slot = b.keys.data() + gi * b.lk;
+      for (int64_t i = 0; i < b.lq; ++i) {
+        const int64_t query = b.queries[gi * b.lq + i];
+        for (int64_t j = 0; j < b.lk; ++j) {
+          const bool allowed = slot[j] >= 0 && AttentionAllowed(l, query, slot[j]);
+          lt.allowed_pairs += allowed;
+          *m++ = allowed;
         }
       }
     }
-    g.mask = mask.to(device);
     // Every valid query may attend at least to its own block, so no row of a group is empty and
     // an additive -inf bias is safe (and shared by every layer).
-    g.bias = torch::zeros(g.mask.sizes(), torch::TensorOptions().dtype(dtype).device(device))
-                 .masked_fill(g.mask.logical_not(), -std::numeric_limits<double>::infinity());
-    g.queries = q.to(device);
-    g.keys = k.to(device);
-    all_queries.push_back(g.queries);
-    lt.samples.push_back(g);
-    // Every valid token of the sample is a query of exactly one group.
-    lt.sample_tokens.push_back(std::get<0>(torch::sort(q)).to(device));
+    c.bias = torch::zeros(mask.sizes(), torch::TensorOptions().dtype(dtype))
+                 .masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity())
+                 .to(device);
+    std::vector<int64_t> keys = b.keys;
+    for (auto& k : keys) {
+      if (k < 0) k = T;
+    }
+    c.queries = torch::tensor(b.queries, i64).to(device);
+    c.keys = torch::tensor(keys, i64).to(device);
+    all_queries.push_back(c.queries);
+    lt.calls.push_back(std::move(c));
   }
-  lt.valid_query_positions =
-      all_queries.empty() ? torch::empty({0}, i64.device(device)) : torch::cat(all_queries);
+  lt.computed_pairs = plan.computed_pairs();
+  lt.query_positions = all_queries.empty()       ? torch::empty({0}, i64.device(device))
+                       : all_queries.size() == 1 ? all_queries[0]
+                                                 : torch::cat(all_queries);
+
+  // Cross-attention: each sample owns the same number of slots in each segment of the row.
+  lt.samples = l.batch;
+  std::vector<int64_t> order;
+  order.reserve(static_cast<size_t>(T));
+  for (int64_t b = 0; b < l.batch; ++b) {
+    for (int clean = 0; clean < 2; ++clean) {
+      const int64_t v0 = l.VideoToken(clean, b, 0, 0);
+      for (int64_t t = v0; t < v0 + l.padded_frames * l.patches(); ++t) order.push_back(t);
+    }
+    for (int clean = 0; clean < 2; ++clean) {
+      const int64_t a0 = l.ActionToken(clean, b, 0, 0);
+      for (int64_t t = a0; t < a0 + l.padded_frames * l.action_steps; ++t) order.push_back(t);
+    }
+  }
+  std::vector<int64_t> inverse(static_cast<size_t>(T));
+  std::vector<double> valid(static_cast<size_t>(T));
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = int64_t(i);
+  for (int64_t t = 0; t < T; ++t) valid[size_t(t)] = l.seq_id[size_t(t)] >= 0 ? 1.0 : 0.0;
+  lt.sample_order = torch::tensor(order, i64).to(device);
+  lt.sample_order_inverse = torch::tensor(inverse, i64).to(device);
+  lt.token_valid = torch::tensor(valid, torch::kFloat64).view({T, 1, 1}).to(dtype).to(device);
   return lt;
 }
 
 torch::Tensor ApplyRope(const torch::Tensor& x, const LayoutTensors& lt) {
+  // (x0, x1) -> (x0 cos - x1 sin, x1 cos + x0 sin) as x * (cos, cos) + (x1, x0) * (-sin, sin):
+  // the same products and sums, in four ops and without select's zero-filled backward.
   const auto sizes = x.sizes();
-  auto pairs = x.reshape({sizes[0], sizes[1], sizes[2] / 2, 2});
-  auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);
-  auto r0 = x0 * lt.rope_cos - x1 * lt.rope_sin;
-  auto r1 = x0 * lt.rope_sin + x1 * lt.rope_cos;
-  return torch::stack({r0, r1}, -1).reshape(sizes);
+  auto swapped = x.reshape({sizes[0], sizes[1], sizes[2] / 2, 2}).flip(-1).reshape(sizes);
+  return x * lt.rope_cos + swapped * lt.rope_sin;
 }
 
 torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& k,
                                    const torch::Tensor& v, const LayoutTensors& lt) {
   const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
-  auto zero = torch::zeros({1, H, D}, q.options());
-  auto k_ext = torch::cat({k, zero}), v_ext = torch::cat({v, zero});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  // Head-major, so a gather along the tokens is already [H * groups, l, D] for the batched
+  // matmuls; row T of the keys and values is the zero row of empty slots.
+  auto head_major = [&](const torch::Tensor& x, bool zero_row) {
+    auto h = x.transpose(0, 1);  // [H, T, D]
+    return zero_row ? torch::cat({h, torch::zeros({H, 1, D}, x.options())}, 1) : h.contiguous();
+  };
+  auto qh = head_major(q * scale, false), kh = head_major(k, true), vh = head_major(v, true);
   std::vector<torch::Tensor> outs;
-  for (const auto& g : lt.samples) {
-    if (g.groups == 0) continue;
-    auto qg = q.index_select(0, g.queries).view({g.groups, g.lq, H, D}).transpose(1, 2);
-    auto kg = k_ext.index_select(0, g.keys).view({g.groups, g.lk, H, D}).transpose(1, 2);
-    auto vg = v_ext.index_select(0, g.keys).view({g.groups, g.lk, H, D}).transpose(1, 2);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-    auto probs = torch::softmax(torch::matmul(qg, kg.transpose(-1, -2)) * scale + g.bias, -1);
-    auto o = torch::matmul(probs, vg);  // [G, H, lq, D]
-    outs.push_back(o.transpose(1, 2).reshape({g.groups * g.lq, H, D}));
+  for (const auto& c : lt.calls) {
+    auto qg = qh.index_select(1, c.queries).view({H * c.groups, c.lq, D});
+    auto kg = kh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
+    auto vg = vh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
+    // The bias broadcasts over the heads in place (bmm's backward does not need its output).
+    auto scores = torch::bmm(qg, kg.transpose(1, 2)).view({H, c.groups, c.lq, c.lk});
+    scores.add_(c.bias.view({1, c.groups, c.lq, c.lk}));
+    auto probs = torch::softmax(scores, -1).view({H * c.groups, c.lq, c.lk});
+    outs.push_back(torch::bmm(probs, vg).view({H, c.groups * c.lq, D}));
   }
-  auto out = torch::zeros({T, H, D}, q.options());
-  if (outs.empty()) return out;
-  return out.index_copy(0, lt.valid_query_positions, torch::cat(outs));
+  auto out = torch::zeros({H, T, D}, q.options());
+  if (!outs.empty()) {
+    out = out.index_copy(1, lt.query_positions, outs.size() == 1 ? outs[0] : torch::cat(outs, 1));
+  }
+  return out.transpose(0, 1);  // [T, H, D]
 }
 
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
@@ -141,12 +171,18 @@ torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& 
   return out.transpose(0, 1);
 }
 
-int64_t AllowedPairs(const LayoutTensors& lt) {
-  int64_t n = 0;
-  for (const auto& g : lt.samples) {
-    if (g.groups > 0) n += g.mask.sum().item<int64_t>();
-  }
-  return n;
+torch::Tensor TextCrossAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v, const LayoutTensors& lt) {
+  const int64_t T = q.size(0), H = q.size(1), D = q.size(2), B = lt.samples;
+  if (B == 0) return torch::zeros_like(q);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto qs = q.index_select(0, lt.sample_order).view({B, T / B, H, D}).transpose(1, 2);
+  auto p = torch::softmax(torch::matmul(qs, k.permute({0, 2, 3, 1})) * scale, -1);  // [B, H, n, L]
+  auto o = torch::matmul(p, v.transpose(1, 2)).transpose(1, 2).reshape({T, H, D});
+  // Tokens of padded frames attend to nothing: exact zeros, forward and backward.
+  return o.index_select(0, lt.sample_order_inverse) * lt.token_valid;
 }
+
+int64_t AllowedPairs(const LayoutTensors& lt) { return lt.allowed_pairs; }
 
 }  // namespace baton

@@ -17,28 +17,6 @@ nn::LayerNorm Norm(int64_t dim, double eps, bool affine) {
 
 torch::Tensor GeluTanh(const torch::Tensor& x) { return torch::gelu(x, "tanh"); }
 
-// Attention of every valid token of sample b to that sample's text only.
-torch::Tensor PerSampleCrossAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                      const torch::Tensor& v, const LayoutTensors& lt) {
-  // q [T, H, hd]; k, v [B, L, H, hd]
-  const int64_t T = q.size(0), H = q.size(1), hd = q.size(2);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  std::vector<torch::Tensor> outs, idx;
-  for (size_t b = 0; b < lt.sample_tokens.size(); ++b) {
-    const auto& tok = lt.sample_tokens[b];
-    if (tok.numel() == 0) continue;
-    auto qb = q.index_select(0, tok).transpose(0, 1);  // [H, n, hd]
-    auto kb = k[static_cast<int64_t>(b)].transpose(0, 1);  // [H, L, hd]
-    auto vb = v[static_cast<int64_t>(b)].transpose(0, 1);
-    auto p = torch::softmax(torch::matmul(qb, kb.transpose(-1, -2)) * scale, -1);
-    outs.push_back(torch::matmul(p, vb).transpose(0, 1));  // [n, H, hd]
-    idx.push_back(tok);
-  }
-  auto out = torch::zeros({T, H, hd}, q.options());
-  if (outs.empty()) return out;
-  return out.index_copy(0, torch::cat(idx), torch::cat(outs));
-}
-
 }  // namespace
 
 torch::Tensor SinusoidalEmbedding(const torch::Tensor& t, int64_t freq_dim, torch::Dtype dtype) {
@@ -113,7 +91,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x_in, const torch::Tensor&
   auto cq = cnorm_q_(cq_(norm3_(x))).view({T, H, hd});
   auto ck = cnorm_k_(ck_(context)).view({B, L, H, hd});
   auto cv = cv_(context).view({B, L, H, hd});
-  x = x + co_(PerSampleCrossAttention(cq, ck, cv, lt).reshape({T, d_.dim}));
+  x = x + co_(TextCrossAttention(cq, ck, cv, lt).reshape({T, d_.dim}));
 
   // 3. Feed-forward, gated.
   auto f = norm2_(x) * (1 + e[4]) + e[3];
