@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   baton::RegisterOneStep(app, &run);
   baton::RegisterTensorDiff(app, &run);
   baton::RegisterCkpt(app, &run);
+  baton::RegisterForward(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

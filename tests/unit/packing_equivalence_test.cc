@@ -47,7 +47,7 @@ struct StepResult {
 StepResult OneStep(test::TinyTrainer& tiny, int64_t batch, int64_t accum) {
   VideoActionModel model = tiny.Model();
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  params = TrainableParameters(model);
   std::vector<torch::Tensor> before;
   for (auto& p : params) before.push_back(p.second.detach().clone());
   AdamW opt(params, tiny.config.optim);
@@ -93,7 +93,7 @@ TEST(PackingEquivalenceTest, Bf16ComputeKeepsFloat32MasterWeights) {
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);  // float32 parameters
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  params = TrainableParameters(model);
   const auto before = params[0].second.detach().clone();
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);

@@ -18,5 +18,8 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected);
 void RegisterOneStep(CLI::App& app, CommandFn* selected);
 void RegisterTensorDiff(CLI::App& app, CommandFn* selected);
 void RegisterCkpt(CLI::App& app, CommandFn* selected);
+void RegisterForward(CLI::App& app, CommandFn* selected);
+// `ckpt upgrade`, added to the `ckpt` subcommand (it needs libtorch; ckpt's others do not).
+void AddCkptUpgrade(CLI::App* ckpt, CommandFn* selected);
 
 }  // namespace baton

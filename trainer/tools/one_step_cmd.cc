@@ -80,8 +80,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       dims.zero_init = false;
       VideoActionModel model(dims);
       model->to(dtype);
-      std::vector<std::pair<std::string, torch::Tensor>> named;
-      for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
+      const auto named = TrainableParameters(model);
       AdamW opt(named, config.optim);
       TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU);
       const StepStats st = stepper.Step(mine, a->step, frames, config.optim.lr, false);
