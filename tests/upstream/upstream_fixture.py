@@ -38,7 +38,7 @@ def tiny_config(a):
         "action_dim": 8,
         "text_dim": 16,
         "freq_dim": 32,
-        "ffn_dim": 96,
+        "ffn_dim": a.ffn_dim,
         "num_layers": a.layers,
         "cross_attn_norm": True,
         "eps": 1e-6,
@@ -100,11 +100,19 @@ def cmd_checkpoint(a):
     if a.shards == 1:
         st.write(os.path.join(d, "diffusion_pytorch_model.safetensors"), items, {"format": "pt"})
         return
-    # Split near the middle between a weight and its own bias: shards ignore module boundaries.
-    cut = len(items) // 2
-    while not (items[cut - 1][0].endswith(".weight") and items[cut][0].endswith(".bias")):
-        cut += 1
-    parts = [items[:cut], items[cut:]]
+    # Split between a weight and its own bias (shards ignore module boundaries), into parts of
+    # about equal bytes.
+    total_bytes = sum(v.numel() * v.element_size() for _, v in items)
+    parts, current, acc = [], [], 0
+    for i, (k, v) in enumerate(items):
+        current.append((k, v))
+        acc += v.numel() * v.element_size()
+        nxt = items[i + 1][0] if i + 1 < len(items) else ""
+        if (len(parts) < a.shards - 1 and acc >= total_bytes * (len(parts) + 1) / a.shards
+                and k.endswith(".weight") and nxt.endswith(".bias")):
+            parts.append(current)
+            current = []
+    parts.append(current)
     weight_map, total = {}, 0
     for i, part in enumerate(parts):
         name = "diffusion_pytorch_model-%05d-of-%05d.safetensors" % (i + 1, len(parts))
@@ -313,6 +321,7 @@ def main():
     c.add_argument("--heads", type=int, default=2)
     c.add_argument("--head-dim", type=int, default=24)
     c.add_argument("--layers", type=int, default=2)
+    c.add_argument("--ffn-dim", type=int, default=96)
     c.add_argument("--shards", type=int, default=2)
     c.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     c.add_argument("--drop", help="leave this key out")

@@ -358,7 +358,7 @@ std::vector<std::string> WriteTransformerFolder(const std::string& tdir, VideoAc
   };
   std::vector<std::vector<Item>> shards(1);
   int64_t current = 0, total = 0;
-  const int64_t elem = int64_t(torch::elementSize(dtype));
+  const int64_t elem = int64_t(c10::elementSize(dtype));
   for (const auto& p : model->named_parameters()) {
     const int64_t b = p.value().numel() * elem;
     if (!shards.back().empty() && current + b > max_shard_bytes) {

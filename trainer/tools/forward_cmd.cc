@@ -7,6 +7,7 @@
 //        Floats in F32, BF16, F16 or F64.
 //   OUT: video_pred [C, F, H, W], action_pred [A, F, N] (F32, or F64 with --dtype float64).
 // A missing or mis-shaped input is exit 65 naming it.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -109,7 +110,9 @@ int RunForward(const Args& a) {
 
   VideoActionModel model(d);
   model->to(dtype);
-  LoadTransformerWeights(tdir, model);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t bytes = LoadTransformerWeights(tdir, model);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   torch::NoGradGuard no_grad;
   const PackedLayout layout = BuildPackedLayout(F, H / d.patch, W / d.patch, N, {{F, chunk, window}});
   const LayoutTensors lt = MakeLayoutTensors(layout, d.head_dim(), d.rope_theta, torch::kCPU, dtype);
@@ -119,9 +122,11 @@ int RunForward(const Args& a) {
   BATON_CHECK_OK(WriteSafetensors(a.out, {{"video_pred", st, video.sizes().vec(), video.data_ptr()},
                                           {"action_pred", st, action.sizes().vec(), action.data_ptr()}}),
                  "check the --out folder");
-  std::printf("forward: %s -> %s (F %lld, %lldx%lld, N %lld, chunk %lld, window %lld, %s)\n",
+  std::printf("forward: %s -> %s (F %lld, %lldx%lld, N %lld, chunk %lld, window %lld, %s)\n"
+              "weights: %.1f MB read from %s in %.3f s\n",
               a.inputs.c_str(), a.out.c_str(), (long long)F, (long long)H, (long long)W,
-              (long long)N, (long long)chunk, (long long)window, a.dtype.c_str());
+              (long long)N, (long long)chunk, (long long)window, a.dtype.c_str(), bytes / 1e6,
+              tdir.c_str(), load_s);
   return kExitOk;
 }
 
