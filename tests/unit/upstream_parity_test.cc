@@ -80,7 +80,8 @@ TEST(UpstreamParityTest, ActionStreamUsesItsOwnTimeProjection) {
   auto& action = params["condition_embedder_action.time_proj.weight"];
   ASSERT_FALSE(torch::equal(video, action));
   action.copy_(video);
-  params["condition_embedder_action.time_proj.bias"].copy_(params["condition_embedder.time_proj.bias"]);
+  params["condition_embedder_action.time_proj.bias"].copy_(
+      params["condition_embedder.time_proj.bias"]);
   auto shared = model->forward(mb.inputs, mb.layout, mb.layout_tensors).hidden;
   EXPECT_GT((shared - base).abs().max().item<double>(), 1e-6);
 }
@@ -198,7 +199,8 @@ TEST(UpstreamParityTest, UnusedActionTextEmbedderIsFrozenAndUntouchedByAdamW) {
   auto eps = tiny.Episodes({0, 1, 2, 3});
   double frames = 0;
   for (const auto& e : eps) frames += double(e.frames);
-  for (int step = 0; step < 2; ++step) stepper.Step({PadCollate(eps, 4)}, step, frames, 1e-2, false);
+  for (int step = 0; step < 2; ++step)
+    stepper.Step({PadCollate(eps, 4)}, step, frames, 1e-2, false);
   for (const auto& p : model->named_parameters()) {
     if (frozen.count(p.key())) EXPECT_TRUE(torch::equal(p.value(), frozen[p.key()])) << p.key();
   }
@@ -213,7 +215,8 @@ TEST(UpstreamParityTest, Bf16RunsRoundInputsLikeUpstreamAndFloat64RunsDoNot) {
   MicroBatch mb = PrepareMicroBatch(PadCollate(eps, 4), 5, 0, eps[0].shape, tiny.config.objective,
                                     tiny.dims, torch::kFloat64, torch::kCPU, tiny.empty_text);
   ModelInputs rounded = mb.inputs;
-  for (auto* t : {&rounded.video_noisy, &rounded.video_clean, &rounded.action_noisy, &rounded.action_clean})
+  for (auto* t :
+       {&rounded.video_noisy, &rounded.video_clean, &rounded.action_noisy, &rounded.action_clean})
     *t = t->to(torch::kBFloat16).to(torch::kFloat64);
   torch::NoGradGuard ng;
   VideoActionModel m64 = tiny.Model();

@@ -282,8 +282,7 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     if (!diff.empty()) {
       BATON_FAIL(kExitConfig,
                  dir + " was written by another model config: " + diff + " (checkpoint vs run)",
-                 "fix model.* in the config, or resume weights only (--resume-mode weights_only) "
-                 "to load matching tensors");
+                 "fix model.* in the config (or model.init_from), or start a new run folder");
     }
     auto st_text = ReadFile(state_path.string());
     if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");

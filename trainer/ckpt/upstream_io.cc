@@ -1,9 +1,9 @@
 #include "trainer/ckpt/upstream_io.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -154,8 +154,10 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
   d.freq_dim = int_key("freq_dim", 256);
   d.ffn_dim = int_key("ffn_dim", 14336);
   d.layers = int_key("num_layers", 30);
-  if (j.contains("cross_attn_norm") && !(j["cross_attn_norm"].is_boolean() && j["cross_attn_norm"].get<bool>())) {
-    BATON_FAIL(kExitData, path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
+  if (j.contains("cross_attn_norm") &&
+      !(j["cross_attn_norm"].is_boolean() && j["cross_attn_norm"].get<bool>())) {
+    BATON_FAIL(kExitData,
+               path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
                "baton's blocks always have the affine norm2 before cross-attention");
   }
   if (j.contains("eps")) {
@@ -204,8 +206,8 @@ ModelDims ReconcileInitDims(const ModelDims& init, const std::string& init_dir,
   cmp("rope_theta", model.rope_theta, init.rope_theta, "_baton_rope_theta");
   auto data_cmp = [&](const char* what, int64_t ds, int64_t folder, const char* folder_key) {
     if (ds != folder) {
-      diffs.push_back(std::string("dataset ") + what + ": " + std::to_string(ds) + " (data.path) vs " +
-                      std::to_string(folder) + " (" + folder_key + ")");
+      diffs.push_back(std::string("dataset ") + what + ": " + std::to_string(ds) +
+                      " (data.path) vs " + std::to_string(folder) + " (" + folder_key + ")");
     }
   };
   data_cmp("latent channels", data.channels, init.channels, "in_channels");
@@ -248,10 +250,12 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
     if (!text.ok()) BATON_FAIL(kExitData, where + ": unreadable: " + text.status().message(), "");
     const auto j = nlohmann::json::parse(text.value(), nullptr, false);
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-      BATON_FAIL(kExitData, where + ": no \"weight_map\" object", "a diffusers index names each tensor's shard");
+      BATON_FAIL(kExitData, where + ": no \"weight_map\" object",
+                 "a diffusers index names each tensor's shard");
     }
     for (const auto& [k, v] : j["weight_map"].items()) {
-      if (!v.is_string()) BATON_FAIL(kExitData, where + ": weight_map['" + k + "'] is not a file name", "");
+      if (!v.is_string())
+        BATON_FAIL(kExitData, where + ": weight_map['" + k + "'] is not a file name", "");
       key_file[k] = v.get<std::string>();
     }
   } else {
@@ -279,7 +283,8 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
     const std::string path = found_index.empty() ? name : (fs::path(tdir) / name).string();
     auto r = SafetensorsFile::Open(path);
     if (!r.ok()) {
-      BATON_FAIL(kExitData, r.status().ToString() + (found_index.empty() ? "" : " (named by " + where + ")"),
+      BATON_FAIL(kExitData,
+                 r.status().ToString() + (found_index.empty() ? "" : " (named by " + where + ")"),
                  "the checkpoint folder is incomplete or damaged");
     }
     return *(files[name] = r.value());
@@ -303,7 +308,8 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
     const SafetensorsFile& f = open(it->second);
     const StTensorInfo* t = f.Find(key);
     if (t == nullptr) {
-      BATON_FAIL(kExitData, f.path() + ": tensor '" + key + "' is missing (" + where + " puts it here)",
+      BATON_FAIL(kExitData,
+                 f.path() + ": tensor '" + key + "' is missing (" + where + " puts it here)",
                  "the shards and the index disagree");
     }
     const std::vector<int64_t> want = p.value().sizes().vec();
@@ -315,10 +321,10 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
     }
     if (t->dtype != StDType::kF32 && t->dtype != StDType::kBF16 && t->dtype != StDType::kF16 &&
         t->dtype != StDType::kF64) {
-      BATON_FAIL(kExitData,
-                 f.path() + ": tensor '" + key + "' has dtype " + StDTypeName(t->dtype) +
-                     ", not a float",
-                 "");
+      BATON_FAIL(
+          kExitData,
+          f.path() + ": tensor '" + key + "' has dtype " + StDTypeName(t->dtype) + ", not a float",
+          "");
     }
     auto src = torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype));
     p.value().copy_(src.to(p.value().scalar_type()));
@@ -339,7 +345,9 @@ std::vector<std::string> WriteTransformerFolder(const std::string& tdir, VideoAc
                                                 const std::string& relative_to) {
   std::error_code ec;
   fs::create_directories(tdir, ec);
-  if (ec) BATON_FAIL(kExitIo, tdir + ": cannot create: " + ec.message(), "check disk space and permissions");
+  if (ec)
+    BATON_FAIL(kExitIo, tdir + ": cannot create: " + ec.message(),
+               "check disk space and permissions");
   auto rel = [&](const std::string& name) {
     return fs::path(fs::path(tdir) / name).lexically_relative(relative_to).string();
   };
@@ -376,13 +384,15 @@ std::vector<std::string> WriteTransformerFolder(const std::string& tdir, VideoAc
     if (n == 1) {
       std::snprintf(name, sizeof name, "%s", kSingleName);
     } else {
-      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05zu-of-%05zu.safetensors", i + 1, n);
+      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05zu-of-%05zu.safetensors", i + 1,
+                    n);
     }
     std::vector<torch::Tensor> keep;
     std::vector<StTensorRef> refs;
     for (const auto& it : shards[i]) {
       keep.push_back(it.param.detach().to(torch::kCPU).to(dtype).contiguous());
-      refs.push_back({it.name, ToStDType(dtype), keep.back().sizes().vec(), keep.back().data_ptr()});
+      refs.push_back(
+          {it.name, ToStDType(dtype), keep.back().sizes().vec(), keep.back().data_ptr()});
       weight_map[it.name] = name;
     }
     BATON_CHECK_OK(WriteSafetensors((fs::path(tdir) / name).string(), refs, {{"format", "pt"}}),

@@ -7,12 +7,14 @@
 
 namespace baton {
 
-Result<std::vector<float>> ReadEmptyText(const std::string& dataset_dir, const DatasetShape& shape) {
+Result<std::vector<float>> ReadEmptyText(const std::string& dataset_dir,
+                                         const DatasetShape& shape) {
   const std::string path = (std::filesystem::path(dataset_dir) / kEmptyTextFile).string();
   auto file = SafetensorsFile::Open(path);
   if (!file.ok()) {
     if (file.status().code() == Code::kNotFound) {
-      return Status::NotFound(path + ": missing; objective.text_dropout > 0 swaps episodes' text "
+      return Status::NotFound(path +
+                              ": missing; objective.text_dropout > 0 swaps episodes' text "
                               "for this empty-prompt embedding (write it, or set "
                               "objective.text_dropout: 0)");
     }

@@ -39,9 +39,9 @@ TensorMap ReadAll(const std::string& path) {
   if (!f.ok()) FailAt(__FILE__, __LINE__, kExitData, f.status().ToString(), "");
   TensorMap out;
   for (const auto& t : (*f)->tensors()) {
-    out[t.name] = torch::from_blob(const_cast<uint8_t*>((*f)->Data(t)), t.shape,
-                                   ToTorchDtype(t.dtype))
-                      .clone();
+    out[t.name] =
+        torch::from_blob(const_cast<uint8_t*>((*f)->Data(t)), t.shape, ToTorchDtype(t.dtype))
+            .clone();
   }
   return out;
 }
@@ -57,8 +57,10 @@ Renamed Rename(const std::string& old, const ModelDims& d) {
   static const std::vector<std::pair<std::regex, std::vector<std::string>>> kRules = {
       {std::regex("patch_embedding\\.(weight|bias)"), {"patch_embedding_mlp.$1"}},
       {std::regex("action_embedding\\.(weight|bias)"), {"action_embedder.$1"}},
-      {std::regex("time_embedding_video\\.0\\.(weight|bias)"), {"condition_embedder.time_embedder.linear_1.$1"}},
-      {std::regex("time_embedding_video\\.2\\.(weight|bias)"), {"condition_embedder.time_embedder.linear_2.$1"}},
+      {std::regex("time_embedding_video\\.0\\.(weight|bias)"),
+       {"condition_embedder.time_embedder.linear_1.$1"}},
+      {std::regex("time_embedding_video\\.2\\.(weight|bias)"),
+       {"condition_embedder.time_embedder.linear_2.$1"}},
       {std::regex("time_embedding_action\\.0\\.(weight|bias)"),
        {"condition_embedder_action.time_embedder.linear_1.$1"}},
       {std::regex("time_embedding_action\\.2\\.(weight|bias)"),
@@ -66,15 +68,23 @@ Renamed Rename(const std::string& old, const ModelDims& d) {
       {std::regex("time_projection\\.(weight|bias)"),
        {"condition_embedder.time_proj.$1", "condition_embedder_action.time_proj.$1"}},
       {std::regex("text_embedding\\.0\\.(weight|bias)"),
-       {"condition_embedder.text_embedder.linear_1.$1", "condition_embedder_action.text_embedder.linear_1.$1"}},
+       {"condition_embedder.text_embedder.linear_1.$1",
+        "condition_embedder_action.text_embedder.linear_1.$1"}},
       {std::regex("text_embedding\\.2\\.(weight|bias)"),
-       {"condition_embedder.text_embedder.linear_2.$1", "condition_embedder_action.text_embedder.linear_2.$1"}},
-      {std::regex("blocks\\.([0-9]+)\\.self_attn_([qkv])\\.(weight|bias)"), {"blocks.$1.attn1.to_$2.$3"}},
-      {std::regex("blocks\\.([0-9]+)\\.self_attn_o\\.(weight|bias)"), {"blocks.$1.attn1.to_out.0.$2"}},
-      {std::regex("blocks\\.([0-9]+)\\.self_attn_norm_([qk])\\.weight"), {"blocks.$1.attn1.norm_$2.weight"}},
-      {std::regex("blocks\\.([0-9]+)\\.cross_attn_([qkv])\\.(weight|bias)"), {"blocks.$1.attn2.to_$2.$3"}},
-      {std::regex("blocks\\.([0-9]+)\\.cross_attn_o\\.(weight|bias)"), {"blocks.$1.attn2.to_out.0.$2"}},
-      {std::regex("blocks\\.([0-9]+)\\.cross_attn_norm_([qk])\\.weight"), {"blocks.$1.attn2.norm_$2.weight"}},
+       {"condition_embedder.text_embedder.linear_2.$1",
+        "condition_embedder_action.text_embedder.linear_2.$1"}},
+      {std::regex("blocks\\.([0-9]+)\\.self_attn_([qkv])\\.(weight|bias)"),
+       {"blocks.$1.attn1.to_$2.$3"}},
+      {std::regex("blocks\\.([0-9]+)\\.self_attn_o\\.(weight|bias)"),
+       {"blocks.$1.attn1.to_out.0.$2"}},
+      {std::regex("blocks\\.([0-9]+)\\.self_attn_norm_([qk])\\.weight"),
+       {"blocks.$1.attn1.norm_$2.weight"}},
+      {std::regex("blocks\\.([0-9]+)\\.cross_attn_([qkv])\\.(weight|bias)"),
+       {"blocks.$1.attn2.to_$2.$3"}},
+      {std::regex("blocks\\.([0-9]+)\\.cross_attn_o\\.(weight|bias)"),
+       {"blocks.$1.attn2.to_out.0.$2"}},
+      {std::regex("blocks\\.([0-9]+)\\.cross_attn_norm_([qk])\\.weight"),
+       {"blocks.$1.attn2.norm_$2.weight"}},
       {std::regex("blocks\\.([0-9]+)\\.norm3\\.(weight|bias)"), {"blocks.$1.norm2.$2"}},
       {std::regex("blocks\\.([0-9]+)\\.ffn_0\\.(weight|bias)"), {"blocks.$1.ffn.net.0.proj.$2"}},
       {std::regex("blocks\\.([0-9]+)\\.ffn_2\\.(weight|bias)"), {"blocks.$1.ffn.net.2.$2"}},
@@ -142,8 +152,8 @@ int Upgrade(const std::string& dir_in) {
   }
   if (m->format_version != 1 || m->kind != "full") {
     BATON_FAIL(kExitData,
-               dir + ": format version " + std::to_string(m->format_version) + ", kind " +
-                   m->kind + ": only full version-1 checkpoints can be upgraded",
+               dir + ": format version " + std::to_string(m->format_version) + ", kind " + m->kind +
+                   ": only full version-1 checkpoints can be upgraded",
                "");
   }
   for (const auto& f : m->files) {  // never convert damaged bytes
@@ -178,7 +188,8 @@ int Upgrade(const std::string& dir_in) {
     torch::NoGradGuard no_grad;
     for (auto& p : model->named_parameters()) {
       auto it = w.find(p.key());
-      if (it == w.end()) BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + p.key() + "'", "");
+      if (it == w.end())
+        BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + p.key() + "'", "");
       p.value().copy_(it->second);
     }
   }
@@ -224,7 +235,8 @@ int Upgrade(const std::string& dir_in) {
   fs::rename(dir, kept, ec);
   if (ec) BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(), "");
   fs::rename(partial, dir, ec);
-  if (ec) BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(), "");
+  if (ec)
+    BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(), "");
   BATON_CHECK_OK(FsyncDir(fs::path(dir).parent_path().string()), "");
   std::printf(
       "upgraded %s to format version %d (%zu tensors under upstream's names); the version-1 "

@@ -62,8 +62,7 @@ class Inputs {
                      (integer ? ", expected I64" : ", expected F32, BF16 or F64"),
                  "");
     }
-    return torch::from_blob(const_cast<uint8_t*>(file_->Data(*t)), t->shape,
-                            ToTorchDtype(t->dtype))
+    return torch::from_blob(const_cast<uint8_t*>(file_->Data(*t)), t->shape, ToTorchDtype(t->dtype))
         .to(dtype);
   }
 
@@ -112,21 +111,25 @@ int RunForward(const Args& a) {
   model->to(dtype);
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t bytes = LoadTransformerWeights(tdir, model);
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   torch::NoGradGuard no_grad;
-  const PackedLayout layout = BuildPackedLayout(F, H / d.patch, W / d.patch, N, {{F, chunk, window}});
-  const LayoutTensors lt = MakeLayoutTensors(layout, d.head_dim(), d.rope_theta, torch::kCPU, dtype);
+  const PackedLayout layout =
+      BuildPackedLayout(F, H / d.patch, W / d.patch, N, {{F, chunk, window}});
+  const LayoutTensors lt =
+      MakeLayoutTensors(layout, d.head_dim(), d.rope_theta, torch::kCPU, dtype);
   const ModelOutputs out = model->forward(x, layout, lt);
   auto video = out.video.squeeze(0).contiguous(), action = out.action.squeeze(0).contiguous();
   const StDType st = dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32;
-  BATON_CHECK_OK(WriteSafetensors(a.out, {{"video_pred", st, video.sizes().vec(), video.data_ptr()},
-                                          {"action_pred", st, action.sizes().vec(), action.data_ptr()}}),
-                 "check the --out folder");
-  std::printf("forward: %s -> %s (F %lld, %lldx%lld, N %lld, chunk %lld, window %lld, %s)\n"
-              "weights: %.1f MB read from %s in %.3f s\n",
-              a.inputs.c_str(), a.out.c_str(), (long long)F, (long long)H, (long long)W,
-              (long long)N, (long long)chunk, (long long)window, a.dtype.c_str(), bytes / 1e6,
-              tdir.c_str(), load_s);
+  BATON_CHECK_OK(
+      WriteSafetensors(a.out, {{"video_pred", st, video.sizes().vec(), video.data_ptr()},
+                               {"action_pred", st, action.sizes().vec(), action.data_ptr()}}),
+      "check the --out folder");
+  std::printf(
+      "forward: %s -> %s (F %lld, %lldx%lld, N %lld, chunk %lld, window %lld, %s)\n"
+      "weights: %.1f MB read from %s in %.3f s\n",
+      a.inputs.c_str(), a.out.c_str(), (long long)F, (long long)H, (long long)W, (long long)N,
+      (long long)chunk, (long long)window, a.dtype.c_str(), bytes / 1e6, tdir.c_str(), load_s);
   return kExitOk;
 }
 
