@@ -13,7 +13,7 @@ Result<std::vector<float>> ReadEmptyText(const std::string& dataset_dir,
   auto file = SafetensorsFile::Open(path);
   if (!file.ok()) {
     if (file.status().code() == Code::kNotFound) {
-      return Status::NotFound(path +
+      return Status::Data(path +
                               ": missing; objective.text_dropout > 0 swaps episodes' text "
                               "for this empty-prompt embedding (write it, or set "
                               "objective.text_dropout: 0)");

@@ -15,9 +15,9 @@ namespace baton {
 
 inline constexpr const char* kEmptyTextFile = "meta/empty_text.safetensors";
 
-// The [L, Dt] embedding as float32, row-major. Code::kNotFound naming the file when it is absent
-// (with a hint on text_dropout), Code::kData when its tensor is missing, of another shape than
-// `shape`'s text, or not finite.
+// The [L, Dt] embedding as float32, row-major. Code::kData (exit 65) naming the file when it is
+// absent (with a hint on text_dropout), unreadable, without a `text` tensor of `shape`'s text
+// size, or not finite.
 Result<std::vector<float>> ReadEmptyText(const std::string& dataset_dir, const DatasetShape& shape);
 
 }  // namespace baton
