@@ -12,10 +12,11 @@ PY=${BATON_PYTHON:-/usr/bin/python3}
 work=$(mktemp -d -p "${BATON_BENCH_DIR:-/var/tmp}")
 trap 'rm -rf "$work"' EXIT
 
-# D = 12 x 128 = 1536, 15 layers, ffn 4096: ~510M parameters, ~1.02 GB in bf16.
+# D = 12 x 128 = 1536, 15 layers, ffn 4096: ~510M parameters, ~1.02 GB in bf16
+# (BATON_BENCH_LAYERS=1 for a quick sanity run).
 echo "== writing the fixture (python3-torch)"
 "$PY" tests/upstream/upstream_fixture.py checkpoint "$work/up" --heads 12 --head-dim 128 \
-  --layers 15 --ffn-dim 4096 --shards 4
+  --layers "${BATON_BENCH_LAYERS:-15}" --ffn-dim 4096 --shards 4
 "$PY" tests/upstream/upstream_fixture.py inputs "$work/up" "$work/in.safetensors" --frames 1 \
   --height 2 --width 2 --steps 1 --text-len 4
 shards=("$work"/up/transformer/*.safetensors)

@@ -181,6 +181,11 @@ if [ -n "$baton" ]; then
   "$PY" -c "import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['format_version']=1; json.dump(m, open(p,'w'))" "$v1/MANIFEST.json"
   expect_exit 65 "$bt" ckpt verify "$v1"
   expect_in "$err" "baton-train ckpt upgrade"
+  # --resume auto refuses it (skipping it would start the run over).
+  up_config "$tmp/v1.yaml" "$tmp/v1" 2 1.0e-3 5 \
+    "model: {dim: 48, heads: 2, layers: 2, ffn_dim: 96, freq_dim: 32}"
+  expect_exit 78 "$bt" train --config "$tmp/v1.yaml"
+  expect_in "$err" "convert it with \`baton-train ckpt upgrade"
   expect_exit 0 "$bt" ckpt upgrade "$v1"
   expect_in "$out" "copies of the shared layers"
   expect_exit 0 "$bt" ckpt verify "$v1"
@@ -197,6 +202,9 @@ assert "exp_avg.condition_embedder_action.time_proj.weight" in opt
 assert not [k for k in opt if "condition_embedder_action.text_embedder" in k]
 PY
   ok "ckpt upgrade: names, reshapes, proj_out rows, the action time projection copied"
+  expect_exit 0 "$bt" train --config "$tmp/v1.yaml"
+  grep -q '"mode":"exact"' "$tmp/v1/events/local.0.jsonl" || fail "the upgraded checkpoint was not resumed exactly"
+  ok "the upgraded checkpoint resumes exactly"
 fi
 
 echo "upstream_test: $checks checks passed"
