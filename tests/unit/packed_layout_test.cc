@@ -79,9 +79,6 @@ TEST(PackedLayoutTest, PaddedFramesTakePartInNothingAndPositionsRestartPerSample
   EXPECT_FALSE(AttentionAllowed(l, l.VideoToken(true, 1, 1, 0), l.VideoToken(true, 0, 0, 0)));
 }
 
-}  // namespace
-}  // namespace baton
-
 // Upstream's get_mesh_id: `ones(N).cumsum / (N + 1)`, so sub-step n (0-based) of latent frame f
 // is at f + (n + 1) / (N + 1): never on the frame's own video position f, never on f + 1.
 TEST(PackedLayoutTest, ActionSubStepPositionsMatchUpstream) {
@@ -95,3 +92,6 @@ TEST(PackedLayoutTest, ActionSubStepPositionsMatchUpstream) {
     }
   }
 }
+
+}  // namespace
+}  // namespace baton
