@@ -71,7 +71,7 @@ Result<ResumeDecision> DecideResume(const std::string& checkpoints_dir,
       // start the run over. Refuse until it is converted.
       Result<CheckpointManifest> m = ReadManifest(c.path);
       if (m.ok() && m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
-        return Status::InvalidArgument(c.path + ": " + c.problem);
+        return Status::Data(c.path + ": " + c.problem);
       }
       skipped.push_back(c.path + ": " + c.problem);
       continue;

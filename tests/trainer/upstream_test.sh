@@ -184,7 +184,7 @@ if [ -n "$baton" ]; then
   # --resume auto refuses it (skipping it would start the run over).
   up_config "$tmp/v1.yaml" "$tmp/v1" 2 1.0e-3 5 \
     "model: {dim: 48, heads: 2, layers: 2, ffn_dim: 96, freq_dim: 32}"
-  expect_exit 78 "$bt" train --config "$tmp/v1.yaml"
+  expect_exit 65 "$bt" train --config "$tmp/v1.yaml"
   expect_in "$err" "convert it with \`baton-train ckpt upgrade"
   expect_exit 0 "$bt" ckpt upgrade "$v1"
   expect_in "$out" "copies of the shared layers"
