@@ -121,11 +121,39 @@ Status CheckStateStep(const std::string& dir, int64_t step) {
   return Status::Ok();
 }
 
+// Sharded weights: every shard the index's weight_map names is listed (and so checked).
+Status CheckShardsListed(const std::string& dir, const std::set<std::string>& listed) {
+  const std::string path = (fs::path(dir) / kWeightsIndexFile).string();
+  auto text = ReadFile(path);
+  if (!text.ok()) return Status::Data(path + ": unreadable: " + text.status().message());
+  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    return Status::Data(path + ": no \"weight_map\" object");
+  }
+  for (const auto& [key, shard] : j["weight_map"].items()) {
+    if (!shard.is_string()) return Status::Data(path + ": weight_map['" + key + "'] is not a file name");
+    const std::string rel =
+        (fs::path(kWeightsIndexFile).parent_path() / shard.get<std::string>()).lexically_normal().string();
+    if (listed.count(rel) == 0) {
+      return Status::Data(dir + ": shard " + rel + " (of tensor " + key +
+                          ") is not listed in the manifest");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
   auto m = ReadManifest(dir);
   if (!m.ok()) return m.status();
+  if (m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
+    return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
+                        " is older than this build's version " +
+                        std::to_string(kCheckpointFormatVersion) +
+                        " (parameters renamed to upstream's keys); convert it with "
+                        "`baton-train ckpt upgrade " + dir + "`");
+  }
   if (m->format_version != kCheckpointFormatVersion) {
     return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
                         " is not known (this build reads version " +
@@ -154,6 +182,10 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
     }
   }
   for (const auto& r : required) {
+    if (r == kWeightsFile && listed.count(r) == 0 && listed.count(kWeightsIndexFile) != 0) {
+      if (Status st = CheckShardsListed(dir, listed); !st.ok()) return st;
+      continue;
+    }
     if (listed.count(r) == 0) {
       return Status::Data(dir + ": a " + m->kind + " checkpoint needs " + r +
                           ", which the manifest does not list");

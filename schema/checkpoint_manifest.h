@@ -15,19 +15,29 @@
 
 namespace baton {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+// Version 2: parameter names are upstream's state-dict keys, transformer/ may be sharded, and a
+// checkpoint whose transformer/ is not in the master dtype holds master_weights.safetensors.
+// Version 1 folders are converted by `baton-train ckpt upgrade DIR`.
+inline constexpr int kCheckpointFormatVersion = 2;
 inline constexpr const char* kManifestName = "MANIFEST.json";
 inline constexpr const char* kCheckpointPrefix = "checkpoint_step_";
 inline constexpr const char* kPartialSuffix = ".partial";
 
 // The files of a checkpoint folder, relative to it.
 inline constexpr const char* kWeightsFile = "transformer/diffusion_pytorch_model.safetensors";
+// Sharded weights (above checkpoint.max_shard_bytes): the index names every shard, diffusers'
+// layout; the manifest then lists the index and every shard instead of kWeightsFile.
+inline constexpr const char* kWeightsIndexFile =
+    "transformer/diffusion_pytorch_model.safetensors.index.json";
+// The exact master weights, present when transformer/ holds another dtype (bf16 export).
+inline constexpr const char* kMasterWeightsFile = "master_weights.safetensors";
 inline constexpr const char* kModelConfigFile = "transformer/config.json";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
 inline constexpr const char* kStateFile = "trainer_state.json";
 
 // What a manifest of `kind` must list: full = weights, model config, optimizer state and
-// trainer state; weights_only = the weights. Empty for an unknown kind.
+// trainer state; weights_only = the weights. Empty for an unknown kind. The weights entry
+// (kWeightsFile) may instead be kWeightsIndexFile plus every shard its weight_map names.
 std::vector<std::string> RequiredFiles(const std::string& kind);
 
 struct ManifestFile {

@@ -115,6 +115,7 @@ json SegmentStartEvent::ToJson() const {
               {"resume_warmup_steps", resume_warmup_steps.value_or(0)},
               {"warmup_until", Optional(warmup_until)},
               {"checkpoint", Optional(checkpoint)},
+              {"init_from", init_from},
               {"skipped", skipped},
               {"world_size", Optional(world_size)},
               {"load_seconds", Number(load_seconds)},
@@ -131,6 +132,7 @@ SegmentStartEvent SegmentStartEvent::FromJson(const json& j) {
   e.resume_warmup_steps = OptInt(j, "resume_warmup_steps");
   e.warmup_until = OptInt(j, "warmup_until");
   e.checkpoint = OptStr(j, "checkpoint");
+  e.init_from = Str(j, "init_from");
   e.skipped = Strings(j, "skipped");
   e.world_size = OptInt(j, "world_size");
   e.load_seconds = Num(j, "load_seconds");

@@ -67,6 +67,9 @@ struct SegmentStartEvent {
   std::optional<int64_t> resume_warmup_steps;
   std::optional<int64_t> warmup_until;  // first step index at full LR (LrSchedule::WarmupUntil)
   std::optional<std::string> checkpoint;
+  // The upstream transformer/ folder the weights came from (model.init_from / --init-from) when
+  // the segment started fresh from one; empty otherwise (and in events written before it).
+  std::string init_from;
   std::vector<std::string> skipped;
   std::optional<int64_t> world_size;
   double load_seconds = kNoNumber;

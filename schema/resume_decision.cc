@@ -67,6 +67,12 @@ Result<ResumeDecision> DecideResume(const std::string& checkpoints_dir,
   const std::string dir = fs::absolute(checkpoints_dir, ec).string();
   for (const CheckpointEntry& c : ListCheckpoints(dir, /*check_hashes=*/true)) {
     if (!c.valid) {
+      // A checkpoint of an older format is the run's own state, not damage: skipping it would
+      // start the run over. Refuse until it is converted.
+      Result<CheckpointManifest> m = ReadManifest(c.path);
+      if (m.ok() && m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
+        return Status::Data(c.path + ": " + c.problem);
+      }
       skipped.push_back(c.path + ": " + c.problem);
       continue;
     }

@@ -45,7 +45,9 @@ struct ResumeDecision {
 };
 
 // InvalidArgument (exit 78) for a named folder that does not exist or whose step cannot be
-// known; every other problem with a checkpoint makes it skipped, not an error.
+// known; Data (exit 65) for a checkpoint of an older format version found by auto (it must be
+// converted with `baton-train ckpt upgrade`, not skipped into a fresh start); every other
+// problem with a checkpoint makes it skipped, not an error.
 [[nodiscard]] Result<ResumeDecision> DecideResume(const std::string& checkpoints_dir,
                                                   const ResumeRequest& request);
 

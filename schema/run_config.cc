@@ -635,9 +635,22 @@ const std::vector<ConfigKey<DataSection>>& DataKeys() {
   return keys;
 }
 
+// model.init_from: resolved against the config's folder and (when the filesystem is this
+// reader's concern) an existing folder; what it holds is checked by the trainer.
+void ReadInitFrom(Section& s, ModelSection& x) {
+  if (!s.String("init_from", &x.init_from) || x.init_from.empty()) return;
+  x.init_from = Resolve(s.ctx(), x.init_from);
+  std::error_code ec;
+  if (s.ctx().options.check_filesystem && !fs::is_directory(x.init_from, ec)) {
+    s.ctx().Error(s.node()["init_from"], "model.init_from",
+                  "no such folder '" + x.init_from + "' (an upstream transformer/ folder or its parent)");
+  }
+}
+
 const std::vector<ConfigKey<ModelSection>>& ModelKeys() {
   using S = ModelSection;
   static const std::vector<ConfigKey<S>> keys = {
+      CustomStringKey<S>("init_from", &S::init_from, ReadInitFrom),
       IntKey<S>("dim", &S::dim, 1, 1 << 16),
       IntKey<S>("heads", &S::heads, 1, 1024),
       IntKey<S>("layers", &S::layers, 1, 1024),
@@ -662,6 +675,7 @@ const std::vector<ConfigKey<ObjectiveSection>>& ObjectiveKeys() {
       IntKey<S>("chunk_max", &S::chunk_max, 1, 4096),
       IntKey<S>("window_min", &S::window_min, 0, 1 << 20),
       IntKey<S>("window_max", &S::window_max, 0, 1 << 20),
+      FloatKey<S>("text_dropout", &S::text_dropout, 0.0, 1.0),
   };
   return keys;
 }
@@ -708,6 +722,8 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       IntKey<S>("every", &S::every, 1),
       IntKey<S>("keep_last", &S::keep_last, 1),
       IntKey<S>("keep_every", &S::keep_every, 0),
+      EnumKey<S, std::string>("export_dtype", &S::export_dtype, {{"fp32", "fp32"}, {"bf16", "bf16"}}),
+      IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
   };
   return keys;
 }
@@ -754,6 +770,11 @@ void ReadModel(Context& ctx, const YAML::Node& root, RunConfig& c) {
   auto& x = c.model;
   ReadKeys(s, x, ModelKeys());
   s.Finish();
+  if (s.present()) {
+    for (const auto& k : ModelKeys()) {
+      if (std::string(k.name) != "init_from" && s.node()[k.name]) x.given.push_back(k.name);
+    }
+  }
   if (x.dim % x.heads != 0) {
     ctx.Error(s.present() ? s.node() : root, "model.dim",
               "value " + std::to_string(x.dim) + " is not divisible by model.heads " +
@@ -938,6 +959,22 @@ void WriteSection(YAML::Emitter& e, const char* name, const S& x,
   e << YAML::EndMap;
 }
 
+// With init_from, the sizes come from the folder's config.json: only the keys the user gave are
+// written back (a frozen run.yaml must not turn defaults into demands the trainer checks).
+void WriteModelSection(YAML::Emitter& e, const ModelSection& x) {
+  e << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  for (const auto& k : ModelKeys()) {
+    const std::string name = k.name;
+    if (!x.init_from.empty() && name != "init_from" &&
+        std::find(x.given.begin(), x.given.end(), name) == x.given.end()) {
+      continue;
+    }
+    e << YAML::Key << k.name << YAML::Value;
+    k.write(e, x);
+  }
+  e << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string ToYaml(const RunConfig& c) {
@@ -946,7 +983,7 @@ std::string ToYaml(const RunConfig& c) {
   WriteSection(e, "run", c.run, RunKeys());
   WriteSection(e, "slurm", c.slurm, SlurmKeys());
   WriteSection(e, "data", c.data, DataKeys());
-  WriteSection(e, "model", c.model, ModelKeys());
+  WriteModelSection(e, c.model);
   WriteSection(e, "objective", c.objective, ObjectiveKeys());
   WriteSection(e, "optim", c.optim, OptimKeys());
   WriteSection(e, "checkpoint", c.checkpoint, CheckpointKeys());

@@ -50,6 +50,12 @@ struct DataSection {
 };
 
 struct ModelSection {
+  // An upstream `transformer/` folder (or its parent) to start from: weights, and the sizes of
+  // its config.json (docs/upstream.md). Empty = random init from run.seed.
+  std::string init_from;
+  // The keys below that the config file gave explicitly (with init_from they must agree with
+  // the folder's config.json; without it they are just recorded). Not a key itself.
+  std::vector<std::string> given;
   int64_t dim = 64;                // transformer width D
   int64_t heads = 4;
   int64_t layers = 2;
@@ -70,6 +76,9 @@ struct ObjectiveSection {
   int64_t chunk_max = 4;
   int64_t window_min = 4;          // attention window in frame-id units, drawn per micro-step
   int64_t window_max = 64;
+  // Chance that an episode's text is replaced by the dataset's empty-prompt embedding
+  // (meta/empty_text.safetensors), drawn per (seed, step, episode): classifier-free guidance.
+  double text_dropout = 0.1;
 };
 
 struct OptimSection {
@@ -87,6 +96,10 @@ struct CheckpointSection {
   int64_t every = 100;             // optimizer steps between checkpoints
   int64_t keep_last = 3;           // newest checkpoints kept
   int64_t keep_every = 0;          // also keep every M-th step's checkpoint; 0 = none
+  // dtype of transformer/ weights (what upstream loads); a checkpoint whose export dtype is not
+  // the master dtype also holds the exact master weights for resume.
+  std::string export_dtype = "fp32";  // fp32 | bf16
+  int64_t max_shard_bytes = 10000000000;  // above it transformer/ is sharded (diffusers' "10GB")
 };
 
 enum class DType { kFloat32, kFloat64, kBFloat16 };

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   baton::RegisterCkpt(app, &run);
   baton::RegisterLeRobotStats(app, &run);
   baton::RegisterImportLeRobot(app, &run);
+  baton::RegisterForward(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -201,7 +201,9 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
   for (size_t i = 0; i < attempts.size(); ++i) {
     const AttemptRecord& a = attempts[i];
     std::cout << "  " << i << " (" << a.job_id << "." << a.restart_count
-              << "): " << AttemptOutcome(a) << "\n";
+              << "): " << AttemptOutcome(a);
+    if (!a.init_from.empty()) std::cout << "; weights from " << PrintableText(a.init_from);
+    std::cout << "\n";
   }
 }
 

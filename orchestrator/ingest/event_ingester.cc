@@ -134,6 +134,7 @@ class RecordApplier {
       a->warmup_until = e.warmup_until;
       a->world_size = e.world_size;
       if (!e.config_hash.empty()) a->config_hash = e.config_hash;
+      a->init_from = e.init_from;
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
     }

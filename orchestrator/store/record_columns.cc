@@ -77,6 +77,7 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("config_hash", &R::config_hash),
       Col("trainer_message", &R::trainer_message),
       Col("trainer_exit_code", &R::trainer_exit_code),
+      Col("init_from", &R::init_from),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);
   return kTable;

@@ -41,6 +41,7 @@ json AttemptJson(const AttemptRecord& a) {
               {"trainer_exit_code", JsonNumber(a.trainer_exit_code)},
               {"resume_mode", JsonTextOrNull(a.resume_mode)},
               {"checkpoint", JsonTextOrNull(a.checkpoint)},
+              {"init_from", JsonTextOrNull(a.init_from)},
               {"step0", JsonNumber(a.step0)},
               {"last_step", JsonNumber(a.last_step)},
               {"resume_warmup_steps", a.resume_warmup_steps},

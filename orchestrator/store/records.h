@@ -62,6 +62,8 @@ struct AttemptRecord {
   std::optional<int64_t> warmup_until;
   std::optional<int64_t> world_size;
   std::string config_hash;
+  // The upstream transformer/ folder the weights came from (segment_start init_from), or ''.
+  std::string init_from;
 };
 
 // One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).

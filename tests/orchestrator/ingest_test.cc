@@ -221,6 +221,27 @@ TEST(Ingest, ResumedStepsSupersedeTheEarlierAttempt) {
   EXPECT_EQ(store->GetRun(run.id).value().status, RunStatus::kCompleted);
 }
 
+// The attempt table says where the weights came from: segment_start's init_from; events
+// written before the field existed (no key) leave it ''.
+TEST(Ingest, RecordsTheUpstreamFolderTheWeightsCameFrom) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run", "r", 8);
+  auto segment = [](const std::string& init) {
+    return std::string("{\"type\":\"segment_start\",\"time\":1.5,\"source\":\"trainer\",") +
+           "\"mode\":\"fresh\",\"step0\":0,\"target_steps\":8" +
+           (init.empty() ? "" : ",\"init_from\":\"" + init + "\"") + "}\n";
+  };
+  Append(tmp / "run/events/7.0.jsonl", StartLine("fresh", 0) + segment("/models/base/transformer") +
+                                           StepLine(1, 1.0) + EndLine("requeue", "preempted", 75));
+  Append(tmp / "run/events/7.1.jsonl", StartLine("exact", 1) + segment("") + StepLine(2, 1.0));
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].init_from, "/models/base/transformer");
+  EXPECT_EQ(attempts[1].init_from, "");
+}
+
 TEST(Ingest, RecordsCheckpointsAndFailures) {
   TempDir tmp;
   auto store = OpenStore(tmp / "baton.db");

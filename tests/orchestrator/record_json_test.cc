@@ -54,9 +54,10 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
             (std::set<std::string>{"job_id", "restart_count", "nodes", "started_at", "ended_at",
                                    "slurm_state", "exit_code", "action", "end_reason",
                                    "trainer_end_reason", "trainer_message", "trainer_exit_code",
-                                   "resume_mode", "checkpoint", "step0", "last_step",
+                                   "resume_mode", "checkpoint", "init_from", "step0", "last_step",
                                    "resume_warmup_steps", "warmup_until", "world_size"}));
   EXPECT_EQ(aj["step0"], 40);
+  EXPECT_TRUE(aj["init_from"].is_null());  // '' = the weights came from no upstream folder
   EXPECT_TRUE(aj["last_step"].is_null());
   EXPECT_TRUE(aj["trainer_message"].is_null());
 

@@ -152,5 +152,5 @@ expect_in "$err" "the launcher decided mode exact"
 # A checkpoint of another model config is refused, naming the keys.
 sed 's/dim: 24, heads: 2, layers: 1/dim: 36, heads: 2, layers: 2/' "$tmp/w.yaml" >"$tmp/other.yaml"
 expect_exit 78 "$bt" train --config "$tmp/other.yaml" --resume "$tmp/w/checkpoints/checkpoint_step_5"
-expect_in "$err" "was written by another model config: dim 24 vs 36, num_layers 1 vs 2"
+expect_in "$err" "was written by another model config: attention_head_dim 12 vs 18, num_layers 1 vs 2"
 echo "$checks passed, 0 failed"

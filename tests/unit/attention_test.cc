@@ -140,7 +140,7 @@ class ModelMaskTest : public ::testing::Test {
     tiny_.config.objective.window_min = tiny_.config.objective.window_max = 64;
     auto eps = tiny_.Episodes({1, 2});  // episode 1 is the longest (9 frames)
     mb_ = PrepareMicroBatch(PadCollate(eps, 4), 5, 0, eps[0].shape, tiny_.config.objective,
-                            tiny_.dims, torch::kFloat64, torch::kCPU);
+                            tiny_.dims, torch::kFloat64, torch::kCPU, tiny_.empty_text);
     base_ = Run(mb_.inputs);
   }
   ModelOutputs Run(const ModelInputs& in) {

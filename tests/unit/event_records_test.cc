@@ -56,6 +56,8 @@ TEST(EventRecords, ReadingIsLenientButNeverWrong) {
   EXPECT_TRUE(std::isnan(e.loss));
   EXPECT_EQ(e.nonfinite_episodes, (std::vector<std::string>{"a", "7"}));
   EXPECT_FALSE(SegmentStartEvent::FromJson(json::object()).step0);
+  // Events written before init_from existed read as "no init folder".
+  EXPECT_EQ(SegmentStartEvent::FromJson(json{{"mode", "fresh"}}).init_from, "");
 }
 
 TEST(EventRecords, EveryRecordRoundTrips) {
@@ -72,7 +74,9 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   ss.config_hash = "abc";
   ss.job_id = "77";
   ss.restart_count = 2;
+  ss.init_from = "/models/lingbot-va-base/transformer";
   EXPECT_EQ(Text(SegmentStartEvent::FromJson(Text(ss.ToJson())).ToJson()), Text(ss.ToJson()));
+  EXPECT_EQ(SegmentStartEvent::FromJson(Text(ss.ToJson())).init_from, ss.init_from);
 
   SegmentEndEvent se;
   se.step = 12;

@@ -58,8 +58,9 @@ TEST(PackedLayoutTest, MaskRuleOnLayoutTokens) {
   EXPECT_FALSE(AttentionAllowed(l, nv(2), na(2)));  // other noisy block (action fid 5)
   EXPECT_TRUE(AttentionAllowed(l, na(2), cv(2)));   // noisy actions of chunk k see clean video of k
   EXPECT_FALSE(AttentionAllowed(l, na(2), ca(2)));
-  // Positions: action sub-step of frame f sits at f + n/(N+1), h = w = -1; clean copies reuse.
-  EXPECT_FLOAT_EQ(l.pos_f[na(2)], 2.0f);
+  // Positions: action sub-step n of frame f sits at f + (n+1)/(N+1), h = w = -1; clean copies
+  // reuse them. With N = 1 the only sub-step is at f + 1/2.
+  EXPECT_FLOAT_EQ(l.pos_f[na(2)], 2.5f);
   EXPECT_FLOAT_EQ(l.pos_h[na(2)], -1.0f);
   EXPECT_EQ(l.pos_f[cv(3)], l.pos_f[nv(3)]);
 }
@@ -76,6 +77,20 @@ TEST(PackedLayoutTest, PaddedFramesTakePartInNothingAndPositionsRestartPerSample
   EXPECT_EQ(l.pos_w[l.VideoToken(false, 1, 0, 1)], 1.0f);
   // Different samples never interact.
   EXPECT_FALSE(AttentionAllowed(l, l.VideoToken(true, 1, 1, 0), l.VideoToken(true, 0, 0, 0)));
+}
+
+// Upstream's get_mesh_id: `ones(N).cumsum / (N + 1)`, so sub-step n (0-based) of latent frame f
+// is at f + (n + 1) / (N + 1): never on the frame's own video position f, never on f + 1.
+TEST(PackedLayoutTest, ActionSubStepPositionsMatchUpstream) {
+  const int64_t N = 3;
+  const PackedLayout l = BuildPackedLayout(2, 1, 1, N, {{2, 1, 8}});
+  for (int64_t f = 0; f < 2; ++f) {
+    for (int64_t n = 0; n < N; ++n) {
+      const float want = float(f) + float(n + 1) / float(N + 1);
+      EXPECT_FLOAT_EQ(l.pos_f[l.ActionToken(false, 0, f, n)], want) << "f " << f << " n " << n;
+      EXPECT_FLOAT_EQ(l.pos_f[l.ActionToken(true, 0, f, n)], want);
+    }
+  }
 }
 
 }  // namespace

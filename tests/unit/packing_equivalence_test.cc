@@ -25,7 +25,7 @@ TEST(PackingEquivalenceTest, PackedBatchEqualsSingleEpisodesEqualAndMixedLengths
   }
   ASSERT_EQ(mixed.size(), 4u);
   const auto r = ComparePackedWithSingle(model, tiny.config, tiny.Episodes(mixed), 0,
-                                         torch::kFloat64, "mixed");
+                                         torch::kFloat64, "mixed", tiny.empty_text);
   EXPECT_GT(r.padded_frames, *std::min_element(r.frames.begin(), r.frames.end()));
   EXPECT_LT(r.loss_rel_diff, 1e-10);
   EXPECT_LT(r.max_grad_rel_diff, 1e-10) << r.worst_param;
@@ -34,7 +34,7 @@ TEST(PackingEquivalenceTest, PackedBatchEqualsSingleEpisodesEqualAndMixedLengths
 
   const std::vector<int64_t> same = {mixed[0], mixed[0], mixed[0], mixed[0]};
   const auto e = ComparePackedWithSingle(model, tiny.config, tiny.Episodes(same), 3,
-                                         torch::kFloat64, "equal");
+                                         torch::kFloat64, "equal", tiny.empty_text);
   EXPECT_LT(e.loss_rel_diff, 1e-10);
   EXPECT_LT(e.max_grad_rel_diff, 1e-10);
 }
@@ -47,13 +47,13 @@ struct StepResult {
 StepResult OneStep(test::TinyTrainer& tiny, int64_t batch, int64_t accum) {
   VideoActionModel model = tiny.Model();
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  params = TrainableParameters(model);
   std::vector<torch::Tensor> before;
   for (auto& p : params) before.push_back(p.second.detach().clone());
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, torch::kFloat64,
-                       torch::kCPU);
+                       torch::kCPU, tiny.empty_text);
   std::vector<PaddedBatch> micro;
   double frames = 0;
   for (int64_t m = 0; m < accum; ++m) {
@@ -93,12 +93,12 @@ TEST(PackingEquivalenceTest, Bf16ComputeKeepsFloat32MasterWeights) {
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);  // float32 parameters
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  params = TrainableParameters(model);
   const auto before = params[0].second.detach().clone();
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, torch::kBFloat16,
-                       torch::kCPU);
+                       torch::kCPU, tiny.empty_text);
   auto eps = tiny.Episodes({0, 1, 2, 3});
   double frames = 0;
   for (const auto& e : eps) frames += double(e.frames);

@@ -24,12 +24,11 @@ StepResult OneStep(test::TinyTrainer& tiny, bool recompute, torch::ScalarType dt
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);
   if (dtype == torch::kFloat64) model->to(torch::kFloat64);
-  std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.push_back({p.key(), p.value()});
+  std::vector<std::pair<std::string, torch::Tensor>> params = TrainableParameters(model);
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, dtype,
-                       torch::kCPU);
+                       torch::kCPU, tiny.empty_text);
   std::vector<PaddedBatch> micro;
   double frames = 0;
   for (int64_t m = 0; m < 2; ++m) {

@@ -5,6 +5,7 @@
 
 #include "temp_dir.h"
 #include "trainer/data/dataset_index.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/synth_dataset.h"
 #include "trainer/model/video_action_model.h"
@@ -17,6 +18,7 @@ struct TinyTrainer {
   DatasetIndex index;
   RunConfig config;
   ModelDims dims;
+  torch::Tensor empty_text;  // [L, Dt] the dataset's empty prompt (text dropout)
 
   explicit TinyTrainer(int64_t episodes = 16, int64_t min_frames = 3, int64_t max_frames = 9) {
     SynthOptions o;
@@ -39,6 +41,11 @@ struct TinyTrainer {
     config.objective.window_max = 5;
     config.optim.lr = 1e-3;
     config.optim.warmup_steps = 0;
+    // Half the texts dropped: the exactness checks cover the dropout draws too.
+    config.objective.text_dropout = 0.5;
+    auto text = ReadEmptyText(o.out, *index.shape);
+    if (!text.ok()) std::abort();
+    empty_text = torch::tensor(text.value()).view({o.shape.text_len, o.shape.text_dim});
     dims.channels = 2;
     dims.patch = 2;
     dims.action_dim = 4;

@@ -12,49 +12,13 @@
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
+#include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
 
 namespace baton {
 namespace fs = std::filesystem;
 
 namespace {
-
-StDType ToStDType(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat64:
-      return StDType::kF64;
-    case torch::kFloat32:
-      return StDType::kF32;
-    case torch::kBFloat16:
-      return StDType::kBF16;
-    case torch::kFloat16:
-      return StDType::kF16;
-    case torch::kInt64:
-      return StDType::kI64;
-    default:
-      break;
-  }
-  BATON_FAIL(kExitInternal, std::string("checkpoint: unsupported dtype ") + c10::toString(t), "");
-}
-
-torch::ScalarType ToTorch(StDType t) {
-  switch (t) {
-    case StDType::kF64:
-      return torch::kFloat64;
-    case StDType::kF32:
-      return torch::kFloat32;
-    case StDType::kBF16:
-      return torch::kBFloat16;
-    case StDType::kF16:
-      return torch::kFloat16;
-    case StDType::kI64:
-      return torch::kInt64;
-    case StDType::kI32:
-      return torch::kInt32;
-    default:
-      return torch::kUInt8;
-  }
-}
 
 // Tensors held on the CPU and contiguous for the life of a write.
 struct HeldTensors {
@@ -84,7 +48,7 @@ torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
                    " but the model has " + ShapeString(shape),
                "the checkpoint belongs to a model of other sizes; check model.* in the config");
   }
-  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorch(t->dtype)).clone();
+  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype)).clone();
 }
 
 std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
@@ -173,21 +137,7 @@ std::string FirstNonFinite(VideoActionModel& model, const AdamW& optimizer) {
   return "";
 }
 
-nlohmann::ordered_json ModelConfigJson(const ModelDims& d) {
-  return {{"_class_name", "BatonVideoActionModel"},
-          {"in_channels", d.channels},
-          {"patch_size", d.patch},
-          {"action_dim", d.action_dim},
-          {"action_steps", d.action_steps},
-          {"text_dim", d.text_dim},
-          {"dim", d.dim},
-          {"num_heads", d.heads},
-          {"num_layers", d.layers},
-          {"ffn_dim", d.ffn_dim},
-          {"freq_dim", d.freq_dim},
-          {"rope_theta", d.rope_theta},
-          {"eps", d.eps}};
-}
+nlohmann::ordered_json ModelConfigJson(const ModelDims& d) { return UpstreamConfigJson(d); }
 
 std::string ConfigHash(const ModelDims& d) {
   const std::string text = ModelConfigJson(d).dump();
@@ -224,15 +174,18 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
     BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
                "check disk space and permissions");
 
-  {
+  // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
+  // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
+  std::vector<std::string> files = WriteTransformerFolder(
+      (partial / "transformer").string(), model, ExportDtype(retention.export_dtype),
+      retention.max_shard_bytes, partial.string());
+  const auto master_dtype = model->parameters().front().scalar_type();
+  if (ExportDtype(retention.export_dtype) != master_dtype) {
     HeldTensors w;
     for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
-    CheckOk(WriteSafetensors((partial / kWeightsFile).string(), w.refs, {{"format", "pt"}}),
-            "check disk space");
+    CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs), "check disk space");
+    files.push_back(kMasterWeightsFile);
   }
-  CheckOk(WriteTextAtomic((partial / kModelConfigFile).string(),
-                          ModelConfigJson(model->dims()).dump(2) + "\n"),
-          "check disk space");
   if (hooks.mid_file) hooks.mid_file();
   {
     HeldTensors o;
@@ -252,7 +205,8 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   m.world_size = state.world_size;
   m.config_hash = state.config_hash;
   m.finite = true;  // checked above
-  const std::vector<std::string> files = RequiredFiles("full");
+  files.push_back(kOptimizerFile);
+  files.push_back(kStateFile);
   CheckOk(WriteManifest(partial.string(), m, files), "check disk space");
   CheckOk(FsyncDir((partial / "transformer").string()), "");
   CheckOk(FsyncDir(partial.string()), "");
@@ -328,8 +282,7 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     if (!diff.empty()) {
       BATON_FAIL(kExitConfig,
                  dir + " was written by another model config: " + diff + " (checkpoint vs run)",
-                 "fix model.* in the config, or resume weights only (--resume-mode weights_only) "
-                 "to load matching tensors");
+                 "fix model.* in the config (or model.init_from), or start a new run folder");
     }
     auto st_text = ReadFile(state_path.string());
     if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");
@@ -350,9 +303,14 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   }
 
   torch::NoGradGuard no_grad;
-  auto weights = OpenOrFail((fs::path(dir) / kWeightsFile).string());
-  for (auto& p : model->named_parameters()) {
-    p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec()));
+  std::error_code ec;
+  if (fs::exists(fs::path(dir) / kMasterWeightsFile, ec)) {
+    auto weights = OpenOrFail((fs::path(dir) / kMasterWeightsFile).string());
+    for (auto& p : model->named_parameters()) {
+      p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec()));
+    }
+  } else {
+    LoadTransformerWeights((fs::path(dir) / "transformer").string(), model);
   }
   if (mode == LoadMode::kFull && optimizer != nullptr) {
     auto opt = OpenOrFail((fs::path(dir) / kOptimizerFile).string());

@@ -1,9 +1,11 @@
 // Full-state checkpoints: everything a resumed run needs to continue bit for bit.
 //
 //   checkpoint_step_<N>/
-//     transformer/diffusion_pytorch_model.safetensors   weights (master dtype: F32, or F64 runs)
-//     transformer/config.json                           model sizes (upstream-compatible path)
-//     optimizer.safetensors     exp_avg.<p>, exp_avg_sq.<p>, step.<p> for every parameter
+//     transformer/                  upstream's WanTransformer3DModel folder (upstream_io.h):
+//                                   config.json + weights in checkpoint.export_dtype, sharded
+//                                   above checkpoint.max_shard_bytes
+//     master_weights.safetensors    the exact master weights, when the export dtype is not theirs
+//     optimizer.safetensors     exp_avg.<p>, exp_avg_sq.<p>, step.<p> for every trainable parameter
 //     trainer_state.json        step, sampler cursor, RNG scheme, LR schedule, world size, hashes
 //     MANIFEST.json             written last: sizes and XXH3 hashes of the files above
 //

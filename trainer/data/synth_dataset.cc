@@ -6,6 +6,7 @@
 
 #include "schema/atomic_file.h"
 #include "schema/safetensors.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/rng/philox.h"
 
 namespace baton {
@@ -131,6 +132,12 @@ Status WriteSynthDataset(const SynthOptions& o) {
         {{"episode", meta.id}, {"n_video", std::to_string(meta.n_video)}}));
     index_text += EpisodeMetaJson(meta) + "\n";
   }
+  // The empty-prompt embedding text dropout swaps in (meta/empty_text.safetensors): a fixed
+  // pattern unlike any episode's text, so a test can tell which one the model saw.
+  std::vector<float> empty(static_cast<size_t>(s.text_len * s.text_dim));
+  for (size_t t = 0; t < empty.size(); ++t) empty[t] = float(0.5 * std::sin(0.7 * double(t) + 0.3));
+  BATON_RETURN_IF_ERROR(WriteSafetensors((root / kEmptyTextFile).string(),
+                                         {{"text", StDType::kF32, {s.text_len, s.text_dim}, empty.data()}}));
   BATON_RETURN_IF_ERROR(WriteTextAtomic((root / "meta" / "info.json").string(), DatasetShapeJson(s)));
   return WriteTextAtomic(index_path.string(), index_text);
 }

@@ -5,7 +5,8 @@
 // of padded frames (f >= frames of their sample) get seq_id -1 and take part in nothing.
 // Per token the layout records seq_id, noisy/clean, frame_id (2*(f // chunk) for video,
 // 2*(f // chunk) + 1 for actions, chunk drawn per episode) and 3-axis RoPE positions that restart
-// at 0 in every sample (an action sub-step n of frame f sits at f + n/(N+1), h = w = -1).
+// at 0 in every sample (an action sub-step n, 0-based, of frame f sits at f + (n+1)/(N+1),
+// h = w = -1, as upstream).
 //
 // It also plans the block-sparse self-attention: per sample, one query group per valid frame
 // (all 2P + 2N tokens of that frame) and the keys that group can possibly see: clean tokens of

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "trainer/train/autocast.h"
+
 namespace baton {
 namespace nn = torch::nn;
 
@@ -16,6 +18,17 @@ nn::LayerNorm Norm(int64_t dim, double eps, bool affine) {
 }
 
 torch::Tensor GeluTanh(const torch::Tensor& x) { return torch::gelu(x, "tanh"); }
+
+// Upstream computes norms, modulation and the self-attention and FFN residual adds in float32
+// even when the activations are bfloat16 (then casts back); float32 and float64 runs are
+// unchanged by these two.
+torch::Tensor Wide(const torch::Tensor& x) {
+  const auto t = x.scalar_type();
+  return t == torch::kBFloat16 || t == torch::kHalf ? x.to(torch::kFloat32) : x;
+}
+torch::Tensor AddWide(const torch::Tensor& x, const torch::Tensor& delta) {
+  return (Wide(x) + delta).to(x.scalar_type());
+}
 
 }  // namespace
 
@@ -35,8 +48,9 @@ torch::Tensor Patchify(const torch::Tensor& x, int64_t p) {
 
 torch::Tensor Unpatchify(const torch::Tensor& tokens, int64_t B, int64_t C, int64_t F, int64_t H,
                          int64_t W, int64_t p) {
-  return tokens.view({B, F, H / p, W / p, C, p, p})
-      .permute({0, 4, 1, 2, 5, 3, 6})
+  // Feature (ph * p + pw) * C + c: upstream's `b l (n c) -> b (l n) c`.
+  return tokens.view({B, F, H / p, W / p, p, p, C})
+      .permute({0, 6, 1, 2, 4, 3, 5})
       .reshape({B, C, F, H, W});
 }
 
@@ -48,88 +62,113 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight_;
 }
 
+TwoLayerImpl::TwoLayerImpl(int64_t in, int64_t dim, bool gelu) : gelu_(gelu) {
+  linear_1 = register_module("linear_1", Lin(in, dim));
+  linear_2 = register_module("linear_2", Lin(dim, dim));
+}
+
+torch::Tensor TwoLayerImpl::forward(const torch::Tensor& x) {
+  auto h = linear_1(x);
+  return linear_2(gelu_ ? GeluTanh(h) : torch::silu(h));
+}
+
+ConditionEmbedderImpl::ConditionEmbedderImpl(const ModelDims& d, bool frozen_text) {
+  time_embedder = register_module("time_embedder", TwoLayer(d.freq_dim, d.dim, false));
+  time_proj = register_module("time_proj", Lin(d.dim, 6 * d.dim));
+  text_embedder = register_module("text_embedder", TwoLayer(d.text_dim, d.dim, true));
+  if (frozen_text) {
+    for (auto& p : text_embedder->parameters()) p.set_requires_grad(false);
+  }
+}
+
+AttentionProjImpl::AttentionProjImpl(const ModelDims& d) {
+  const int64_t D = d.dim;
+  to_q = register_module("to_q", Lin(D, D));
+  to_k = register_module("to_k", Lin(D, D));
+  to_v = register_module("to_v", Lin(D, D));
+  auto out = register_module("to_out", nn::ModuleList());  // to_out.1 is upstream's Dropout
+  to_out = Lin(D, D);
+  out->push_back(to_out);
+  norm_q = register_module("norm_q", RMSNorm(D, d.eps));
+  norm_k = register_module("norm_k", RMSNorm(D, d.eps));
+}
+
 BlockImpl::BlockImpl(const ModelDims& d) : d_(d) {
   const int64_t D = d.dim;
-  modulation_ = register_parameter("modulation", torch::randn({6, D}) / std::sqrt(double(D)));
   norm1_ = register_module("norm1", Norm(D, d.eps, false));
-  norm2_ = register_module("norm2", Norm(D, d.eps, false));
-  norm3_ = register_module("norm3", Norm(D, d.eps, true));
-  q_ = register_module("self_attn_q", Lin(D, D));
-  k_ = register_module("self_attn_k", Lin(D, D));
-  v_ = register_module("self_attn_v", Lin(D, D));
-  o_ = register_module("self_attn_o", Lin(D, D));
-  norm_q_ = register_module("self_attn_norm_q", RMSNorm(D, d.eps));
-  norm_k_ = register_module("self_attn_norm_k", RMSNorm(D, d.eps));
-  cq_ = register_module("cross_attn_q", Lin(D, D));
-  ck_ = register_module("cross_attn_k", Lin(D, D));
-  cv_ = register_module("cross_attn_v", Lin(D, D));
-  co_ = register_module("cross_attn_o", Lin(D, D));
-  cnorm_q_ = register_module("cross_attn_norm_q", RMSNorm(D, d.eps));
-  cnorm_k_ = register_module("cross_attn_norm_k", RMSNorm(D, d.eps));
-  ffn1_ = register_module("ffn_0", Lin(D, d.ffn_dim));
-  ffn2_ = register_module("ffn_2", Lin(d.ffn_dim, D));
+  attn1_ = register_module("attn1", AttentionProj(d));
+  attn2_ = register_module("attn2", AttentionProj(d));
+  norm2_ = register_module("norm2", Norm(D, d.eps, true));  // affine, before cross-attention
+  // ffn.net.0.proj (diffusers' GELU module wraps its Linear), ffn.net.2 (net.1 is Dropout).
+  auto ffn = register_module("ffn", std::make_shared<nn::Module>());
+  auto net = ffn->register_module("net", std::make_shared<nn::Module>());
+  auto gelu = net->register_module("0", std::make_shared<nn::Module>());
+  ffn_in_ = gelu->register_module("proj", Lin(D, d.ffn_dim));
+  ffn_out_ = net->register_module("2", Lin(d.ffn_dim, D));
+  norm3_ = register_module("norm3", Norm(D, d.eps, false));
+  scale_shift_table_ = register_parameter("scale_shift_table",
+                                          torch::randn({1, 6, D}) / std::sqrt(double(D)));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x_in, const torch::Tensor& e0,
                                  const torch::Tensor& context, const LayoutTensors& lt,
                                  const PackedLayout& layout, AttentionPath path) {
   const int64_t T = x_in.size(0), H = d_.heads, hd = d_.head_dim();
-  auto e = (e0 + modulation_).unbind(1);  // 6 x [T, D]
+  const auto act = x_in.scalar_type();
+  auto e = (Wide(e0) + scale_shift_table_).unbind(1);  // 6 x [T, D]
   torch::Tensor x = x_in;
 
-  // 1. Self-attention, gated.
-  auto h = norm1_(x) * (1 + e[1]) + e[0];
-  auto q = ApplyRope(norm_q_(q_(h)).view({T, H, hd}), lt);
-  auto k = ApplyRope(norm_k_(k_(h)).view({T, H, hd}), lt);
-  auto v = v_(h).view({T, H, hd});
+  // 1. Self-attention, gated; the residual is added in (at least) float32.
+  auto h = (norm1_(Wide(x)) * (1 + e[1]) + e[0]).to(act);
+  auto q = ApplyRope(attn1_->norm_q(attn1_->to_q(h)).view({T, H, hd}), lt);
+  auto k = ApplyRope(attn1_->norm_k(attn1_->to_k(h)).view({T, H, hd}), lt);
+  auto v = attn1_->to_v(h).view({T, H, hd});
   auto a = path == AttentionPath::kBlockSparse ? BlockSparseAttention(q, k, v, lt)
                                                : DenseMaskedAttention(q, k, v, layout);
-  x = x + e[2] * o_(a.reshape({T, d_.dim}));
+  x = AddWide(x, attn1_->to_out(a.reshape({T, d_.dim})) * e[2]);
 
-  // 2. Cross-attention to the token's own sample's text (no gate, no RoPE).
+  // 2. Cross-attention to the token's own sample's text (no gate, no RoPE); the residual is
+  // added in the activation dtype, as upstream does.
   const int64_t B = context.size(0), L = context.size(1);
-  auto cq = cnorm_q_(cq_(norm3_(x))).view({T, H, hd});
-  auto ck = cnorm_k_(ck_(context)).view({B, L, H, hd});
-  auto cv = cv_(context).view({B, L, H, hd});
-  x = x + co_(TextCrossAttention(cq, ck, cv, lt).reshape({T, d_.dim}));
+  auto c = norm2_(Wide(x)).to(act);
+  auto cq = attn2_->norm_q(attn2_->to_q(c)).view({T, H, hd});
+  auto ck = attn2_->norm_k(attn2_->to_k(context)).view({B, L, H, hd});
+  auto cv = attn2_->to_v(context).view({B, L, H, hd});
+  x = x + attn2_->to_out(TextCrossAttention(cq, ck, cv, lt).reshape({T, d_.dim})).to(act);
 
-  // 3. Feed-forward, gated.
-  auto f = norm2_(x) * (1 + e[4]) + e[3];
-  return x + e[5] * ffn2_(GeluTanh(ffn1_(f)));
+  // 3. Feed-forward, gated; the residual is added in (at least) float32.
+  auto f = (norm3_(Wide(x)) * (1 + e[4]) + e[3]).to(act);
+  return AddWide(x, Wide(ffn_out_(GeluTanh(ffn_in_(f)))) * e[5]);
 }
 
 VideoActionModelImpl::VideoActionModelImpl(const ModelDims& d) : dims_(d) {
   const int64_t D = d.dim, pp = d.channels * d.patch * d.patch;
-  video_in_ = register_module("patch_embedding", Lin(pp, D));
-  video_out_ = register_module("head_video", Lin(D, pp));
-  action_in_ = register_module("action_embedding", Lin(d.action_dim, D));
-  action_out_ = register_module("head_action", Lin(D, d.action_dim));
-  auto time_mlp = [&] {
-    return nn::Sequential(Lin(d.freq_dim, D), nn::SiLU(), Lin(D, D));
-  };
-  time_video_ = register_module("time_embedding_video", time_mlp());
-  time_action_ = register_module("time_embedding_action", time_mlp());
-  time_proj_ = register_module("time_projection", Lin(D, 6 * D));
-  text_embed_ = register_module("text_embedding",
-                                nn::Sequential(Lin(d.text_dim, D), nn::Functional(GeluTanh), Lin(D, D)));
+  patch_embedding_ = register_module("patch_embedding_mlp", Lin(pp, D));
+  action_embedder_ = register_module("action_embedder", Lin(d.action_dim, D));
+  cond_video_ = register_module("condition_embedder", ConditionEmbedder(d, false));
+  // Upstream deep-copies the video embedder: a second time projection for the action stream,
+  // and a text projection that nothing uses (both streams read condition_embedder's).
+  cond_action_ = register_module("condition_embedder_action", ConditionEmbedder(d, true));
   blocks_ = register_module("blocks", nn::ModuleList());
   for (int64_t i = 0; i < d.layers; ++i) blocks_->push_back(Block(d));
-  head_norm_ = register_module("head_norm", Norm(D, d.eps, false));
-  head_modulation_ = register_parameter("head_modulation", torch::randn({2, D}) / std::sqrt(double(D)));
-  // adaLN-zero: the time projection starts at zero, so gates come from the learned tables alone,
-  // and the output layers start at zero, so the first prediction is 0 (loss = E|eps - x0|^2).
+  norm_out_ = register_module("norm_out", Norm(D, d.eps, false));
+  proj_out_ = register_module("proj_out", Lin(D, pp));
+  action_proj_out_ = register_module("action_proj_out", Lin(D, d.action_dim));
+  scale_shift_table_ =
+      register_parameter("scale_shift_table", torch::randn({1, 2, D}) / std::sqrt(double(D)));
+  // adaLN-zero: the time projections start at zero, so gates come from the learned tables
+  // alone, and the output layers start at zero, so the first prediction is 0.
   if (!d.zero_init) return;
   torch::NoGradGuard no_grad;
-  time_proj_->weight.zero_();
-  time_proj_->bias.zero_();
-  video_out_->weight.zero_();
-  video_out_->bias.zero_();
-  action_out_->weight.zero_();
-  action_out_->bias.zero_();
+  for (auto* l : {&cond_video_->time_proj, &cond_action_->time_proj, &proj_out_,
+                  &action_proj_out_}) {
+    (*l)->weight.zero_();
+    (*l)->bias.zero_();
+  }
 }
 
-torch::Tensor VideoActionModelImpl::TimeEmbedding(nn::Sequential& mlp, const torch::Tensor& t) {
-  return mlp->forward(SinusoidalEmbedding(t, dims_.freq_dim, video_in_->weight.scalar_type()));
+torch::Tensor VideoActionModelImpl::TimeEmbedding(TwoLayer& mlp, const torch::Tensor& t) {
+  return mlp->forward(SinusoidalEmbedding(t, dims_.freq_dim, patch_embedding_->weight.scalar_type()));
 }
 
 ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLayout& layout,
@@ -144,17 +183,28 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
   auto per_token = [](const torch::Tensor& t, int64_t k) {  // [B, Fp] -> [B*Fp*k]
     return t.unsqueeze(-1).expand({t.size(0), t.size(1), k}).reshape({-1});
   };
+  // Upstream's training casts the four video/action inputs to bfloat16 before the input
+  // projections; a bf16 run rounds them here the same way (float32/64 runs keep them).
+  auto input = [](const torch::Tensor& x) {
+    return AutocastBf16Active() ? x.to(torch::kBFloat16) : x;
+  };
 
-  auto x = torch::cat({video_in_(Patchify(in.video_noisy, d.patch)),
-                       video_in_(Patchify(in.video_clean, d.patch)),
-                       action_in_(action_tokens(in.action_noisy)),
-                       action_in_(action_tokens(in.action_clean))});
+  auto x = torch::cat({patch_embedding_(Patchify(input(in.video_noisy), d.patch)),
+                       patch_embedding_(Patchify(input(in.video_clean), d.patch)),
+                       action_embedder_(action_tokens(input(in.action_noisy))),
+                       action_embedder_(action_tokens(input(in.action_clean)))});
   auto t_video = torch::cat({per_token(in.t_video_noisy, P), per_token(in.t_video_clean, P)});
-  auto t_action = torch::cat({per_token(in.t_action_noisy, N),
-                              torch::zeros({B * Fp * N}, in.t_action_noisy.options())});
-  auto temb = torch::cat({TimeEmbedding(time_video_, t_video), TimeEmbedding(time_action_, t_action)});
-  auto e0 = time_proj_(torch::silu(temb)).view({layout.tokens, 6, d.dim});
-  auto context = text_embed_->forward(in.text);
+  auto t_action_clean = in.t_action_clean.defined() ? in.t_action_clean
+                                                    : torch::zeros_like(in.t_action_noisy);
+  auto t_action = torch::cat({per_token(in.t_action_noisy, N), per_token(t_action_clean, N)});
+  auto temb_video = TimeEmbedding(cond_video_->time_embedder, t_video);
+  auto temb_action = TimeEmbedding(cond_action_->time_embedder, t_action);
+  auto temb = torch::cat({temb_video, temb_action});
+  // Each stream has its own time projection (upstream's condition_embedder_action.time_proj).
+  auto e0 = torch::cat({cond_video_->time_proj(torch::silu(temb_video)),
+                        cond_action_->time_proj(torch::silu(temb_action))})
+                .view({layout.tokens, 6, d.dim});
+  auto context = cond_video_->text_embedder->forward(in.text);
 
   const bool recompute = d.recompute_blocks && torch::GradMode::is_enabled();
   for (const auto& block : *blocks_) {
@@ -171,16 +221,24 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
       x = b->forward(x, e0, Reuse(context), lt, layout, path);
     }
   }
-  auto he = head_modulation_.unsqueeze(0) + temb.unsqueeze(1);  // [T, 2, D]
-  auto h = head_norm_(x) * (1 + he.select(1, 1)) + he.select(1, 0);
+  auto he = scale_shift_table_ + Wide(temb).unsqueeze(1);  // [T, 2, D]
+  auto h = (norm_out_(Wide(x)) * (1 + he.select(1, 1)) + he.select(1, 0)).to(x.scalar_type());
 
   ModelOutputs out;
   out.hidden = h;
   const int64_t V = layout.video_tokens;
-  out.video = Unpatchify(video_out_(h.narrow(0, 0, V)), B, C, Fp, H, W, d.patch);
-  out.action = action_out_(h.narrow(0, 2 * V, B * Fp * N))
+  out.video = Unpatchify(proj_out_(h.narrow(0, 0, V)), B, C, Fp, H, W, d.patch);
+  out.action = action_proj_out_(h.narrow(0, 2 * V, B * Fp * N))
                    .view({B, Fp, N, d.action_dim})
                    .permute({0, 3, 1, 2});
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> TrainableParameters(VideoActionModel& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model->named_parameters()) {
+    if (p.value().requires_grad()) out.push_back({p.key(), p.value()});
+  }
   return out;
 }
 

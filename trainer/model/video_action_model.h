@@ -1,6 +1,13 @@
-// VideoActionModel: the transformer of docs/model.md at any size — video patch tokens and action
-// tokens with their own in/out layers and timestep embedders, shared adaLN-zero blocks with
+// VideoActionModel: the transformer of docs/model.md at any size — upstream LingBot-VA's
+// WanTransformer3DModel, parameter for parameter. Video patch tokens and action tokens with their
+// own in/out layers, timestep embedders and time projections; shared adaLN-zero blocks with
 // QK-RMSNorm across heads, 3-axis RoPE, per-token timesteps, per-sample text cross-attention.
+//
+// Module paths are upstream's state-dict keys (`condition_embedder.time_proj.weight`,
+// `blocks.0.attn1.to_q.weight`, `blocks.0.ffn.net.0.proj.weight`, ...: 29 + 27 * layers tensors),
+// so checkpoints need no name table (docs/checkpoint_format.md). Upstream's unused
+// `condition_embedder_action.text_embedder.*` exists here too, frozen (requires_grad false): it
+// is loaded and written back unchanged and never reaches the optimizer.
 //
 // forward() takes one packed row (the micro-batch's episodes, see packed_layout.h) and returns
 // the predictions for the noisy video and noisy action tokens, shaped like the inputs. The layout
@@ -19,7 +26,7 @@ struct ModelDims {
   int64_t text_dim = 16;
   int64_t dim = 64, heads = 4, layers = 2, ffn_dim = 256, freq_dim = 256;
   double rope_theta = 10000.0, eps = 1e-6;
-  // adaLN-zero start (time projection and output layers at zero). Tests turn it off so every
+  // adaLN-zero start (time projections and output layers at zero). Tests turn it off so every
   // parameter gets a non-zero gradient to compare.
   bool zero_init = true;
   // train.activation_checkpointing: blocks — each block is recomputed in backward (recompute.h).
@@ -31,14 +38,15 @@ struct ModelDims {
 enum class AttentionPath { kBlockSparse, kDense };
 
 struct ModelInputs {
-  torch::Tensor video_noisy;    // [B, C, Fp, H, W]
-  torch::Tensor video_clean;    // [B, C, Fp, H, W]
-  torch::Tensor action_noisy;   // [B, A, Fp, N]
-  torch::Tensor action_clean;   // [B, A, Fp, N]
-  torch::Tensor t_video_noisy;  // [B, Fp] timesteps in [0, 1000]
-  torch::Tensor t_video_clean;  // [B, Fp] (0 unless the clean copy was lightly noised)
-  torch::Tensor t_action_noisy; // [B, Fp]
-  torch::Tensor text;           // [B, L, Dt]
+  torch::Tensor video_noisy;     // [B, C, Fp, H, W]
+  torch::Tensor video_clean;     // [B, C, Fp, H, W]
+  torch::Tensor action_noisy;    // [B, A, Fp, N]
+  torch::Tensor action_clean;    // [B, A, Fp, N]
+  torch::Tensor t_video_noisy;   // [B, Fp] timesteps in [0, 1000]
+  torch::Tensor t_video_clean;   // [B, Fp] (0 unless the clean copy was lightly noised)
+  torch::Tensor t_action_noisy;  // [B, Fp]
+  torch::Tensor t_action_clean;  // [B, Fp]; undefined = 0 (training's clean actions)
+  torch::Tensor text;            // [B, L, Dt]
 };
 
 struct ModelOutputs {
@@ -58,6 +66,38 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// Two Linear layers `linear_1`, `linear_2` with an activation between (diffusers'
+// TimestepEmbedding: SiLU; PixArtAlphaTextProjection: GELU-tanh).
+class TwoLayerImpl : public torch::nn::Module {
+ public:
+  TwoLayerImpl(int64_t in, int64_t dim, bool gelu);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+
+ private:
+  bool gelu_;
+};
+TORCH_MODULE(TwoLayer);
+
+// `condition_embedder` / `condition_embedder_action`: time MLP, time projection to the six
+// modulation vectors, and the text projection.
+class ConditionEmbedderImpl : public torch::nn::Module {
+ public:
+  ConditionEmbedderImpl(const ModelDims& d, bool frozen_text);
+  TwoLayer time_embedder{nullptr}, text_embedder{nullptr};
+  torch::nn::Linear time_proj{nullptr};
+};
+TORCH_MODULE(ConditionEmbedder);
+
+// `attn1` / `attn2`: to_q, to_k, to_v, to_out.0 and the full-width QK RMSNorms.
+class AttentionProjImpl : public torch::nn::Module {
+ public:
+  explicit AttentionProjImpl(const ModelDims& d);
+  torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr}, to_out{nullptr};
+  RMSNorm norm_q{nullptr}, norm_k{nullptr};
+};
+TORCH_MODULE(AttentionProj);
+
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const ModelDims& d);
@@ -68,13 +108,10 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   ModelDims d_;
-  torch::Tensor modulation_;  // [6, D] learned table added to the time projection
+  torch::Tensor scale_shift_table_;  // [1, 6, D] learned table added to the time projection
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr}, norm3_{nullptr};
-  torch::nn::Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, o_{nullptr};
-  RMSNorm norm_q_{nullptr}, norm_k_{nullptr};
-  torch::nn::Linear cq_{nullptr}, ck_{nullptr}, cv_{nullptr}, co_{nullptr};
-  RMSNorm cnorm_q_{nullptr}, cnorm_k_{nullptr};
-  torch::nn::Linear ffn1_{nullptr}, ffn2_{nullptr};
+  AttentionProj attn1_{nullptr}, attn2_{nullptr};
+  torch::nn::Linear ffn_in_{nullptr}, ffn_out_{nullptr};  // ffn.net.0.proj, ffn.net.2
 };
 TORCH_MODULE(Block);
 
@@ -86,23 +123,28 @@ class VideoActionModelImpl : public torch::nn::Module {
   const ModelDims& dims() const { return dims_; }
 
  private:
-  torch::Tensor TimeEmbedding(torch::nn::Sequential& mlp, const torch::Tensor& t);
+  torch::Tensor TimeEmbedding(TwoLayer& mlp, const torch::Tensor& t);
 
   ModelDims dims_;
-  torch::nn::Linear video_in_{nullptr}, video_out_{nullptr}, action_in_{nullptr}, action_out_{nullptr};
-  torch::nn::Sequential time_video_{nullptr}, time_action_{nullptr}, text_embed_{nullptr};
-  torch::nn::Linear time_proj_{nullptr};
+  torch::nn::Linear patch_embedding_{nullptr}, proj_out_{nullptr}, action_embedder_{nullptr},
+      action_proj_out_{nullptr};
+  ConditionEmbedder cond_video_{nullptr}, cond_action_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
-  torch::nn::LayerNorm head_norm_{nullptr};
-  torch::Tensor head_modulation_;  // [2, D]
+  torch::nn::LayerNorm norm_out_{nullptr};
+  torch::Tensor scale_shift_table_;  // [1, 2, D]
 };
 TORCH_MODULE(VideoActionModel);
+
+// The parameters the optimizer updates (requires_grad), by name, in module order.
+std::vector<std::pair<std::string, torch::Tensor>> TrainableParameters(VideoActionModel& model);
 
 // Sinusoidal embedding of timesteps [T] -> [T, freq_dim] (cos half, then sin half), computed in
 // float64 and cast to `dtype`.
 torch::Tensor SinusoidalEmbedding(const torch::Tensor& t, int64_t freq_dim, torch::Dtype dtype);
 
-// [B, C, Fp, H, W] -> [B*Fp*Hp*Wp, C*p*p] and back.
+// [B, C, Fp, H, W] -> [B*Fp*Hp*Wp, C*p*p], features channel-major (c, ph, pw) like upstream's
+// patchify; Unpatchify reads the head's features patch-major, channel-minor ((ph, pw), c) like
+// upstream's proj_out. The two orders differ on purpose: they are upstream's.
 torch::Tensor Patchify(const torch::Tensor& x, int64_t p);
 torch::Tensor Unpatchify(const torch::Tensor& tokens, int64_t B, int64_t C, int64_t Fp, int64_t H,
                          int64_t W, int64_t p);

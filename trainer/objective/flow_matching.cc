@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "schema/exit_codes.h"
+#include "trainer/data/empty_text.h"
+#include "trainer/fail.h"
 #include "trainer/rng/philox.h"
 
 namespace baton {
@@ -50,6 +53,8 @@ EpisodeDraws DrawEpisode(uint64_t seed, int64_t step, int64_t episode, int64_t F
     out.resize(size_t(n));
     for (auto& x : out) x = r.Normal();
   };
+  RandomStream text(seed, StreamTag::kTextDropout, uint64_t(step), uint64_t(episode));
+  d.text_dropped = o.text_dropout > 0 && text.Uniform() < o.text_dropout;
   normals(s.channels * F * s.height * s.width, d.eps_video);
   normals(s.action_dim * F * s.action_steps, d.eps_action);
   if (d.clean_noised) normals(s.channels * F * s.height * s.width, d.eps_clean);
@@ -58,7 +63,7 @@ EpisodeDraws DrawEpisode(uint64_t seed, int64_t step, int64_t episode, int64_t F
 
 MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step, const DatasetShape& s,
                              const ObjectiveSection& o, const ModelDims& dims, torch::Dtype dtype,
-                             torch::Device device) {
+                             torch::Device device, const torch::Tensor& empty_text) {
   const TimestepGrid video_grid = TimestepGrid::Make(o.video_shift);
   const TimestepGrid action_grid = TimestepGrid::Make(o.action_shift);
 
@@ -73,6 +78,7 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
   auto sig_c = torch::zeros({B, Fp}, f64);
   auto w_v = torch::zeros({B, Fp}, f64), w_a = torch::zeros({B, Fp}, f64);
   auto valid = torch::zeros({B, Fp}, f64);
+  auto text = batch.text.to(torch::kFloat64).clone();
 
   MicroBatch mb;
   std::vector<SampleSpec> specs;
@@ -81,6 +87,16 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
     const int64_t F = batch.valid_frames[b].item<int64_t>();
     const EpisodeDraws d = DrawEpisode(seed, step, batch.episodes[size_t(b)], F, s, o);
     specs.push_back({F, d.chunk, d.window});
+    if (d.text_dropped) {
+      if (!empty_text.defined()) {
+        BATON_FAIL(kExitData,
+                   std::string("objective.text_dropout dropped the text of an episode, but the "
+                               "dataset has no ") + kEmptyTextFile,
+                   "write the dataset's empty-prompt embedding, or set objective.text_dropout: 0");
+      }
+      text[b].copy_(empty_text.to(torch::kFloat64).view({text.size(1), text.size(2)}));
+      ++mb.text_dropped;
+    }
     auto blob = [](const std::vector<double>& v, std::vector<int64_t> shape) {
       return torch::from_blob(const_cast<double*>(v.data()), shape, torch::kFloat64);
     };
@@ -108,20 +124,22 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
   auto vmask = valid.view({B, 1, Fp, 1, 1});
   auto xt = (1 - bc(sig_v, true)) * x0 + bc(sig_v, true) * eps_v;
   auto xc = ((1 - bc(sig_c, true)) * x0 + bc(sig_c, true) * eps_c) * vmask;
-  auto at = (1 - bc(sig_a, false)) * a0 + bc(sig_a, false) * eps_a;
+  // Upstream multiplies the noisy input, the clean copy and the target by the action mask.
+  auto amask = batch.actions_mask.to(torch::kFloat64);
+  auto at = ((1 - bc(sig_a, false)) * a0 + bc(sig_a, false) * eps_a) * amask;
 
   auto to = [&](const torch::Tensor& t) { return t.to(dtype).to(device); };
   mb.inputs.video_noisy = to(xt);
   mb.inputs.video_clean = to(xc);
   mb.inputs.action_noisy = to(at);
-  mb.inputs.action_clean = to(a0);
+  mb.inputs.action_clean = to(a0 * amask);
   mb.inputs.t_video_noisy = to(sig_v * 1000.0);
   mb.inputs.t_video_clean = to(sig_c * 1000.0);
   mb.inputs.t_action_noisy = to(sig_a * 1000.0);
-  mb.inputs.text = to(batch.text.to(torch::kFloat64));
+  mb.inputs.text = to(text);
   mb.target_video = to((eps_v - x0) * vmask);
-  mb.target_action = to(eps_a - a0);
-  mb.action_mask = to(batch.actions_mask.to(torch::kFloat64));
+  mb.target_action = to((eps_a - a0) * amask);
+  mb.action_mask = to(amask);
   mb.weight_video = to(w_v);
   mb.weight_action = to(w_a);
   mb.frame_valid = to(valid);

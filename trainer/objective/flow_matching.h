@@ -32,6 +32,9 @@ struct TimestepGrid {
 struct EpisodeDraws {
   int64_t chunk = 1, window = 0;
   bool clean_noised = false;
+  // The episode's text is replaced by the dataset's empty prompt (objective.text_dropout). From
+  // its own stream, so turning dropout on or off changes no other draw.
+  bool text_dropped = false;
   std::vector<int64_t> u_video, u_action, u_clean;      // per valid frame, grid indices
   std::vector<double> eps_video, eps_action, eps_clean;  // [C,F,H,W], [A,F,N], [C,F,H,W]
 };
@@ -52,11 +55,17 @@ struct MicroBatch {
   LayoutTensors layout_tensors;
   int64_t valid_frames = 0, padded_frames = 0, samples = 0;
   int64_t tokens = 0, padded_tokens = 0;  // valid tokens / tokens of padded frames
+  int64_t text_dropped = 0;               // samples whose text was the empty prompt
 };
 
+// `empty_text` [L, Dt]: the dataset's empty-prompt embedding (meta/empty_text.safetensors);
+// needed only when a draw drops an episode's text (exit 65 when it is then undefined).
+// Noisy actions, clean actions and the action target are multiplied by actions_mask, as
+// upstream's training does: unused channels carry no noise into the model.
 MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step, const DatasetShape& shape,
                              const ObjectiveSection& objective, const ModelDims& dims,
-                             torch::Dtype dtype, torch::Device device);
+                             torch::Dtype dtype, torch::Device device,
+                             const torch::Tensor& empty_text = torch::Tensor());
 
 struct LossSums {
   torch::Tensor total;   // scalar: (wv * video_sum + wa * action_sum) / global_frames

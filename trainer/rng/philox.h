@@ -46,6 +46,7 @@ enum class StreamTag : uint64_t {
   kEpisodeNoise = 4,      // per (step, episode): timesteps, noise
   kMicrostepShape = 5,    // per (step, micro-step): chunk size, window
   kModelInit = 6,
+  kTextDropout = 7,       // per (step, episode): whether the text is the empty prompt's
 };
 
 class RandomStream {

@@ -1,5 +1,6 @@
 // `baton-train ckpt verify DIR` and `ckpt list RUN_DIR`: checkpoint validation without loading
-// (manifest, sizes, XXH3 hashes, format version).
+// (manifest, sizes, XXH3 hashes, format version); `ckpt upgrade DIR` lives in
+// ckpt_upgrade_cmd.cc.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -28,6 +29,7 @@ void RegisterCkpt(CLI::App& app, CommandFn* selected) {
       return kExitOk;
     };
   });
+  AddCkptUpgrade(cmd, selected);
   CLI::App* list = cmd->add_subcommand("list", "List a run's checkpoints, newest first");
   list->add_option("run_dir", *dir, "Run directory")->required();
   list->callback([=] {

@@ -9,6 +9,7 @@
 #include "schema/safetensors.h"
 #include "trainer/build_options.h"
 #include "trainer/data/dataset_index.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/fail.h"
@@ -80,10 +81,15 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       dims.zero_init = false;
       VideoActionModel model(dims);
       model->to(dtype);
-      std::vector<std::pair<std::string, torch::Tensor>> named;
-      for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
+      const auto named = TrainableParameters(model);
       AdamW opt(named, config.optim);
-      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU);
+      torch::Tensor empty_text;
+      if (config.objective.text_dropout > 0) {
+        empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape), ""))
+                         .view({shape.text_len, shape.text_dim});
+      }
+      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU,
+                           empty_text);
       const StepStats st = stepper.Step(mine, a->step, frames, config.optim.lr, false);
       if (env.rank == 0) {
         std::vector<torch::Tensor> keep;

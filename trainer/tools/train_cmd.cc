@@ -22,6 +22,12 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
       ->check(CLI::IsMember({"fresh", "exact", "weights_only"}));
   cmd->add_option("--expect-step0", o->expect_step0, "The launcher's step0; refused if the checkpoint disagrees");
   cmd->add_option("--resume-warmup", o->resume_warmup, "Steps of LR ramp after a weights-only resume (default: config)");
+  cmd->add_option("--init-from", o->init_from,
+                  "Upstream transformer/ folder (or its parent) to start from when the run has no "
+                  "checkpoint (overrides model.init_from)");
+  cmd->add_option("--step0", o->step0,
+                  "With --init-from: continue that run at step N (LR from step N with the resume "
+                  "warmup, fresh AdamW)");
   cmd->add_option("--stop-after", o->hooks.stop_after, "Testing: stop as if signalled after N steps of this segment");
   cmd->add_option("--fault", o->hooks.fault, "Testing: SIGKILL during a save")
       ->check(CLI::IsMember({"mid_file", "before_manifest", "before_rename", "slow_save"}));

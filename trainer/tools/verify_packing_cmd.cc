@@ -10,6 +10,7 @@
 #include "schema/exit_codes.h"
 #include "trainer/build_options.h"
 #include "trainer/data/dataset_index.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/sampler_stats.h"
 #include "trainer/fail.h"
 #include "trainer/tools/commands.h"
@@ -81,9 +82,16 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       torch::manual_seed(uint64_t(config.run.seed));
       VideoActionModel model(dims);
       model->to(dtype);
+      torch::Tensor empty_text;  // the dropout draws are part of what must match
+      if (config.objective.text_dropout > 0) {
+        empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape), ""))
+                         .view({shape.text_len, shape.text_dim});
+      }
       std::vector<PackingComparison> results = {
-          ComparePackedWithSingle(model, config, read(equal), 0, dtype, "equal_lengths"),
-          ComparePackedWithSingle(model, config, read(mixed), 0, dtype, "different_lengths")};
+          ComparePackedWithSingle(model, config, read(equal), 0, dtype, "equal_lengths",
+                                  empty_text),
+          ComparePackedWithSingle(model, config, read(mixed), 0, dtype, "different_lengths",
+                                  empty_text)};
       const double tol = dtype == torch::kFloat64 ? 1e-10 : 1e-4;
       bool ok = true;
       for (const auto& r : results) {

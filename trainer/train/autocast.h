@@ -11,6 +11,16 @@
 
 namespace baton {
 
+// Whether an AutocastBf16 is in force on this thread (CPU or CUDA): the model then rounds its
+// inputs to bfloat16 explicitly, as upstream's training does.
+inline bool AutocastBf16Active() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(at::kCPU) || at::autocast::is_autocast_enabled(at::kCUDA);
+#else
+  return at::autocast::is_cpu_enabled() || at::autocast::is_enabled();
+#endif
+}
+
 class AutocastBf16 {
  public:
   AutocastBf16(bool enabled, bool cuda) : enabled_(enabled), cuda_(cuda) {

@@ -19,6 +19,8 @@
 #include "schema/run_folder.h"
 #include "trainer/build_options.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/upstream_io.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/data_plan.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/episode_reader.h"
@@ -187,6 +189,7 @@ void ClearForFreshStart(const TrainOptions& o, const Setup& s) {
 // Where this segment starts: the checkpoint's weights, AdamW state, data position and LR.
 struct ResumePoint {
   ResumeDecision decision;
+  std::string init_from;  // the transformer/ folder the weights came from ("" when none)
   int64_t micro0 = 0;
   double load_seconds = 0;
   std::shared_ptr<DataPlan> plans;
@@ -212,7 +215,7 @@ void CheckLauncherAgrees(const TrainOptions& opt, const ResumeDecision& d) {
 }
 
 ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& identity,
-                   VideoActionModel& model, AdamW& optimizer) {
+                   VideoActionModel& model, AdamW& optimizer, const std::string& init_dir) {
   ResumePoint r;
   if (opt.resume == "none") ClearForFreshStart(opt, s);
   ResumeRequest request;
@@ -230,6 +233,25 @@ ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& 
                "raise run.steps to continue training, or resume from an earlier checkpoint");
   }
   r.plans = std::make_shared<DataPlan>(s.index->BucketKeys(), s.sampler);
+  if (r.decision.mode == ResumeMode::kFresh && !init_dir.empty()) {
+    // Weights from an upstream folder: fresh AdamW. With --step0 N the segment continues that
+    // run's LR curve at N with the resume warmup, like a weights-only resume.
+    if (opt.step0 > 0) {
+      if (opt.step0 > s.config.run.steps) {
+        BATON_FAIL(kExitConfig,
+                   "--step0 " + std::to_string(opt.step0) + " is beyond run.steps " +
+                       std::to_string(s.config.run.steps),
+                   "raise run.steps");
+      }
+      r.decision.step0 = opt.step0;
+      r.decision.resume_warmup_steps = request.resume_warmup_steps;
+      r.micro0 = opt.step0 * s.config.optim.grad_accum;
+    }
+    const auto load_t0 = Clock::now();
+    LoadTransformerWeights(init_dir, model);
+    r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
+    r.init_from = init_dir;
+  }
   r.schedule = LrSchedule::ForSegment(s.config, r.step0(), r.decision.resume_warmup_steps);
   if (r.decision.mode == ResumeMode::kFresh) return r;
 
@@ -291,6 +313,7 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
   e.resume_warmup_steps = rp.decision.resume_warmup_steps;
   e.warmup_until = rp.schedule.WarmupUntil();
   if (!rp.decision.checkpoint.empty()) e.checkpoint = rp.decision.checkpoint;
+  e.init_from = rp.init_from;
   e.skipped = rp.decision.skipped;
   e.world_size = s.env.world_size;
   e.load_seconds = rp.load_seconds;
@@ -302,11 +325,12 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
   std::printf(
       "segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step "
       "%lld), "
-      "%lld rank(s), checkpoint %s\n",
+      "%lld rank(s), checkpoint %s%s%s\n",
       ResumeModeName(rp.decision.mode), (long long)rp.step0(), (long long)s.config.run.steps,
       (long long)rp.decision.resume_warmup_steps, (long long)rp.schedule.WarmupUntil() + 1,
       (long long)s.env.world_size,
-      rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str());
+      rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str(),
+      rp.init_from.empty() ? "" : ", weights from ", rp.init_from.c_str());
   std::fflush(stdout);
 }
 
@@ -481,17 +505,34 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   const int64_t accum = config.optim.grad_accum, world = s.env.world_size;
 
   // 4. Model and optimizer. Parameters are created from the seed, the same on every rank.
-  const ModelDims dims = MakeModelDims(config, s.shape);
+  ModelDims dims = MakeModelDims(config, s.shape);
+  const std::string init_from = !opt.init_from.empty() ? opt.init_from : config.model.init_from;
+  std::string init_dir;
+  if (!init_from.empty()) {
+    init_dir = FindTransformerDir(init_from);
+    dims = ReconcileInitDims(ReadUpstreamDims(init_dir), init_dir, config.model, dims);
+  } else if (opt.step0 >= 0) {
+    BATON_FAIL(kExitConfig, "--step0 continues an upstream run and needs --init-from (or model.init_from)",
+               "a run's own checkpoints carry their step");
+  }
+  torch::Tensor empty_text;
+  if (config.objective.text_dropout > 0) {
+    auto text = ReadEmptyText(s.index->dir, s.shape);
+    if (!text.ok()) {
+      FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(),
+             "objective.text_dropout " + std::to_string(config.objective.text_dropout) +
+                 " needs the dataset's empty-prompt embedding");
+    }
+    empty_text = torch::from_blob(text->data(), {s.shape.text_len, s.shape.text_dim}, torch::kFloat32).clone();
+  }
   torch::manual_seed(uint64_t(config.run.seed));
   VideoActionModel model(dims);
   model->to(s.device, s.dtype == torch::kBFloat16 ? torch::kFloat32 : s.dtype);
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
-  AdamW optimizer(named, config.optim);
+  AdamW optimizer(TrainableParameters(model), config.optim);
 
   // 5. Resume.
   const TrainerState identity = RunIdentity(s, dims);
-  const ResumePoint rp = Resume(opt, s, identity, model, optimizer);
+  const ResumePoint rp = Resume(opt, s, identity, model, optimizer, init_dir);
   ReportSegmentStart(log, s, rp, identity);
   // A stop signal that came while starting up: leave before the first step, with nothing new
   // to save. All ranks agree, or one would wait forever in the first step's reduction.
@@ -507,7 +548,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
 
   // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
   auto loader = MakeLoader(s, rp);
-  TrainStepper stepper(model, &optimizer, s.group.get(), config, s.shape, s.dtype, s.device);
+  TrainStepper stepper(model, &optimizer, s.group.get(), config, s.shape, s.dtype, s.device,
+                       empty_text);
   StepReporter reporter{log, s, rp};
   std::FILE* episode_log =
       opt.hooks.episode_log.empty()

@@ -36,6 +36,12 @@ struct TrainOptions {
   std::string expect_mode;    // fresh | exact | weights_only
   int64_t expect_step0 = -1;
   int64_t resume_warmup = -1;  // -1 = optim.resume_warmup_steps
+  // An upstream transformer/ folder to start from when the run has no checkpoint of its own
+  // (overrides model.init_from); its config.json gives the model sizes.
+  std::string init_from;
+  // With an init folder: continue an upstream run at step N (LR schedule from step N with the
+  // resume warmup, data position N * grad_accum); -1 = step 0. Fresh AdamW either way.
+  int64_t step0 = -1;
   TrainTestHooks hooks;
 };
 

@@ -36,14 +36,15 @@ ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
 
 TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                            const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
-                           torch::Device device)
+                           torch::Device device, torch::Tensor empty_text)
     : model_(std::move(model)),
       optimizer_(optimizer),
       group_(group),
       config_(config),
       shape_(shape),
       dtype_(dtype),
-      device_(device) {}
+      device_(device),
+      empty_text_(std::move(empty_text)) {}
 
 StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
                              double global_frames, double lr, bool profile,
@@ -61,7 +62,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     const bool bf16 = dtype_ == torch::kBFloat16;
     MicroBatch mb = PrepareMicroBatch(batch, uint64_t(config_.run.seed), step, shape_,
                                       config_.objective, dims, bf16 ? torch::kFloat32 : dtype_,
-                                      device_);
+                                      device_, empty_text_);
     LossSums loss;
     {
       AutocastBf16 autocast(bf16, device_.is_cuda());

@@ -43,7 +43,7 @@ class TrainStepper {
  public:
   TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
-               torch::Device device);
+               torch::Device device, torch::Tensor empty_text = torch::Tensor());
 
   // `stop_requested`: this rank got a stop signal; every rank learns it in StepStats::stop.
   StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
@@ -57,6 +57,7 @@ class TrainStepper {
   DatasetShape shape_;
   torch::Dtype dtype_;
   torch::Device device_;
+  torch::Tensor empty_text_;  // [L, Dt], the dataset's empty prompt (text dropout)
 };
 
 // Model sizes from the config and the dataset.

@@ -15,7 +15,8 @@ double MaxRelDiff(const torch::Tensor& a, const torch::Tensor& b) {
 
 PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConfig& config,
                                           const std::vector<EpisodeData>& episodes, int64_t step,
-                                          torch::Dtype dtype, const std::string& name) {
+                                          torch::Dtype dtype, const std::string& name,
+                                          const torch::Tensor& empty_text) {
   PackingComparison r;
   r.name = name;
   const DatasetShape shape = episodes.at(0).shape;
@@ -29,7 +30,7 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   auto run = [&](const std::vector<EpisodeData>& eps) {
     const PaddedBatch batch = PadCollate(eps, config.data.pad_multiple);
     MicroBatch mb = PrepareMicroBatch(batch, uint64_t(config.run.seed), step, shape,
-                                      config.objective, dims, dtype, device);
+                                      config.objective, dims, dtype, device, empty_text);
     ModelOutputs out = model->forward(mb.inputs, mb.layout, mb.layout_tensors);
     LossSums loss = ComputeLoss(out, mb, frames, config.objective);
     loss.total.backward();
@@ -37,7 +38,7 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   };
   auto grads = [&] {
     std::vector<std::pair<std::string, torch::Tensor>> g;
-    for (const auto& p : model->named_parameters()) g.push_back({p.key(), p.value().grad().clone()});
+    for (const auto& [name, p] : TrainableParameters(model)) g.push_back({name, p.grad().clone()});
     return g;
   };
   auto zero = [&] {

@@ -32,7 +32,8 @@ struct PackingComparison {
 // Runs the comparison for `episodes` at optimizer step `step` (it keys the draws).
 PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConfig& config,
                                           const std::vector<EpisodeData>& episodes, int64_t step,
-                                          torch::Dtype dtype, const std::string& name);
+                                          torch::Dtype dtype, const std::string& name,
+                                          const torch::Tensor& empty_text = torch::Tensor());
 
 // max|a - b| / max(max|b|, tiny), in float64.
 double MaxRelDiff(const torch::Tensor& a, const torch::Tensor& b);

@@ -1,0 +1,411 @@
+#include "trainer/ckpt/upstream_io.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "schema/atomic_file.h"
+#include "schema/exit_codes.h"
+#include "schema/safetensors.h"
+#include "trainer/fail.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kConfigName = "config.json";
+constexpr const char* kSingleName = "diffusion_pytorch_model.safetensors";
+constexpr const char* kIndexName = "diffusion_pytorch_model.safetensors.index.json";
+
+// Keys the released base carries that upstream's model does not have (Wan2.2's Conv3d patch
+// embedding): ignored on load, never written.
+bool IgnoredUpstreamKey(const std::string& key) {
+  return key == "patch_embedding.weight" || key == "patch_embedding.bias";
+}
+
+std::string Join(const std::vector<int64_t>& v) { return ShapeString(v); }
+
+}  // namespace
+
+StDType ToStDType(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat64:
+      return StDType::kF64;
+    case torch::kFloat32:
+      return StDType::kF32;
+    case torch::kBFloat16:
+      return StDType::kBF16;
+    case torch::kFloat16:
+      return StDType::kF16;
+    case torch::kInt64:
+      return StDType::kI64;
+    case torch::kInt32:
+      return StDType::kI32;
+    default:
+      break;
+  }
+  BATON_FAIL(kExitInternal, std::string("safetensors: unsupported dtype ") + c10::toString(t), "");
+}
+
+torch::ScalarType ToTorchDtype(StDType t) {
+  switch (t) {
+    case StDType::kF64:
+      return torch::kFloat64;
+    case StDType::kF32:
+      return torch::kFloat32;
+    case StDType::kBF16:
+      return torch::kBFloat16;
+    case StDType::kF16:
+      return torch::kFloat16;
+    case StDType::kI64:
+      return torch::kInt64;
+    case StDType::kI32:
+      return torch::kInt32;
+    default:
+      break;
+  }
+  BATON_FAIL(kExitInternal, std::string("safetensors: no torch dtype for ") + StDTypeName(t), "");
+}
+
+torch::Dtype ExportDtype(const std::string& name) {
+  return name == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+}
+
+nlohmann::ordered_json UpstreamConfigJson(const ModelDims& d) {
+  return {{"_class_name", "WanTransformer3DModel"},
+          {"_diffusers_version", kDiffusersVersion},
+          {"patch_size", {1, d.patch, d.patch}},
+          {"num_attention_heads", d.heads},
+          {"attention_head_dim", d.head_dim()},
+          {"in_channels", d.channels},
+          {"out_channels", d.channels},
+          {"action_dim", d.action_dim},
+          {"text_dim", d.text_dim},
+          {"freq_dim", d.freq_dim},
+          {"ffn_dim", d.ffn_dim},
+          {"num_layers", d.layers},
+          {"cross_attn_norm", true},
+          {"eps", d.eps},
+          {"rope_max_seq_len", 1024},
+          {"pos_embed_seq_len", nullptr},
+          {"attn_mode", "torch"},
+          {"_baton_action_steps", d.action_steps},
+          {"_baton_rope_theta", d.rope_theta}};
+}
+
+std::string FindTransformerDir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(dir) / kConfigName, ec)) return dir;
+  const fs::path sub = fs::path(dir) / "transformer";
+  if (fs::is_regular_file(sub / kConfigName, ec)) return sub.string();
+  BATON_FAIL(kExitConfig,
+             dir + ": neither " + (fs::path(dir) / kConfigName).string() + " nor " +
+                 (sub / kConfigName).string() + " exists",
+             "pass an upstream transformer/ folder (config.json + safetensors) or its parent");
+}
+
+ModelDims ReadUpstreamDims(const std::string& tdir) {
+  const std::string path = (fs::path(tdir) / kConfigName).string();
+  auto text = ReadFile(path);
+  if (!text.ok()) BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(), "");
+  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) BATON_FAIL(kExitData, path + ": not a JSON object", "");
+  auto int_key = [&](const char* key, int64_t def) -> int64_t {
+    if (!j.contains(key) || j[key].is_null()) return def;
+    if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1) {
+      BATON_FAIL(kExitData, path + ": " + key + " must be a positive integer, got " + j[key].dump(),
+                 "");
+    }
+    return j[key].get<int64_t>();
+  };
+  ModelDims d;
+  d.zero_init = false;
+  d.action_steps = 0;
+  std::vector<int64_t> patch = {1, 2, 2};
+  if (j.contains("patch_size")) {
+    const auto& p = j["patch_size"];
+    bool ok = p.is_array() && p.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i) ok = p[i].is_number_integer();
+    if (!ok) BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(), "");
+    patch = {p[0].get<int64_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()};
+  }
+  if (patch[0] != 1 || patch[1] != patch[2] || patch[1] < 1) {
+    BATON_FAIL(kExitData, path + ": patch_size " + Join(patch) + " is not [1, p, p]",
+               "baton builds square spatial patches of one latent frame");
+  }
+  d.patch = patch[1];
+  d.heads = int_key("num_attention_heads", 24);
+  const int64_t hd = int_key("attention_head_dim", 128);
+  d.dim = d.heads * hd;
+  d.channels = int_key("in_channels", 48);
+  const int64_t out = int_key("out_channels", 48);
+  if (out != d.channels) {
+    BATON_FAIL(kExitData,
+               path + ": out_channels " + std::to_string(out) + " differs from in_channels " +
+                   std::to_string(d.channels),
+               "baton predicts the flow of its own latents: both must be equal");
+  }
+  d.action_dim = int_key("action_dim", 30);
+  d.text_dim = int_key("text_dim", 4096);
+  d.freq_dim = int_key("freq_dim", 256);
+  d.ffn_dim = int_key("ffn_dim", 14336);
+  d.layers = int_key("num_layers", 30);
+  if (j.contains("cross_attn_norm") &&
+      !(j["cross_attn_norm"].is_boolean() && j["cross_attn_norm"].get<bool>())) {
+    BATON_FAIL(kExitData,
+               path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
+               "baton's blocks always have the affine norm2 before cross-attention");
+  }
+  if (j.contains("eps")) {
+    if (!j["eps"].is_number() || j["eps"].get<double>() <= 0) {
+      BATON_FAIL(kExitData, path + ": eps must be a positive number, got " + j["eps"].dump(), "");
+    }
+    d.eps = j["eps"].get<double>();
+  }
+  if (j.contains("_baton_rope_theta") && j["_baton_rope_theta"].is_number()) {
+    d.rope_theta = j["_baton_rope_theta"].get<double>();
+  }
+  if (hd % 6 == 4 || hd % 2 != 0 || hd < 6) {
+    BATON_FAIL(kExitData,
+               path + ": attention_head_dim " + std::to_string(hd) +
+                   (hd % 6 == 4 ? " is 4 mod 6, where upstream's 3-axis RoPE has the wrong width"
+                                : " must be even and >= 6 for 3-axis RoPE"),
+               "such a checkpoint cannot have come from upstream's model");
+  }
+  if (d.freq_dim % 2 != 0) {
+    BATON_FAIL(kExitData, path + ": freq_dim " + std::to_string(d.freq_dim) + " must be even", "");
+  }
+  return d;
+}
+
+ModelDims ReconcileInitDims(const ModelDims& init, const std::string& init_dir,
+                            const ModelSection& model, const ModelDims& data) {
+  std::vector<std::string> diffs;
+  auto given = [&](const char* key) {
+    return std::find(model.given.begin(), model.given.end(), key) != model.given.end();
+  };
+  auto cmp = [&](const char* key, const auto& run, const auto& folder, const char* folder_key) {
+    if (given(key) && !(run == folder)) {
+      std::ostringstream os;
+      os << "model." << key << ": " << run << " (run config) vs " << folder << " (" << folder_key
+         << ")";
+      diffs.push_back(os.str());
+    }
+  };
+  cmp("dim", model.dim, init.dim, "num_attention_heads x attention_head_dim");
+  cmp("heads", model.heads, init.heads, "num_attention_heads");
+  cmp("layers", model.layers, init.layers, "num_layers");
+  cmp("ffn_dim", model.ffn_dim, init.ffn_dim, "ffn_dim");
+  cmp("freq_dim", model.freq_dim, init.freq_dim, "freq_dim");
+  cmp("patch_size", model.patch_size, init.patch, "patch_size[1]");
+  cmp("eps", model.eps, init.eps, "eps");
+  cmp("rope_theta", model.rope_theta, init.rope_theta, "_baton_rope_theta");
+  auto data_cmp = [&](const char* what, int64_t ds, int64_t folder, const char* folder_key) {
+    if (ds != folder) {
+      diffs.push_back(std::string("dataset ") + what + ": " + std::to_string(ds) +
+                      " (data.path) vs " + std::to_string(folder) + " (" + folder_key + ")");
+    }
+  };
+  data_cmp("latent channels", data.channels, init.channels, "in_channels");
+  data_cmp("action_dim", data.action_dim, init.action_dim, "action_dim");
+  data_cmp("text_dim", data.text_dim, init.text_dim, "text_dim");
+  if (!diffs.empty()) {
+    std::string lines;
+    for (const auto& d : diffs) lines += "\n    " + d;
+    BATON_FAIL(kExitConfig,
+               "model.init_from " + init_dir + "/config.json disagrees with the run:" + lines,
+               "remove the model: keys (the sizes come from config.json) or fix them; a dataset "
+               "of other sizes needs another checkpoint");
+  }
+  ModelDims d = init;
+  d.action_steps = data.action_steps;
+  d.zero_init = data.zero_init;
+  return d;
+}
+
+int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model) {
+  std::map<std::string, std::string> key_file;  // key -> shard file name
+  std::string where;                            // for messages: the index or the file
+  const fs::path index = fs::path(tdir) / kIndexName;
+  std::error_code ec;
+  fs::path found_index;
+  if (fs::is_regular_file(index, ec)) {
+    found_index = index;
+  } else {
+    for (const auto& e : fs::directory_iterator(tdir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.size() > 22 && n.compare(n.size() - 23, 23, ".safetensors.index.json") == 0) {
+        found_index = e.path();
+        break;
+      }
+    }
+  }
+  if (!found_index.empty()) {
+    where = found_index.string();
+    auto text = ReadFile(where);
+    if (!text.ok()) BATON_FAIL(kExitData, where + ": unreadable: " + text.status().message(), "");
+    const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+      BATON_FAIL(kExitData, where + ": no \"weight_map\" object",
+                 "a diffusers index names each tensor's shard");
+    }
+    for (const auto& [k, v] : j["weight_map"].items()) {
+      if (!v.is_string())
+        BATON_FAIL(kExitData, where + ": weight_map['" + k + "'] is not a file name", "");
+      key_file[k] = v.get<std::string>();
+    }
+  } else {
+    fs::path single = fs::path(tdir) / kSingleName;
+    if (!fs::is_regular_file(single, ec)) {
+      std::vector<fs::path> any;
+      for (const auto& e : fs::directory_iterator(tdir, ec)) {
+        if (e.path().extension() == ".safetensors") any.push_back(e.path());
+      }
+      if (any.size() != 1) {
+        BATON_FAIL(kExitData,
+                   tdir + ": no " + kSingleName + " and no *.safetensors.index.json" +
+                       (any.empty() ? "" : " (and several .safetensors files)"),
+                   "an upstream transformer/ folder holds one weights file or shards + an index");
+      }
+      single = any[0];
+    }
+    where = single.string();
+  }
+
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> files;
+  auto open = [&](const std::string& name) -> const SafetensorsFile& {
+    auto it = files.find(name);
+    if (it != files.end()) return *it->second;
+    const std::string path = found_index.empty() ? name : (fs::path(tdir) / name).string();
+    auto r = SafetensorsFile::Open(path);
+    if (!r.ok()) {
+      BATON_FAIL(kExitData,
+                 r.status().ToString() + (found_index.empty() ? "" : " (named by " + where + ")"),
+                 "the checkpoint folder is incomplete or damaged");
+    }
+    return *(files[name] = r.value());
+  };
+  if (found_index.empty()) {
+    const SafetensorsFile& f = open(where);
+    for (const auto& t : f.tensors()) key_file[t.name] = where;
+  }
+
+  torch::NoGradGuard no_grad;
+  std::set<std::string> mine;
+  int64_t bytes = 0;
+  for (auto& p : model->named_parameters()) {
+    const std::string& key = p.key();
+    mine.insert(key);
+    auto it = key_file.find(key);
+    if (it == key_file.end()) {
+      BATON_FAIL(kExitData, where + ": tensor '" + key + "' is missing",
+                 "every upstream key must be present (config.json gives the sizes)");
+    }
+    const SafetensorsFile& f = open(it->second);
+    const StTensorInfo* t = f.Find(key);
+    if (t == nullptr) {
+      BATON_FAIL(kExitData,
+                 f.path() + ": tensor '" + key + "' is missing (" + where + " puts it here)",
+                 "the shards and the index disagree");
+    }
+    const std::vector<int64_t> want = p.value().sizes().vec();
+    if (t->shape != want) {
+      BATON_FAIL(kExitData,
+                 f.path() + ": tensor '" + key + "' has shape " + ShapeString(t->shape) +
+                     " but config.json's sizes give " + ShapeString(want),
+                 "the weights and config.json belong to different models");
+    }
+    if (t->dtype != StDType::kF32 && t->dtype != StDType::kBF16 && t->dtype != StDType::kF16 &&
+        t->dtype != StDType::kF64) {
+      BATON_FAIL(
+          kExitData,
+          f.path() + ": tensor '" + key + "' has dtype " + StDTypeName(t->dtype) + ", not a float",
+          "");
+    }
+    auto src = torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype));
+    p.value().copy_(src.to(p.value().scalar_type()));
+    bytes += int64_t(t->end - t->begin);
+  }
+  for (const auto& [key, file] : key_file) {
+    if (mine.count(key) || IgnoredUpstreamKey(key)) continue;
+    BATON_FAIL(kExitData,
+               (found_index.empty() ? where : (fs::path(tdir) / file).string()) +
+                   ": unexpected tensor '" + key + "'",
+               "not a key of the model config.json describes (only patch_embedding.* is ignored)");
+  }
+  return bytes;
+}
+
+std::vector<std::string> WriteTransformerFolder(const std::string& tdir, VideoActionModel& model,
+                                                torch::Dtype dtype, int64_t max_shard_bytes,
+                                                const std::string& relative_to) {
+  std::error_code ec;
+  fs::create_directories(tdir, ec);
+  if (ec)
+    BATON_FAIL(kExitIo, tdir + ": cannot create: " + ec.message(),
+               "check disk space and permissions");
+  auto rel = [&](const std::string& name) {
+    return fs::path(fs::path(tdir) / name).lexically_relative(relative_to).string();
+  };
+  std::vector<std::string> written;
+  BATON_CHECK_OK(WriteTextAtomic((fs::path(tdir) / kConfigName).string(),
+                                 UpstreamConfigJson(model->dims()).dump(2) + "\n"),
+                 "check disk space");
+  written.push_back(rel(kConfigName));
+
+  // diffusers' split: tensors in order, a new shard when the next one would pass the limit (a
+  // tensor larger than the limit gets a shard of its own).
+  struct Item {
+    std::string name;
+    torch::Tensor param;
+    int64_t bytes;
+  };
+  std::vector<std::vector<Item>> shards(1);
+  int64_t current = 0, total = 0;
+  const int64_t elem = int64_t(c10::elementSize(dtype));
+  for (const auto& p : model->named_parameters()) {
+    const int64_t b = p.value().numel() * elem;
+    if (!shards.back().empty() && current + b > max_shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back({p.key(), p.value(), b});
+    current += b;
+    total += b;
+  }
+  const size_t n = shards.size();
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (size_t i = 0; i < n; ++i) {
+    char name[96];
+    if (n == 1) {
+      std::snprintf(name, sizeof name, "%s", kSingleName);
+    } else {
+      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05zu-of-%05zu.safetensors", i + 1,
+                    n);
+    }
+    std::vector<torch::Tensor> keep;
+    std::vector<StTensorRef> refs;
+    for (const auto& it : shards[i]) {
+      keep.push_back(it.param.detach().to(torch::kCPU).to(dtype).contiguous());
+      refs.push_back(
+          {it.name, ToStDType(dtype), keep.back().sizes().vec(), keep.back().data_ptr()});
+      weight_map[it.name] = name;
+    }
+    BATON_CHECK_OK(WriteSafetensors((fs::path(tdir) / name).string(), refs, {{"format", "pt"}}),
+                   "check disk space");
+    written.push_back(rel(name));
+  }
+  if (n > 1) {
+    nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    BATON_CHECK_OK(WriteTextAtomic((fs::path(tdir) / kIndexName).string(), index.dump(2) + "\n"),
+                   "check disk space");
+    written.push_back(rel(kIndexName));
+  }
+  return written;
+}
+
+}  // namespace baton

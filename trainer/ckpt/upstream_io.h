@@ -1,0 +1,69 @@
+// The transformer/ folder in upstream's format (diffusers' WanTransformer3DModel layout):
+// config.json with the 15 constructor keys, weights under upstream's state-dict keys in one
+// safetensors file or in shards with diffusers' index json. Every baton checkpoint holds one, and
+// `--init-from` / `model.init_from` / `baton-train forward` read one (docs/upstream.md).
+//
+// Reading is strict where upstream's loader would fail later or silently: a missing tensor, a
+// wrong shape, or an unexpected key (other than Wan2.2's `patch_embedding.{weight,bias}`, which
+// the released base carries and upstream ignores) is exit 65 naming the key and the file; any
+// float dtype is converted to the model's. Writing is atomic per file (the caller makes the
+// folder atomic). Model sizes and the 65/78 checks against a run config live here too.
+// Stateless functions; not thread-safe on one model.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "schema/run_config.h"
+#include "schema/safetensors.h"
+#include "trainer/model/video_action_model.h"
+
+namespace baton {
+
+inline constexpr const char* kDiffusersVersion = "0.36.0";
+
+// config.json for `dims`: the 15 constructor keys (patch_size as [1, p, p]), `_class_name`,
+// `_diffusers_version`, and baton's own fields as `_baton_*` keys (diffusers keeps `_` keys
+// through a load/save). A pure function of the sizes: its dump is what ConfigHash hashes.
+nlohmann::ordered_json UpstreamConfigJson(const ModelDims& dims);
+
+// The folder that holds config.json: `dir` itself or `dir/transformer`. Exit 78 naming both
+// places when neither has one.
+std::string FindTransformerDir(const std::string& dir);
+
+// Sizes from `<transformer_dir>/config.json` (missing keys take upstream's defaults, as
+// diffusers does). Exit 65 for an unreadable file or a value of the wrong type; exit 65 for a
+// head size upstream's RoPE cannot run (head_dim % 6 == 4) or a layout baton does not build
+// (patch_size not [1, p, p], in_channels != out_channels, cross_attn_norm false).
+// `action_steps` is left 0 (it comes from the data).
+ModelDims ReadUpstreamDims(const std::string& transformer_dir);
+
+// The run's model sizes when it starts from `init.dims`: every model: key the config gave must
+// agree with the folder's (exit 78 naming the key and both values), and so must the dataset's
+// latent channels, action and text sizes.
+ModelDims ReconcileInitDims(const ModelDims& init, const std::string& init_dir,
+                            const ModelSection& model, const ModelDims& from_data);
+
+// Every parameter of `model` from the folder's weights (index + shards, or one file), converted
+// to the parameter's dtype. Exit 65 naming key and file for a missing, mis-shaped or unexpected
+// tensor. Returns the bytes of tensor data read.
+int64_t LoadTransformerWeights(const std::string& transformer_dir, VideoActionModel& model);
+
+// Writes config.json and the weights (in `dtype`, sharded when they exceed `max_shard_bytes`)
+// into `transformer_dir` (created). Returns the files written, relative to `relative_to`.
+std::vector<std::string> WriteTransformerFolder(const std::string& transformer_dir,
+                                                VideoActionModel& model, torch::Dtype dtype,
+                                                int64_t max_shard_bytes,
+                                                const std::string& relative_to);
+
+// fp32 | bf16 (checkpoint.export_dtype) as a torch dtype.
+torch::Dtype ExportDtype(const std::string& name);
+
+// Safetensors dtype <-> torch dtype (F64, F32, BF16, F16, I64, I32; exit 70 for others).
+StDType ToStDType(torch::ScalarType t);
+torch::ScalarType ToTorchDtype(StDType t);
+
+}  // namespace baton
