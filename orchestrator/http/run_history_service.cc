@@ -6,6 +6,7 @@
 
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/http/series_downsampler.h"
+#include "orchestrator/http/series_rollup_reader.h"
 #include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
@@ -209,6 +210,119 @@ json SeriesPart(const StepColumns& c, const std::vector<size_t>& rows, const std
       {"wall_s", std::move(wall)}};
 }
 
+// Skipped steps of the effective series as ranges of consecutive steps [first, last], for
+// markers on the charts (step indices; the UI maps them onto its x axis like the boundaries).
+// Steps arrive in order; past kMaxNonfiniteRanges ranges only the last one may still grow.
+struct NonfiniteRanges {
+  json ranges = json::array();
+  int64_t steps = 0;
+  bool closed = false;  // a step was dropped: no later step can extend the last range
+  void Add(int64_t step) {
+    ++steps;
+    if (!ranges.empty() && !closed && ranges.back()[1].get<int64_t>() + 1 == step) {
+      ranges.back()[1] = step;
+    } else if (ranges.size() < kMaxNonfiniteRanges) {
+      ranges.push_back(json::array({step, step}));
+    } else {
+      closed = true;
+    }
+  }
+  json Json() const { return json{{"steps", steps}, {"ranges", ranges}}; }
+};
+
+// One part of a series answer from kept points.
+json PointsJson(const std::vector<SeriesOutPoint>& points, size_t rows,
+                const std::map<int64_t, int>& attempt_index, double t0) {
+  json steps = json::array(), values = json::array(), attempts = json::array(),
+       tokens = json::array(), wall = json::array();
+  for (const SeriesOutPoint& p : points) {
+    steps.push_back(p.step);
+    values.push_back(p.value);
+    auto it = attempt_index.find(p.attempt_id);
+    attempts.push_back(it == attempt_index.end() ? 0 : it->second);
+    tokens.push_back(p.tokens_seen);
+    wall.push_back(p.time - t0);
+  }
+  return json{{"rows", rows},
+              {"points", points.size()},
+              {"step", std::move(steps)},
+              {"value", std::move(values)},
+              {"attempt", std::move(attempts)},
+              {"tokens", std::move(tokens)},
+              {"wall_s", std::move(wall)}};
+}
+
+// The series answer from the run's rollups: the same points as the row path, read per cell.
+Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_id,
+                          const SeriesRequest& req, const std::map<int64_t, int>& attempt_index,
+                          std::optional<double> first_start) {
+  // The superseded rows (few: the steps redone after resumes) come from their partial index.
+  std::vector<RollupRow> faint_rows;
+  double t0 = reader.min_time();
+  if (req.include_superseded) {
+    BATON_ASSIGN_OR_RETURN(faint_rows,
+                           ReadSupersededRows(store.db(), run_id, req.from_step, req.to_step));
+    BATON_ASSIGN_OR_RETURN(
+        Statement * s,
+        store.db().Prepare("SELECT MIN(time) FROM steps WHERE run_id = ?1 AND superseded = 1"));
+    s->Bind(1, run_id);
+    BATON_RETURN_IF_ERROR(s->Step().status());
+    if (const std::optional<double> t = s->OptDouble(0)) t0 = std::min(t0, *t);
+    s->Reset();
+  }
+  if (!std::isfinite(t0)) t0 = 0.0;  // no rows at all (as the row path)
+  if (first_start) t0 = std::min(t0, *first_start);
+
+  json series = json::object(), faint = json::object();
+  int64_t rows = 0;
+  std::map<int64_t, int64_t> seen_at;  // superseded step -> tokens seen
+  std::vector<SeriesOutPoint> points;
+  for (const std::string& key : req.keys) {
+    BATON_RETURN_IF_ERROR(
+        reader.Points(key, req.from_step, req.to_step, size_t(req.max_points), &points, &rows));
+    series[key] = PointsJson(points, size_t(rows), attempt_index, t0);
+    if (!req.include_superseded) continue;
+    std::vector<int64_t> step(faint_rows.size()), segment(faint_rows.size());
+    std::vector<double> value(faint_rows.size());
+    for (size_t k = 0; k < faint_rows.size(); ++k) {
+      step[k] = faint_rows[k].step;
+      segment[k] = faint_rows[k].attempt_id;
+      value[k] = reader.ValueOf(key, faint_rows[k]);
+    }
+    points.clear();
+    for (size_t k : DownsampleMinMax(step, value, segment, size_t(req.max_points))) {
+      auto it = seen_at.find(step[k]);
+      if (it == seen_at.end()) {
+        BATON_ASSIGN_OR_RETURN(const int64_t seen, reader.TokensSeenAtOrAfter(step[k]));
+        it = seen_at.emplace(step[k], seen).first;
+      }
+      points.push_back({step[k], value[k], segment[k], it->second, faint_rows[k].time});
+    }
+    faint[key] = PointsJson(points, faint_rows.size(), attempt_index, t0);
+  }
+  NonfiniteRanges nonfinite;
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         store.db().Prepare("SELECT step FROM steps WHERE run_id = ?1 AND "
+                                            "nonfinite = 1 AND superseded = 0 AND step BETWEEN "
+                                            "?2 AND ?3 ORDER BY step"));
+  s->Bind(1, run_id).Bind(2, req.from_step).Bind(3, req.to_step);
+  while (true) {
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    if (!row) break;
+    nonfinite.Add(s->Int(0));
+  }
+  json out{{"run_id", run_id},
+           {"keys", req.keys},
+           {"max_points", req.max_points},
+           {"source", "rollups"},
+           {"rows", rows},
+           {"superseded_rows", faint_rows.size()},
+           {"nonfinite", nonfinite.Json()},
+           {"series", std::move(series)}};
+  if (req.include_superseded) out["superseded"] = std::move(faint);
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& SeriesKeys() {
@@ -272,17 +386,48 @@ Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageReques
       {"run_id", run_id}, {"checkpoints", std::move(items)}, {"page", PageJson(page, total)}};
 }
 
+Result<json> RunHistoryService::GetAttemptLog(int64_t run_id, int64_t attempt,
+                                              const LogPageRequest& req) {
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  if (attempt < 1 || attempt > static_cast<int64_t>(attempts.size())) {
+    return Status::NotFound("run " + std::to_string(run_id) + " has no attempt " +
+                            std::to_string(attempt) + " (it has " +
+                            std::to_string(attempts.size()) + ")");
+  }
+  // The database connection is not needed for the file: give it back first.
+  const AttemptRecord a = attempts[static_cast<size_t>(attempt - 1)];
+  ReleaseReadSnapshot(store);
+  BATON_ASSIGN_OR_RETURN(json page, ReadAttemptLogPage(run.run_dir, a, req));
+  page["run_id"] = run_id;
+  page["attempt"] = attempt;
+  page["job_id"] = a.job_id;
+  page["restart_count"] = a.restart_count;
+  return page;
+}
+
 Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& req) {
   BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
   Store& store = lease.store();
   BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
   const ExpectedSchedule schedule = ScheduleFromConfig(run.config);
   BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  std::map<int64_t, int> attempt_index;
+  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
+  const std::optional<double> first_start =
+      attempts.empty() ? std::nullopt : attempts.front().started_at;
+  if (!req.rows_only) {
+    RollupSeriesReader reader(store, run_id, schedule);
+    BATON_RETURN_IF_ERROR(reader.Load());
+    if (reader.usable()) {
+      return RollupSeries(store, reader, run_id, req, attempt_index, first_start);
+    }
+  }
   BATON_ASSIGN_OR_RETURN(const StepColumns c,
                          ReadStepColumns(store, run_id, req.include_superseded));
 
-  std::map<int64_t, int> attempt_index;
-  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
   std::vector<size_t> effective, superseded;
   for (size_t i = 0; i < c.size(); ++i) (c.superseded[i] ? superseded : effective).push_back(i);
   // The effective rows are in step order (each attempt's effective range starts where the
@@ -300,12 +445,14 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
   }
   // Wall time counts from the first attempt's start (holds between attempts show as gaps).
   double t0 = c.size() > 0 ? *std::min_element(c.time.begin(), c.time.end()) : 0.0;
-  if (!attempts.empty() && attempts.front().started_at) {
-    t0 = std::min(t0, *attempts.front().started_at);
-  }
+  if (first_start) t0 = std::min(t0, *first_start);
   // Grouped by attempt again for the downsampler (its segments must be contiguous).
   std::stable_sort(superseded.begin(), superseded.end(),
                    [&](size_t a, size_t b) { return c.attempt_id[a] < c.attempt_id[b]; });
+  // The zoom's range (the running sums above still count from the run's start).
+  auto outside = [&](size_t i) { return c.step[i] < req.from_step || c.step[i] > req.to_step; };
+  effective.erase(std::remove_if(effective.begin(), effective.end(), outside), effective.end());
+  superseded.erase(std::remove_if(superseded.begin(), superseded.end(), outside), superseded.end());
 
   json series = json::object(), faint = json::object();
   for (const std::string& key : req.keys) {
@@ -316,26 +463,17 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
                               tokens_seen, t0);
     }
   }
-  // Skipped steps of the effective series as ranges of consecutive steps [first, last], for
-  // markers on the charts (step indices; the UI maps them onto its x axis like the boundaries).
-  json ranges = json::array();
-  int64_t nonfinite_steps = 0;
-  for (size_t k = 0; k < effective.size(); ++k) {
-    const size_t i = effective[k];
-    if (!c.nonfinite[i]) continue;
-    ++nonfinite_steps;
-    if (!ranges.empty() && ranges.back()[1].get<int64_t>() + 1 == c.step[i]) {
-      ranges.back()[1] = c.step[i];
-    } else if (ranges.size() < kMaxNonfiniteRanges) {
-      ranges.push_back(json::array({c.step[i], c.step[i]}));
-    }
+  NonfiniteRanges nonfinite;
+  for (size_t i : effective) {
+    if (c.nonfinite[i]) nonfinite.Add(c.step[i]);
   }
   json out{{"run_id", run_id},
            {"keys", req.keys},
            {"max_points", req.max_points},
+           {"source", "rows"},
            {"rows", effective.size()},
            {"superseded_rows", superseded.size()},
-           {"nonfinite", {{"steps", nonfinite_steps}, {"ranges", std::move(ranges)}}},
+           {"nonfinite", nonfinite.Json()},
            {"series", std::move(series)}};
   if (req.include_superseded) out["superseded"] = std::move(faint);
   return out;

@@ -241,7 +241,7 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
 // Creates the run row (as `baton submit` does), writes its events under `runs_root`/<id>-run
 // and ingests them. Returns the run id.
 inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& runs_root,
-                                              const RunSpec& r) {
+                                              const RunSpec& r, const IngestOptions& options = {}) {
   int64_t id = 0;
   std::string run_dir;
   Status st = store.Write([&]() -> Status {
@@ -269,7 +269,7 @@ inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& r
   }
   Result<RunRecord> run = store.GetRun(id);
   if (!run.ok()) return run.status();
-  Result<IngestStats> ingested = IngestRun(store, *run);
+  Result<IngestStats> ingested = IngestRun(store, *run, options);
   if (!ingested.ok()) return ingested.status();
   return id;
 }
