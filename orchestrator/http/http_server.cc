@@ -462,6 +462,13 @@ void HttpServer::InstallRoutes() {
          BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
          return svc->ListCheckpoints(id, page);
        }},
+      {R"(/api/runs/([^/]+)/profile)",
+       "/api/runs/{id}/profile",
+       {},
+       [svc](const httplib::Request& req) -> Result<json> {
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         return svc->GetProfile(id);
+       }},
       {R"(/api/runs/([^/]+)/log)",
        "/api/runs/{id}/log",
        {"attempt", "before", "limit"},

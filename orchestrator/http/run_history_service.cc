@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "orchestrator/http/run_profile.h"
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/series_rollup_reader.h"
@@ -348,6 +349,7 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   const double now = now_();
   json out = SummaryJson(d.summary, now);
   out["config"] = d.summary.run.config;
+  out["config_keys"] = FlattenConfig(d.summary.run.config);
   out["schedule"] = d.schedule.known ? json{{"base_lr", d.schedule.base_lr},
                                             {"warmup_steps", d.schedule.warmup_steps},
                                             {"resume_warmup_steps", d.schedule.resume_warmup_steps}}
@@ -384,6 +386,19 @@ Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageReques
   }
   return json{
       {"run_id", run_id}, {"checkpoints", std::move(items)}, {"page", PageJson(page, total)}};
+}
+
+Result<json> RunHistoryService::GetProfile(int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_RETURN_IF_ERROR(store.GetRun(run_id).status());  // 404 for an unknown run
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  std::map<int64_t, int> attempt_index;
+  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
+  BATON_ASSIGN_OR_RETURN(const std::vector<MicrostepRecord> micro, store.ListMicrosteps(run_id));
+  json out = ProfileJson(micro, attempt_index);
+  out["run_id"] = run_id;
+  return out;
 }
 
 Result<json> RunHistoryService::GetAttemptLog(int64_t run_id, int64_t attempt,

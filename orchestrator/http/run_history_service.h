@@ -60,6 +60,8 @@ class RunHistoryService {
   [[nodiscard]] Result<nlohmann::json> ListAttempts(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> GetSeries(int64_t run_id, const SeriesRequest& req);
+  // The microstep profile per step and per attempt (run_profile.h).
+  [[nodiscard]] Result<nlohmann::json> GetProfile(int64_t run_id);
   // A page of attempt `attempt`'s (1-based) log file, read backwards from its end.
   [[nodiscard]] Result<nlohmann::json> GetAttemptLog(int64_t run_id, int64_t attempt,
                                                      const LogPageRequest& req);

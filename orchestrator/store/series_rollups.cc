@@ -158,6 +158,15 @@ Status RollupMaintainer::RebuildRun(SqliteDb& db, int64_t run_id) {
 }
 
 Status RollupMaintainer::Flush(SqliteDb& db) {
+  if (!enabled_) {
+    for (const auto& [run_id, blocks] : dirty_) {
+      BATON_ASSIGN_OR_RETURN(Statement * s,
+                             db.Prepare("DELETE FROM step_rollup_runs WHERE run_id = ?1"));
+      BATON_RETURN_IF_ERROR(s->Bind(1, run_id).Run());
+    }
+    dirty_.clear();
+    return Status::Ok();
+  }
   for (const auto& [run_id, blocks] : dirty_) {
     BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(db, run_id));
     if (!covered) {

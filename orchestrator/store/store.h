@@ -131,6 +131,8 @@ class Store {
                                      int64_t bad_lines_added, double now);
 
   SqliteDb& db() { return *db_; }
+  // Keeps the series rollups with the steps (default). Off only to measure their cost.
+  void set_series_rollups(bool on) { rollups_->set_enabled(on); }
 
  private:
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
