@@ -272,7 +272,7 @@ function check(ok, what) {
     await page.goto(base + '#/runs/987654');
     await page.waitForSelector('body[data-ready="error"]', { timeout: 15000 });
     check(/404/.test(await page.$eval('#error', (e) => e.textContent)), 'unknown run shows a 404');
-    errors.splice(0, errors.length, ...errors.filter((e) => !/404/.test(e)));  // the expected failed fetch
+    errors.splice(0, errors.length, ...errors.filter((e) => !/status of (404|400)/.test(e)));  // the expected failed fetches
   } catch (e) {
     failures.push(`exception: ${e.stack || e}`);
     await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
