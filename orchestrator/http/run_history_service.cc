@@ -302,10 +302,11 @@ Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_
     faint[key] = PointsJson(points, faint_rows.size(), attempt_index, t0);
   }
   NonfiniteRanges nonfinite;
-  BATON_ASSIGN_OR_RETURN(Statement * s,
-                         store.db().Prepare("SELECT step FROM steps WHERE run_id = ?1 AND "
-                                            "nonfinite = 1 AND superseded = 0 AND step BETWEEN "
-                                            "?2 AND ?3 ORDER BY step"));
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      store.db().Prepare("SELECT step FROM steps INDEXED BY steps_nonfinite WHERE run_id = ?1 AND "
+                         "nonfinite = 1 AND superseded = 0 AND step BETWEEN "
+                         "?2 AND ?3 ORDER BY step"));
   s->Bind(1, run_id).Bind(2, req.from_step).Bind(3, req.to_step);
   while (true) {
     BATON_ASSIGN_OR_RETURN(const bool row, s->Step());

@@ -40,6 +40,7 @@ Status RollupSeriesReader::Load() {
                          ReadRollupNodes(store_.db(), run_id_, kTop, 0, INT64_MAX));
   std::map<int64_t, RollupNode> per_attempt;
   for (const StoredRollupNode& n : top) {
+    if (n.attempt_id < 0) continue;  // superseded rows (series_rollups.h)
     nodes_[{kTop, n.block}].push_back(n);
     AppendNode(&per_attempt[n.attempt_id], n.node);
     min_time_ = std::min(min_time_, n.node.min_time);

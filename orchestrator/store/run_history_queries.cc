@@ -211,22 +211,19 @@ Result<std::vector<AttemptStepStats>> ReadAttemptStepStatsFromRollups(Store& sto
                          ids->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
   BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> top,
                          ReadRollupNodes(store.db(), run_id, kRollupLevels - 1, 0, INT64_MAX));
+  // Effective rows under the attempt's id, superseded ones under minus it.
   std::map<int64_t, RollupNode> effective;
   for (const StoredRollupNode& n : top) AppendNode(&effective[n.attempt_id], n.node);
-  BATON_ASSIGN_OR_RETURN(
-      Statement * sup,
-      store.db().Prepare("SELECT attempt_id, COUNT(*), COALESCE(SUM(step_time_s), 0), MIN(time), "
-                         "MAX(time) FROM steps WHERE run_id = ?1 AND superseded = 1 "
-                         "GROUP BY attempt_id"));
-  sup->Bind(1, run_id);
   struct Sup {
     int64_t attempt_id, rows;
     double step_time_s, min_time, max_time;
   };
-  BATON_ASSIGN_OR_RETURN(const std::vector<Sup> superseded,
-                         sup->Collect<Sup>([](const Statement& r) {
-                           return Sup{r.Int(0), r.Int(1), r.Double(2), r.Double(3), r.Double(4)};
-                         }));
+  std::vector<Sup> superseded;
+  for (const auto& [id, n] : effective) {
+    if (id < 0 && n.rows > 0) {
+      superseded.push_back({-id, n.rows, n.step_time_s, n.min_time, n.max_time});
+    }
+  }
   std::vector<AttemptStepStats> out;
   for (int64_t id : attempt_ids) {
     AttemptStepStats a;

@@ -57,7 +57,15 @@ struct RollupRow {
   bool nonfinite = false;
   double lr = NAN, loss = NAN, loss_video = NAN, loss_action = NAN, grad_norm = NAN,
          step_time_s = NAN, tokens_per_s = NAN;
+  bool superseded = false;
 };
+
+// The attempt_id column of a node: the attempt's id for its effective rows, minus it for its
+// superseded rows (their nodes give the run page's per-attempt redone figures without a scan;
+// the series reader never merges them).
+inline int64_t RollupNodeOwner(int64_t attempt_id, bool superseded) {
+  return superseded ? -attempt_id : attempt_id;
+}
 
 // The value of `key` at a row, NaN when it has none: the series endpoint's rule. A skipped
 // (non-finite) step has no loss or gradient-norm point (docs/http_api.md).

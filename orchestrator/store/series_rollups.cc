@@ -8,7 +8,7 @@ namespace {
 
 constexpr const char* kRowColumns =
     "attempt_id, step, time, tokens, padded_tokens, in_warmup, nonfinite, lr, loss, loss_video, "
-    "loss_action, grad_norm, step_time_s, tokens_per_s";
+    "loss_action, grad_norm, step_time_s, tokens_per_s, superseded";
 
 RollupRow ReadRow(const Statement& s) {
   RollupRow r;
@@ -26,14 +26,15 @@ RollupRow ReadRow(const Statement& s) {
   r.grad_norm = s.Double(11);
   r.step_time_s = s.Double(12);
   r.tokens_per_s = s.Double(13);
+  r.superseded = s.Int(14) != 0;
   return r;
 }
 
-// Effective rows of the run with step in [first, last], in step order (one row per step).
+// Every row of the run with step in [first, last], in step order.
 Result<std::vector<RollupRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t first, int64_t last) {
   static const std::string kSql = std::string("SELECT ") + kRowColumns +
                                   " FROM steps WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 "
-                                  "AND superseded = 0 ORDER BY step";
+                                  "ORDER BY step, attempt_id";
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
   s->Bind(1, run_id).Bind(2, first).Bind(3, last);
   return s->Collect<RollupRow>(ReadRow);
@@ -82,7 +83,8 @@ Status RecomputeLeaves(SqliteDb& db, int64_t run_id, const std::set<int64_t>& bl
       std::map<int64_t, RollupNode> nodes;
       const int64_t end = RollupBlockFirstStep(b + 1, 0);
       for (; i < rows.size() && rows[i].step < end; ++i) {
-        AppendNode(&nodes[rows[i].attempt_id], NodeOfRow(rows[i]));
+        AppendNode(&nodes[RollupNodeOwner(rows[i].attempt_id, rows[i].superseded)],
+                   NodeOfRow(rows[i]));
       }
       BATON_RETURN_IF_ERROR(WriteBlock(db, run_id, 0, b, nodes));
     }

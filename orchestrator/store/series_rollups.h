@@ -54,6 +54,7 @@ struct StoredRollupNode {
 [[nodiscard]] Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_id,
                                                                     int level, int64_t first_block,
                                                                     int64_t last_block);
+// Nodes with attempt_id < 0 summarise the superseded rows of attempt -attempt_id.
 // The effective rows of one attempt with step in [first, last], in step order.
 [[nodiscard]] Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id,
                                                                int64_t first, int64_t last);

@@ -24,5 +24,6 @@ CREATE TABLE step_rollup_runs (
 );
 
 -- The superseded rows of a run (the faint series, the audit's redone steps) without a scan of
--- the effective ones.
-CREATE INDEX steps_superseded ON steps (run_id, step) WHERE superseded = 1;
+-- the effective ones; it covers the per-attempt figures (count, step time, first/last time).
+CREATE INDEX steps_superseded ON steps (run_id, attempt_id, step, time, step_time_s)
+  WHERE superseded = 1;
