@@ -30,7 +30,7 @@ scale=${BATON_BENCH_SCALE:-1429}
 fill() {  # fill DB RUNS_ROOT [--no-rollups]: prints seconds
   local t0 t1
   t0=$(date +%s.%N)
-  "$fixture" --db "$1" --runs-root "$2" --scale "$scale" --extra-runs 998 --no-compare $3 >"$tmp/ids.json"
+  "$fixture" --db "$1" --runs-root "$2" --scale "$scale" --extra-runs 998 --no-compare ${3:-} >"$tmp/ids.json"
   t1=$(date +%s.%N)
   python3 -c "print($t1 - $t0)"
 }

@@ -220,6 +220,20 @@ Result<int64_t> RollupSeriesReader::TokensBefore(int64_t step) {
 }
 
 Result<int64_t> RollupSeriesReader::TokensSeenAtOrAfter(int64_t step) {
+  // A superseded row at `step` was superseded by a later attempt's row at the same step, so the
+  // effective series has that step: tokens seen through it, from the nodes (no query).
+  int64_t at_rows = 0, at_tokens = 0;
+  for (const RollupAttemptTotals& at : attempts_) {
+    if (step < at.node.first_step() || step > at.node.last_step()) continue;
+    CellAcc acc;
+    BATON_RETURN_IF_ERROR(Accumulate(QKey{0}, at.attempt_id, step, step, &acc));
+    at_rows += acc.rows;
+    at_tokens += acc.tokens;
+  }
+  if (at_rows > 0) {
+    BATON_ASSIGN_OR_RETURN(const int64_t before, TokensBefore(step));
+    return before + at_tokens;
+  }
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
       store_.db().Prepare("SELECT tokens FROM steps WHERE run_id = ?1 AND step >= ?2 AND "
