@@ -257,49 +257,23 @@ json PointsJson(const std::vector<SeriesOutPoint>& points, size_t rows,
 Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_id,
                           const SeriesRequest& req, const std::map<int64_t, int>& attempt_index,
                           std::optional<double> first_start) {
-  // The superseded rows (few: the steps redone after resumes) come from their partial index.
-  std::vector<RollupRow> faint_rows;
+  // Wall time counts from the earliest row the answer covers (as the row path).
   double t0 = reader.min_time();
-  if (req.include_superseded) {
-    BATON_ASSIGN_OR_RETURN(faint_rows,
-                           ReadSupersededRows(store.db(), run_id, req.from_step, req.to_step));
-    BATON_ASSIGN_OR_RETURN(
-        Statement * s,
-        store.db().Prepare("SELECT MIN(time) FROM steps WHERE run_id = ?1 AND superseded = 1"));
-    s->Bind(1, run_id);
-    BATON_RETURN_IF_ERROR(s->Step().status());
-    if (const std::optional<double> t = s->OptDouble(0)) t0 = std::min(t0, *t);
-    s->Reset();
-  }
+  if (req.include_superseded) t0 = std::min(t0, reader.superseded_min_time());
   if (!std::isfinite(t0)) t0 = 0.0;  // no rows at all (as the row path)
   if (first_start) t0 = std::min(t0, *first_start);
 
   json series = json::object(), faint = json::object();
-  int64_t rows = 0;
-  std::map<int64_t, int64_t> seen_at;  // superseded step -> tokens seen
+  int64_t rows = 0, faint_rows = 0;
   std::vector<SeriesOutPoint> points;
   for (const std::string& key : req.keys) {
     BATON_RETURN_IF_ERROR(
         reader.Points(key, req.from_step, req.to_step, size_t(req.max_points), &points, &rows));
     series[key] = PointsJson(points, size_t(rows), attempt_index, t0);
     if (!req.include_superseded) continue;
-    std::vector<int64_t> step(faint_rows.size()), segment(faint_rows.size());
-    std::vector<double> value(faint_rows.size());
-    for (size_t k = 0; k < faint_rows.size(); ++k) {
-      step[k] = faint_rows[k].step;
-      segment[k] = faint_rows[k].attempt_id;
-      value[k] = reader.ValueOf(key, faint_rows[k]);
-    }
-    points.clear();
-    for (size_t k : DownsampleMinMax(step, value, segment, size_t(req.max_points))) {
-      auto it = seen_at.find(step[k]);
-      if (it == seen_at.end()) {
-        BATON_ASSIGN_OR_RETURN(const int64_t seen, reader.TokensSeenAtOrAfter(step[k]));
-        it = seen_at.emplace(step[k], seen).first;
-      }
-      points.push_back({step[k], value[k], segment[k], it->second, faint_rows[k].time});
-    }
-    faint[key] = PointsJson(points, faint_rows.size(), attempt_index, t0);
+    BATON_RETURN_IF_ERROR(reader.SupersededPoints(key, req.from_step, req.to_step,
+                                                  size_t(req.max_points), &points, &faint_rows));
+    faint[key] = PointsJson(points, size_t(faint_rows), attempt_index, t0);
   }
   NonfiniteRanges nonfinite;
   BATON_ASSIGN_OR_RETURN(
@@ -318,7 +292,7 @@ Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_
            {"max_points", req.max_points},
            {"source", "rollups"},
            {"rows", rows},
-           {"superseded_rows", faint_rows.size()},
+           {"superseded_rows", faint_rows},
            {"nonfinite", nonfinite.Json()},
            {"series", std::move(series)}};
   if (req.include_superseded) out["superseded"] = std::move(faint);

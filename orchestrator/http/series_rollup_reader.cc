@@ -40,14 +40,22 @@ Status RollupSeriesReader::Load() {
                          ReadRollupNodes(store_.db(), run_id_, kTop, 0, INT64_MAX));
   std::map<int64_t, RollupNode> per_attempt;
   for (const StoredRollupNode& n : top) {
-    if (n.attempt_id < 0) continue;  // superseded rows (series_rollups.h)
     nodes_[{kTop, n.block}].push_back(n);
     AppendNode(&per_attempt[n.attempt_id], n.node);
-    min_time_ = std::min(min_time_, n.node.min_time);
+    // Superseded rows' nodes (attempt_id < 0, series_rollups.h) are their own series.
+    if (n.attempt_id < 0) {
+      superseded_min_time_ = std::min(superseded_min_time_, n.node.min_time);
+    } else {
+      min_time_ = std::min(min_time_, n.node.min_time);
+    }
   }
   for (const auto& [id, node] : per_attempt) {
-    if (node.rows > 0) attempts_.push_back({id, node});
+    if (node.rows == 0) continue;
+    (id < 0 ? superseded_ : attempts_).push_back({id, node});
   }
+  // The row path groups superseded rows by attempt (ascending id), each in step order.
+  std::sort(superseded_.begin(), superseded_.end(),
+            [](const auto& x, const auto& y) { return -x.attempt_id < -y.attempt_id; });
   std::sort(attempts_.begin(), attempts_.end(),
             [](const auto& x, const auto& y) { return x.node.first_step() < y.node.first_step(); });
   // Each attempt's effective rows must be one contiguous stretch of the step-ordered series
@@ -113,9 +121,12 @@ Result<const std::vector<RollupRow>*> RollupSeriesReader::RowsAt(int64_t attempt
   auto it = rows_.find({attempt_id, block});
   if (it != rows_.end()) return &it->second;
   if (rows_.size() >= kMaxCachedRowBlocks) rows_.clear();
+  // A negative owner is the attempt's superseded rows (series_rollups.h).
+  const int64_t first = RollupBlockFirstStep(block, 0), last = LastStepOf(block, 0);
   BATON_ASSIGN_OR_RETURN(std::vector<RollupRow> rows,
-                         ReadEffectiveRows(store_.db(), attempt_id, RollupBlockFirstStep(block, 0),
-                                           LastStepOf(block, 0)));
+                         attempt_id < 0
+                             ? ReadSupersededRowsOf(store_.db(), -attempt_id, first, last)
+                             : ReadEffectiveRows(store_.db(), attempt_id, first, last));
   return &rows_.emplace(std::make_pair(attempt_id, block), std::move(rows)).first->second;
 }
 
@@ -255,6 +266,31 @@ Result<int64_t> RollupSeriesReader::TokensSeenAtOrAfter(int64_t step) {
 Status RollupSeriesReader::Points(const std::string& key, int64_t from, int64_t to,
                                   size_t max_points, std::vector<SeriesOutPoint>* out,
                                   int64_t* rows_in_range) {
+  return PartPoints(attempts_, key, from, to, max_points, out, rows_in_range);
+}
+
+Status RollupSeriesReader::SupersededPoints(const std::string& key, int64_t from, int64_t to,
+                                            size_t max_points, std::vector<SeriesOutPoint>* out,
+                                            int64_t* rows_in_range) {
+  BATON_RETURN_IF_ERROR(PartPoints(superseded_, key, from, to, max_points, out, rows_in_range));
+  // A superseded point is plotted at the tokens seen through its step in the effective series;
+  // its attempt is the one that wrote it.
+  for (SeriesOutPoint& p : *out) {
+    auto it = seen_at_.find(p.step);
+    if (it == seen_at_.end()) {
+      BATON_ASSIGN_OR_RETURN(const int64_t seen, TokensSeenAtOrAfter(p.step));
+      it = seen_at_.emplace(p.step, seen).first;
+    }
+    p.tokens_seen = it->second;
+    p.attempt_id = -p.attempt_id;
+  }
+  return Status::Ok();
+}
+
+Status RollupSeriesReader::PartPoints(const std::vector<RollupAttemptTotals>& part,
+                                      const std::string& key, int64_t from, int64_t to,
+                                      size_t max_points, std::vector<SeriesOutPoint>* out,
+                                      int64_t* rows_in_range) {
   out->clear();
   *rows_in_range = 0;
   const int stored = StoredKeyIndex(key);
@@ -268,7 +304,7 @@ Status RollupSeriesReader::Points(const std::string& key, int64_t from, int64_t 
   };
   std::vector<Span> spans;
   int64_t valid = 0, lo = INT64_MAX, hi = INT64_MIN;
-  for (const RollupAttemptTotals& at : attempts_) {
+  for (const RollupAttemptTotals& at : part) {
     const int64_t a = std::max(from, at.node.first_step()), b = std::min(to, at.node.last_step());
     if (a > b) continue;
     CellAcc acc;

@@ -56,6 +56,13 @@ class RollupSeriesReader {
   // most max_points (as DownsampleMinMax), plus the number of effective rows in the range.
   [[nodiscard]] Status Points(const std::string& key, int64_t from, int64_t to, size_t max_points,
                               std::vector<SeriesOutPoint>* out, int64_t* rows_in_range);
+  // The same for the superseded rows (grouped by attempt as the row path does), each point at
+  // the tokens seen through its step in the effective series.
+  [[nodiscard]] Status SupersededPoints(const std::string& key, int64_t from, int64_t to,
+                                        size_t max_points, std::vector<SeriesOutPoint>* out,
+                                        int64_t* rows_in_range);
+  // Earliest time of a superseded row (INFINITY when none).
+  double superseded_min_time() const { return superseded_min_time_; }
   // Tokens seen up to and including the first effective step >= step (all tokens when none):
   // what a superseded point at `step` is plotted at.
   [[nodiscard]] Result<int64_t> TokensSeenAtOrAfter(int64_t step);
@@ -75,6 +82,10 @@ class RollupSeriesReader {
     int64_t tokens = 0;
     RollupKeyStats k;
   };
+  [[nodiscard]] Status PartPoints(const std::vector<RollupAttemptTotals>& part,
+                                  const std::string& key, int64_t from, int64_t to,
+                                  size_t max_points, std::vector<SeriesOutPoint>* out,
+                                  int64_t* rows_in_range);
   [[nodiscard]] Status Accumulate(QKey q, int64_t attempt_id, int64_t a, int64_t b, CellAcc* acc);
   [[nodiscard]] Status AccumulateNode(QKey q, int64_t attempt_id, int level, int64_t block,
                                       int64_t a, int64_t b, CellAcc* acc);
@@ -93,7 +104,10 @@ class RollupSeriesReader {
   ExpectedSchedule schedule_;
   bool usable_ = false;
   double min_time_ = INFINITY;
-  std::vector<RollupAttemptTotals> attempts_;
+  double superseded_min_time_ = INFINITY;
+  std::vector<RollupAttemptTotals> attempts_;    // effective rows, in step order
+  std::vector<RollupAttemptTotals> superseded_;  // superseded rows (negative ids), by attempt
+  std::map<int64_t, int64_t> seen_at_;           // step -> tokens seen (superseded points)
   std::map<std::pair<int, int64_t>, std::vector<StoredRollupNode>> nodes_;
   std::set<std::pair<int, int64_t>> loaded_groups_;  // (level, parent block) read
   std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> rows_;

@@ -219,6 +219,16 @@ Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_i
   return s->Collect<RollupRow>(ReadRow);
 }
 
+Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
+                                                    int64_t last) {
+  static const std::string kSql = std::string("SELECT ") + kRowColumns +
+                                  " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
+                                  "AND superseded = 1 ORDER BY step";
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  s->Bind(1, attempt_id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
 Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id, int64_t first,
                                                   int64_t last) {
   static const std::string kSql = std::string("SELECT ") + kRowColumns +

@@ -58,6 +58,9 @@ struct StoredRollupNode {
 // The effective rows of one attempt with step in [first, last], in step order.
 [[nodiscard]] Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id,
                                                                int64_t first, int64_t last);
+// One attempt's superseded rows with step in [first, last], in step order.
+[[nodiscard]] Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id,
+                                                                  int64_t first, int64_t last);
 // A run's superseded rows with step in [first, last], by attempt then step.
 [[nodiscard]] Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id,
                                                                 int64_t first, int64_t last);
