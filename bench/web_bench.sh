@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Web UI bench: a run with ~1 million step rows (the demo run's 3 attempts scaled ×1429, filled
-# through the real ingest path) and 1000 runs in all. Prints the series endpoint's latency and
-# payload at max_points 2000, and the runs page's latency over 1000 runs.
+# through the real ingest path) and 1000 runs in all. Prints the ingest rate with and without the
+# series rollups (the same fill twice), the series endpoint's latency on the rollup path side by
+# side with the row path (source=rows, what every request did before) after checking both give
+# the same points, the run page's other requests, a zoomed range, and the runs page over 1000
+# runs.
 #   bench/web_bench.sh [BUILD_DIR]     (default build/; needs baton and baton_web_fixture built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +28,29 @@ trap cleanup EXIT
 export BATON_HOME=$tmp/home
 mkdir -p "$BATON_HOME"
 
-echo "== filling the database through event files + ingest (1 run × ~1M step rows, 999 small runs)"
-t0=$(date +%s.%N)
-ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs" --scale 1429 --extra-runs 998)
-t1=$(date +%s.%N)
+scale=${BATON_BENCH_SCALE:-1429}
+fill() {  # fill DB RUNS_ROOT [--no-rollups]: prints seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$fixture" --db "$1" --runs-root "$2" --scale "$scale" --extra-runs 998 --no-compare ${3:-} >"$tmp/ids.json"
+  t1=$(date +%s.%N)
+  python3 -c "print($t1 - $t0)"
+}
+echo "== ingest rate: the same fill (1 run × ~1M step rows, 999 small runs) without and with rollups"
+s_without=$(fill "$tmp/no_rollups.db" "$tmp/runs_no_rollups" --no-rollups)
+rm -f "$tmp/no_rollups.db"*; rm -rf "$tmp/runs_no_rollups"
+s_with=$(fill "$BATON_HOME/baton.db" "$tmp/runs")
+ids=$(cat "$tmp/ids.json")
 echo "   $ids"
-printf '   fill + ingest: %.1f s; database %s\n' "$(python3 -c "print($t1 - $t0)")" "$(du -h "$BATON_HOME/baton.db" | cut -f1)"
+rows=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["step_rows"] + 998 * 20)' "$ids")
+python3 - "$s_without" "$s_with" "$rows" <<'PY'
+import sys
+without, with_, rows = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+print(f"   without rollups: {without:6.1f} s = {rows / without:9,.0f} step rows/s")
+print(f"   with rollups:    {with_:6.1f} s = {rows / with_:9,.0f} step rows/s"
+      f"   ({100 * (1 - without / with_):.1f} % slower; the issue allows 25 %)")
+PY
+printf '   database %s\n' "$(du -h "$BATON_HOME/baton.db" | cut -f1)"
 demo=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["demo_run_id"])' "$ids")
 
 "$baton" serve --port 0 --no-reconcile --interval 3600 >"$tmp/serve.log" 2>&1 &
@@ -45,12 +65,18 @@ done
 # The first sync pass ingests every run once (nothing new here); wait for it to finish.
 sleep 2
 
-echo "== series endpoint, run $demo, max_points 2000 ($repeats requests each, after one warm-up)"
-python3 bench/web/measure.py "$url" "$repeats" \
+all_keys=lr,expected_lr,loss,loss_video,loss_action,grad_norm,tokens_per_s,step_time_s,padding
+echo "== series endpoint, run $demo, max_points 2000: rollups vs rows ($repeats requests each, after one warm-up)"
+python3 bench/web/compare_paths.py "$url" "$repeats" \
   "/api/runs/$demo/series?keys=lr,loss&max_points=2000" \
-  "/api/runs/$demo/series?keys=lr,expected_lr,loss,loss_video,loss_action,grad_norm,tokens_per_s,step_time_s,padding&max_points=2000" \
+  "/api/runs/$demo/series?keys=$all_keys&max_points=2000" \
   "/api/runs/$demo/series?keys=lr,loss&max_points=2000&superseded=1" \
-  "/api/runs/$demo"
+  "/api/runs/$demo/series?keys=$all_keys&max_points=2000&from=500000&to=501999"
+echo "== the run page's other requests"
+python3 bench/web/measure.py "$url" "$repeats" \
+  "/api/runs/$demo" \
+  "/api/runs/$demo/attempts?limit=1000" \
+  "/api/runs/$demo/profile"
 echo "== runs page over 1000 runs"
 python3 bench/web/measure.py "$url" "$repeats" \
   "/api/runs?limit=50" \

@@ -28,3 +28,13 @@ export async function getJson(path, query = {}) {
   }
   return body;
 }
+
+// The URL of an API resource for a link (a CSV download): the token, when there is one, goes in
+// the query because a link cannot carry a header.
+export function apiUrl(path, query = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.set(k, v);
+  const token = sessionStorage.getItem('baton-token');
+  if (token) q.set('token', token);
+  return '/api/' + path + (q.toString() ? '?' + q : '');
+}

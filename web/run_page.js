@@ -1,9 +1,12 @@
-// One run: audit line, charts (LR with the expected schedule, warmup shading and attempt
-// boundaries; losses; grad norm; throughput; padding), the attempts table with per-attempt
-// summaries and how the trainer ended each one, the steps the trainer skipped as non-finite,
-// checkpoints and the resolved config. Superseded steps are hidden unless asked for. Messages
+// One run: why it stopped, audit line, charts (LR with the expected schedule, warmup shading and
+// attempt boundaries; losses; grad norm; throughput; padding; the micro-step profile), the
+// attempts table with per-attempt summaries and every witness of how each one ended (launcher,
+// trainer, signal, SLURM) and its log, the steps the trainer skipped as non-finite, checkpoints
+// and the resolved config. The view (x axis, superseded steps, zoomed step range, open log) is
+// in the URL: #/runs/<id>?axis=tokens&superseded=1&from=100&to=500&log=2. Messages, log text
 // and episode ids come from the trainer and the data: text nodes only (dom.js).
-import { getJson } from './api.js';
+import { getJson, apiUrl } from './api.js';
+import { showLog } from './log_viewer.js';
 import { el, clear, table } from './dom.js';
 import * as fmt from './format.js';
 import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from './charts.js';
@@ -45,7 +48,34 @@ function trainerEnd(a) {
   return a.exit_code === null ? 'no segment_end' : `no segment_end · exit ${a.exit_code}`;
 }
 
-function attemptsTable(attempts) {
+// SLURM's account: state, Reason (when it says more than None) and ExitCode.
+function slurmEnd(a) {
+  if (!a.slurm_state) return '–';
+  const reason = a.slurm_reason && a.slurm_reason !== 'None' ? ` (${a.slurm_reason})` : '';
+  return `${a.slurm_state}${reason}` + (a.slurm_exit_code ? ` · ExitCode ${a.slurm_exit_code}` : '');
+}
+
+// One line with every witness of how the attempt ended (the run page's "why it stopped").
+function evidenceLine(a) {
+  const parts = [`#${a.attempt} ${a.end_reason ?? (a.ended_at ? 'ended' : 'running')}`];
+  if (a.exit_code !== null) parts.push(`exit ${a.exit_code}`);
+  if (a.signal) parts.push(`signal ${a.signal}`);
+  parts.push(`trainer: ${trainerEnd(a)}`);
+  if (a.slurm_state) parts.push(`SLURM ${slurmEnd(a)}`);
+  return parts.join(' · ');
+}
+
+function whyItStopped(run, attempts, openLog) {
+  const last = attempts[attempts.length - 1];
+  if (!last || run.status === 'RUNNING' || run.status === 'PENDING') return null;
+  return el('div', { id: 'why-stopped', class: `why why-${run.status.toLowerCase()}` },
+    el('strong', {}, run.status === 'COMPLETED' ? 'How it ended: ' : 'Why it stopped: '),
+    evidenceLine(last),
+    last.trainer_message ? el('div', { class: 'trainer-message', id: 'why-message' }, last.trainer_message) : null,
+    last.log ? el('button', { class: 'log-button', onclick: () => openLog(last.attempt) }, `log of #${last.attempt}`) : null);
+}
+
+function attemptsTable(attempts, openLog) {
   const rows = attempts.map((a) => [
     `#${a.attempt}`, a.job_id, String(a.restart_count), a.nodes || '–',
     a.effective_first_step === null ? '–' : `${a.effective_first_step}–${a.effective_last_step}` +
@@ -55,12 +85,18 @@ function attemptsTable(attempts) {
     a.end_reason ?? (a.ended_at ? '–' : 'running'),
     el('td', { class: 'trainer-end' }, trainerEnd(a)),
     el('td', { class: 'trainer-message' }, a.trainer_message ?? '–'),
+    a.signal ?? '–',
+    el('td', { class: 'slurm-end' }, slurmEnd(a)),
+    el('td', { class: 'init-from' }, a.init_from || a.checkpoint || '–'),
+    a.log ? el('td', {}, el('button', { class: 'log-button', dataset: { attempt: a.attempt }, onclick: () => openLog(a.attempt) }, 'log'))
+      : '–',
     a.summary.nonfinite_steps ? el('td', { class: 'num skipped' }, fmt.int(a.summary.nonfinite_steps)) : '–',
     fmt.duration(a.duration_s),
     fmt.num(a.summary.tokens_per_s), fmt.num(a.summary.s_per_step), fmt.pct(a.summary.padding_waste),
   ]);
   return table(['#', 'Job', 'Restart', 'Nodes', 'Steps (effective)', 'Resume', 'Warmup', 'End',
-    'Trainer', 'Message', 'Skipped', 'Duration', 'tokens/s', 's/step', 'Padding'], rows,
+    'Trainer', 'Message', 'Signal', 'SLURM', 'Weights from', 'Log', 'Skipped', 'Duration',
+    'tokens/s', 's/step', 'Padding'], rows,
   { id: 'attempts-table', class: 'data' });
 }
 
@@ -95,7 +131,7 @@ function chartBox(id, title) {
   return { canvas, box: el('section', { class: 'chart' }, el('h3', {}, title), el('div', { class: 'canvas-wrap' }, canvas)) };
 }
 
-function renderCharts(grid, run, series, view) {
+function renderCharts(grid, run, series, view, profile) {
   destroyCharts();
   clear(grid);
   const s = series.series, faint = series.superseded || null;
@@ -125,44 +161,92 @@ function renderCharts(grid, run, series, view) {
   add('chart-throughput', 'Throughput', [...ds('tokens_per_s', 'tokens/s', C.tps),
     ...ds('step_time_s', 's/step', C.sps, { yAxisID: 'y2' })], { yTitle: 'tokens/s', y2Title: 's/step' });
   add('chart-padding', 'Padding waste per step', ds('padding', 'padded / all tokens', C.pad), { yTitle: 'fraction' });
+  if (profile && profile.steps.length) {
+    // Micro-step profile on the step axis only (its steps are a sample, not the series).
+    const at = (f) => profile.steps.map((p) => ({ x: p.step, y: f(p) }));
+    add('chart-profile', 'Profile: forward+backward tokens/s, peak memory, shapes per step', [
+      { label: 'tokens/s (fwd+bwd)', data: at((p) => p.tokens_per_s), color: C.tps },
+      { label: 'peak memory (GiB)', data: at((p) => p.peak_bytes / 2 ** 30), color: C.grad, yAxisID: 'y2' },
+      { label: 'distinct shapes', data: at((p) => p.shapes), color: C.pad, dashed: true, yAxisID: 'y2' },
+    ], { axis: 'step', annotation: {}, yTitle: 'tokens/s', y2Title: 'GiB · shapes' });
+  }
 }
 
-export async function showRun(root, id, isCurrent) {
-  const view = { axis: 'step', faint: false };
-  const [run, attempts, checkpoints] = await Promise.all([
+function profileTable(profile) {
+  if (!profile || !profile.attempts.length) {
+    return el('p', { class: 'muted', id: 'profile-note' }, 'No micro-step profile (train.profile is 0).');
+  }
+  return table(['#', 'Steps profiled', 'Micro-steps', 'Tokens', 'tokens/s (fwd+bwd)', 'Peak memory', 'Distinct shapes', 'MFU'],
+    profile.attempts.map((a) => [`#${a.attempt}`, fmt.int(a.steps), fmt.int(a.micro_steps), fmt.int(a.tokens),
+      fmt.num(a.tokens_per_s), fmt.bytes(a.peak_bytes), fmt.int(a.shapes),
+      el('td', { title: 'needs the device peak FLOP/s, which the config does not state' }, a.mfu === null ? '–' : fmt.pct(a.mfu))]),
+    { id: 'profile-table', class: 'data' });
+}
+
+export async function showRun(root, id, state, isCurrent) {
+  const view = {
+    axis: ['step', 'tokens', 'wall'].includes(state.axis) ? state.axis : 'step',
+    faint: state.superseded === '1',
+    from: state.from !== undefined && state.from !== '' ? Number(state.from) : null,
+    to: state.to !== undefined && state.to !== '' ? Number(state.to) : null,
+  };
+  const go = (patch) => {
+    const next = { axis: view.axis, superseded: view.faint ? '1' : '0', from: view.from, to: view.to, log: state.log, ...patch };
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(next)) if (v !== null && v !== undefined && v !== '') q.set(k, v);
+    location.hash = `#/runs/${id}?${q}`;
+  };
+  const seriesQuery = { keys: KEYS.join(','), max_points: MAX_POINTS, superseded: view.faint ? 1 : 0,
+    from: view.from ?? undefined, to: view.to ?? undefined };
+  const [run, attempts, checkpoints, series, profile] = await Promise.all([
     getJson(`runs/${id}`), getJson(`runs/${id}/attempts`, { limit: 1000 }),
-    getJson(`runs/${id}/checkpoints`, { limit: 1000 })]);
+    getJson(`runs/${id}/checkpoints`, { limit: 1000 }),
+    getJson(`runs/${id}/series`, seriesQuery), getJson(`runs/${id}/profile`)]);
   if (!isCurrent()) return;
   const grid = el('div', { class: 'charts' });
-  const loadSeries = () => getJson(`runs/${id}/series`, { keys: KEYS.join(','), max_points: MAX_POINTS, superseded: view.faint ? 1 : 0 });
-  let series = await loadSeries();
-  if (!isCurrent()) return;
+  const logBox = el('section', { id: 'log-viewer', class: 'log-viewer' });
+  const openLog = (n) => go({ log: n });
 
-  const axisSelect = el('select', { id: 'x-axis', onchange: (e) => { view.axis = e.target.value; renderCharts(grid, run, series, view); } },
-    Object.entries(AXES).map(([k, a]) => el('option', { value: k }, a.label)));
-  const faintToggle = el('input', { type: 'checkbox', id: 'show-superseded', onchange: async (e) => {
-    view.faint = e.target.checked;
-    series = await loadSeries();
-    renderCharts(grid, run, series, view);
-  } });
+  const axisSelect = el('select', { id: 'x-axis', onchange: (e) => go({ axis: e.target.value }) },
+    Object.entries(AXES).map(([k, a]) => el('option', { value: k, selected: k === view.axis }, a.label)));
+  const faintToggle = el('input', { type: 'checkbox', id: 'show-superseded', checked: view.faint,
+    onchange: (e) => go({ superseded: e.target.checked ? '1' : '0' }) });
+  const fromInput = el('input', { type: 'number', id: 'zoom-from', min: 0, placeholder: 'first', value: view.from ?? '' });
+  const toInput = el('input', { type: 'number', id: 'zoom-to', min: 0, placeholder: 'last', value: view.to ?? '' });
+  const zoom = el('span', { class: 'zoom' }, 'steps ', fromInput, '–', toInput,
+    el('button', { id: 'zoom-apply', onclick: () => go({ from: fromInput.value, to: toInput.value }) }, 'zoom'),
+    el('button', { id: 'zoom-reset', onclick: () => go({ from: null, to: null }) }, 'all'));
+  const csv = el('a', { id: 'series-csv', href: apiUrl(`runs/${id}/series`, { ...seriesQuery, format: 'csv' }), download: `run-${id}-series.csv` }, 'series as CSV');
   const target = run.target_steps ? ` / ${fmt.int(run.target_steps)}` : '';
+  const zoomNote = view.from !== null || view.to !== null
+    ? el('p', { class: 'meta', id: 'zoom-note' }, `zoomed to steps ${view.from ?? 0}–${view.to ?? 'end'}: ` +
+      `${fmt.int(series.rows)} steps, ${series.rows <= MAX_POINTS ? 'every one shown' : 'min/max of each bucket shown'}`)
+    : null;
   clear(root).append(
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
     el('h1', {}, el('span', { id: 'run-name' }, run.name), ' ', statusBadge(run)),
     el('p', { class: 'meta' }, `run ${run.id} · job ${run.job_id ?? '–'} · step ${fmt.int(run.steps_done)}${target}` +
-      ` · wall ${fmt.duration(run.wall_s)} · created ${fmt.time(run.created_at)}` + (run.reason ? ` · ${run.reason}` : '')),
+      ` · wall ${fmt.duration(run.wall_s)} · created ${fmt.time(run.created_at)}` +
+      (run.partition ? ` · partition ${run.partition}` : '') + (run.reason ? ` · ${run.reason}` : '')),
+    whyItStopped(run, attempts.attempts, openLog),
     auditLine(run),
     el('div', { class: 'controls' }, el('label', {}, 'x axis ', axisSelect),
-      el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`)),
+      el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`),
+      zoom, csv, el('a', { href: `#/compare?runs=${id}` }, 'compare…')),
+    zoomNote,
     grid,
-    el('h2', {}, 'Attempts'), attemptsTable(attempts.attempts),
+    el('h2', {}, 'Attempts'), attemptsTable(attempts.attempts, openLog),
+    logBox,
+    el('h2', {}, 'Profile'), profileTable(profile),
     ...nonfiniteSection(run.nonfinite),
     el('h2', {}, 'Checkpoints'), checkpointsTable(checkpoints.checkpoints),
     el('h2', {}, 'Config'), el('pre', { id: 'config', class: 'config' }, run.config));
-  renderCharts(grid, run, series, view);
+  renderCharts(grid, run, series, view, profile);
+  if (state.log) await showLog(logBox, id, Number(state.log));
+  if (!isCurrent()) return;
   document.body.dataset.ready = 'run';
   document.getElementById('refresh-note').textContent = run.live ? 'live: refreshing every 10 s' : '';
-  if (run.live) setTimeout(() => { if (isCurrent()) showRun(root, id, isCurrent).catch(() => {}); }, REFRESH_MS);
+  if (run.live) setTimeout(() => { if (isCurrent()) showRun(root, id, state, isCurrent).catch(() => {}); }, REFRESH_MS);
 }
 
 export { destroyCharts };

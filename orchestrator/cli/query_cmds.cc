@@ -14,7 +14,9 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/http/attempt_log.h"
 #include "orchestrator/http/run_timeline.h"
+#include "orchestrator/store/attempt_evidence.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
 #include "schema/run_folder.h"
@@ -28,6 +30,9 @@ namespace {
 // Non-finite steps `baton show` lists in text (the count is exact); --json lists more.
 inline constexpr size_t kShownNonfiniteSteps = 5;
 inline constexpr int64_t kJsonNonfiniteSteps = 100;
+// Lines of the last attempt's log `baton show` prints for a failed or requeued run.
+inline constexpr size_t kShownLogLines = 10;
+
 // Episode ids shown per skipped step in text.
 inline constexpr size_t kShownEpisodeIds = 8;
 
@@ -99,6 +104,16 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   } else if (a.trainer_exit_code) {
     out += " — trainer exit " + std::to_string(*a.trainer_exit_code);
   }
+  // The other witnesses: the signal (trainer, exit code or SLURM) and SLURM's own account.
+  const std::string signal = AttemptSignal(a);
+  if (!signal.empty()) out += " — signal " + PrintableText(signal);
+  if (!a.slurm_state.empty()) {
+    out += " — SLURM " + PrintableText(a.slurm_state);
+    if (!a.slurm_reason.empty() && a.slurm_reason != "None") {
+      out += " (" + PrintableText(a.slurm_reason) + ")";
+    }
+    if (!a.slurm_exit_code.empty()) out += " ExitCode " + PrintableText(a.slurm_exit_code);
+  }
   if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
   if (!a.trainer_end_reason.empty()) {
     if (a.trainer_end_reason != SegmentEndReasonName(SegmentEndReason::kCompleted))
@@ -107,6 +122,28 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   }
   if (a.action != ExitActionName(ExitAction::kDone)) out += " (the trainer wrote no segment_end)";
   return out;
+}
+
+// The last lines of the attempt's log file (logs/<job_id>.out), indented; nothing when there is
+// none. The same reader as the web UI's log viewer: nothing outside the run folder is opened.
+void PrintLogTail(const std::string& run_dir, const AttemptRecord& a, size_t lines) {
+  LogPageRequest req;
+  req.limit = 8192;
+  Result<json> page = ReadAttemptLogPage(run_dir, a, req);
+  if (!page.ok() || !(*page)["exists"].get<bool>()) return;
+  const std::string text = (*page)["text"].get<std::string>();
+  std::vector<std::string> all;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    all.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  const size_t first = all.size() > lines ? all.size() - lines : 0;
+  std::cout << "\nlast lines of " << (*page)["path"].get<std::string>() << " (attempt " << a.job_id
+            << "." << a.restart_count << "):\n";
+  for (size_t i = first; i < all.size(); ++i) std::cout << "  | " << PrintableText(all[i]) << "\n";
 }
 
 struct OpenedRun {
@@ -294,6 +331,11 @@ int RunShow(const QueryOptions& o) {
             << "  config   " << run->config_source << "\n"
             << "  created  " << FormatTime(run->created_at) << "\n\n";
   PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
+  // Why it stopped, in the job's own output: the tail of the last attempt's log.
+  if (!attempts->empty() &&
+      (run->status == RunStatus::kFailed || run->status == RunStatus::kRequeued)) {
+    PrintLogTail(run->run_dir, attempts->back(), kShownLogLines);
+  }
   return 0;
 }
 

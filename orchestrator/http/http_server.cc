@@ -146,6 +146,16 @@ Result<RunListQuery> RunListParams(const httplib::Request& req) {
       return Status::InvalidArgument("unknown status '" + q.status + "'");
     }
   }
+  if (req.has_param("name")) q.name = req.get_param_value("name");
+  if (req.has_param("partition")) q.partition = req.get_param_value("partition");
+  if (req.has_param("created_from")) {
+    BATON_ASSIGN_OR_RETURN(const int64_t t, IntParam(req, "created_from", 0, 0, INT64_MAX / 2));
+    q.created_from = double(t);
+  }
+  if (req.has_param("created_to")) {
+    BATON_ASSIGN_OR_RETURN(const int64_t t, IntParam(req, "created_to", 0, 0, INT64_MAX / 2));
+    q.created_to = double(t);
+  }
   return q;
 }
 
@@ -174,7 +184,61 @@ Result<SeriesRequest> SeriesParams(const httplib::Request& req) {
     }
     r.include_superseded = v == "1";
   }
+  BATON_ASSIGN_OR_RETURN(r.from_step, IntParam(req, "from", 0, 0, INT64_MAX / 2));
+  BATON_ASSIGN_OR_RETURN(r.to_step, IntParam(req, "to", INT64_MAX, 0, INT64_MAX));
+  if (r.from_step > r.to_step) {
+    return Status::InvalidArgument("from (" + std::to_string(r.from_step) + ") is after to (" +
+                                   std::to_string(r.to_step) + ")");
+  }
+  if (req.has_param("source")) {
+    const std::string v = req.get_param_value("source");
+    if (v != "auto" && v != "rows") {
+      return Status::InvalidArgument("source must be auto or rows (got '" + v + "')");
+    }
+    r.rows_only = v == "rows";
+  }
   return r;
+}
+
+// ?format=json (default) or csv.
+Result<bool> WantsCsv(const httplib::Request& req) {
+  if (!req.has_param("format")) return false;
+  const std::string v = req.get_param_value("format");
+  if (v != "json" && v != "csv") {
+    return Status::InvalidArgument("format must be json or csv (got '" + v + "')");
+  }
+  return v == "csv";
+}
+
+// A number as CSV text: integers exactly, others with 17 significant digits; empty for null.
+std::string CsvNumber(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v.get<double>());
+    return buf;
+  }
+  return "";
+}
+
+// The series answer as CSV: one line per point, effective then superseded, key by key. Keys
+// are the server's own names, so no field needs quoting.
+std::string SeriesCsv(const json& answer) {
+  std::string out = "key,part,step,value,attempt,tokens,wall_s\n";
+  for (const char* part : {"series", "superseded"}) {
+    if (!answer.contains(part)) continue;
+    const char* label = std::string(part) == "series" ? "effective" : "superseded";
+    for (const auto& key : answer["keys"]) {
+      const json& p = answer[part][key.get<std::string>()];
+      const size_t n = p["step"].size();
+      for (size_t i = 0; i < n; ++i) {
+        out += key.get<std::string>() + "," + label + "," + CsvNumber(p["step"][i]) + "," +
+               CsvNumber(p["value"][i]) + "," + CsvNumber(p["attempt"][i]) + "," +
+               CsvNumber(p["tokens"][i]) + "," + CsvNumber(p["wall_s"][i]) + "\n";
+      }
+    }
+  }
+  return out;
 }
 
 // An API route: its path pattern (as documented), the query parameters it takes, and a handler
@@ -185,6 +249,8 @@ struct ApiRoute {
   const char* name;   // the route as docs/http_api.md writes it, for messages
   std::vector<std::string> params;
   ApiHandler handler;
+  // The answer as CSV for ?format=csv; routes without one answer JSON only.
+  std::function<std::string(const json&)> csv = nullptr;
 };
 
 // kInvalidArgument naming the first query parameter `route` does not take, or one given twice
@@ -367,7 +433,8 @@ void HttpServer::InstallRoutes() {
        }},
       {"/api/runs",
        "/api/runs",
-       {"limit", "offset", "sort", "order", "status"},
+       {"limit", "offset", "sort", "order", "status", "name", "partition", "created_from",
+        "created_to"},
        [svc](const httplib::Request& req) -> Result<json> {
          BATON_ASSIGN_OR_RETURN(const RunListQuery q, RunListParams(req));
          return svc->ListRuns(q);
@@ -395,14 +462,40 @@ void HttpServer::InstallRoutes() {
          BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
          return svc->ListCheckpoints(id, page);
        }},
+      {R"(/api/runs/([^/]+)/profile)",
+       "/api/runs/{id}/profile",
+       {},
+       [svc](const httplib::Request& req) -> Result<json> {
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         return svc->GetProfile(id);
+       }},
+      {R"(/api/runs/([^/]+)/log)",
+       "/api/runs/{id}/log",
+       {"attempt", "before", "limit"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         if (!req.has_param("attempt")) {
+           return Status::InvalidArgument("attempt (1-based) is required");
+         }
+         BATON_ASSIGN_OR_RETURN(const int64_t attempt,
+                                IntParam(req, "attempt", 1, 1, INT64_MAX / 2));
+         LogPageRequest page;
+         if (req.has_param("before")) {
+           BATON_ASSIGN_OR_RETURN(page.before, IntParam(req, "before", 0, 0, INT64_MAX / 2));
+         }
+         BATON_ASSIGN_OR_RETURN(page.limit,
+                                IntParam(req, "limit", kDefaultLogPageBytes, 1, kMaxLogPageBytes));
+         return svc->GetAttemptLog(id, attempt, page);
+       }},
       {R"(/api/runs/([^/]+)/series)",
        "/api/runs/{id}/series",
-       {"keys", "max_points", "superseded"},
+       {"keys", "max_points", "superseded", "from", "to", "source", "format"},
        [svc](const httplib::Request& req) -> Result<json> {
          BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
          BATON_ASSIGN_OR_RETURN(const SeriesRequest r, SeriesParams(req));
          return svc->GetSeries(id, r);
-       }},
+       },
+       SeriesCsv},
   };
   const bool token_param = !options_.token.empty();
   RequestGate* gate = gate_.get();
@@ -412,8 +505,19 @@ void HttpServer::InstallRoutes() {
             if (Status st = CheckQueryParams(req, route, token_param); !st.ok()) {
               return SendError(res, st);
             }
+            Result<bool> csv = WantsCsv(req);
+            if (!csv.ok()) return SendError(res, csv.status());
+            if (*csv && !route.csv) {
+              return SendError(
+                  res, Status::InvalidArgument(std::string(route.name) + " answers JSON only"));
+            }
             RequestGate::Turn turn(gate);
-            SendResult(res, route.handler(req));
+            Result<json> answer = route.handler(req);
+            if (!answer.ok() || !*csv) return SendResult(res, answer);
+            res.status = 200;
+            res.set_header("Cache-Control", "no-store");
+            res.set_header("Content-Disposition", "attachment; filename=\"series.csv\"");
+            res.set_content(route.csv(*answer), "text/csv; charset=utf-8");
           });
   }
   s.Get(R"(/api/.*)", [](const httplib::Request& req, httplib::Response& res) {

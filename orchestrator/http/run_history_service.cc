@@ -4,8 +4,10 @@
 #include <cmath>
 #include <map>
 
+#include "orchestrator/http/run_profile.h"
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/http/series_downsampler.h"
+#include "orchestrator/http/series_rollup_reader.h"
 #include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
@@ -209,6 +211,94 @@ json SeriesPart(const StepColumns& c, const std::vector<size_t>& rows, const std
       {"wall_s", std::move(wall)}};
 }
 
+// Skipped steps of the effective series as ranges of consecutive steps [first, last], for
+// markers on the charts (step indices; the UI maps them onto its x axis like the boundaries).
+// Steps arrive in order; past kMaxNonfiniteRanges ranges only the last one may still grow.
+struct NonfiniteRanges {
+  json ranges = json::array();
+  int64_t steps = 0;
+  bool closed = false;  // a step was dropped: no later step can extend the last range
+  void Add(int64_t step) {
+    ++steps;
+    if (!ranges.empty() && !closed && ranges.back()[1].get<int64_t>() + 1 == step) {
+      ranges.back()[1] = step;
+    } else if (ranges.size() < kMaxNonfiniteRanges) {
+      ranges.push_back(json::array({step, step}));
+    } else {
+      closed = true;
+    }
+  }
+  json Json() const { return json{{"steps", steps}, {"ranges", ranges}}; }
+};
+
+// One part of a series answer from kept points.
+json PointsJson(const std::vector<SeriesOutPoint>& points, size_t rows,
+                const std::map<int64_t, int>& attempt_index, double t0) {
+  json steps = json::array(), values = json::array(), attempts = json::array(),
+       tokens = json::array(), wall = json::array();
+  for (const SeriesOutPoint& p : points) {
+    steps.push_back(p.step);
+    values.push_back(p.value);
+    auto it = attempt_index.find(p.attempt_id);
+    attempts.push_back(it == attempt_index.end() ? 0 : it->second);
+    tokens.push_back(p.tokens_seen);
+    wall.push_back(p.time - t0);
+  }
+  return json{{"rows", rows},
+              {"points", points.size()},
+              {"step", std::move(steps)},
+              {"value", std::move(values)},
+              {"attempt", std::move(attempts)},
+              {"tokens", std::move(tokens)},
+              {"wall_s", std::move(wall)}};
+}
+
+// The series answer from the run's rollups: the same points as the row path, read per cell.
+Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_id,
+                          const SeriesRequest& req, const std::map<int64_t, int>& attempt_index,
+                          std::optional<double> first_start) {
+  // Wall time counts from the earliest row the answer covers (as the row path).
+  double t0 = reader.min_time();
+  if (req.include_superseded) t0 = std::min(t0, reader.superseded_min_time());
+  if (!std::isfinite(t0)) t0 = 0.0;  // no rows at all (as the row path)
+  if (first_start) t0 = std::min(t0, *first_start);
+
+  json series = json::object(), faint = json::object();
+  int64_t rows = 0, faint_rows = 0;
+  std::vector<SeriesOutPoint> points;
+  for (const std::string& key : req.keys) {
+    BATON_RETURN_IF_ERROR(
+        reader.Points(key, req.from_step, req.to_step, size_t(req.max_points), &points, &rows));
+    series[key] = PointsJson(points, size_t(rows), attempt_index, t0);
+    if (!req.include_superseded) continue;
+    BATON_RETURN_IF_ERROR(reader.SupersededPoints(key, req.from_step, req.to_step,
+                                                  size_t(req.max_points), &points, &faint_rows));
+    faint[key] = PointsJson(points, size_t(faint_rows), attempt_index, t0);
+  }
+  NonfiniteRanges nonfinite;
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      store.db().Prepare("SELECT step FROM steps INDEXED BY steps_nonfinite WHERE run_id = ?1 AND "
+                         "nonfinite = 1 AND superseded = 0 AND step BETWEEN "
+                         "?2 AND ?3 ORDER BY step"));
+  s->Bind(1, run_id).Bind(2, req.from_step).Bind(3, req.to_step);
+  while (true) {
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    if (!row) break;
+    nonfinite.Add(s->Int(0));
+  }
+  json out{{"run_id", run_id},
+           {"keys", req.keys},
+           {"max_points", req.max_points},
+           {"source", "rollups"},
+           {"rows", rows},
+           {"superseded_rows", faint_rows},
+           {"nonfinite", nonfinite.Json()},
+           {"series", std::move(series)}};
+  if (req.include_superseded) out["superseded"] = std::move(faint);
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& SeriesKeys() {
@@ -234,6 +324,7 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   const double now = now_();
   json out = SummaryJson(d.summary, now);
   out["config"] = d.summary.run.config;
+  out["config_keys"] = FlattenConfig(d.summary.run.config);
   out["schedule"] = d.schedule.known ? json{{"base_lr", d.schedule.base_lr},
                                             {"warmup_steps", d.schedule.warmup_steps},
                                             {"resume_warmup_steps", d.schedule.resume_warmup_steps}}
@@ -272,17 +363,61 @@ Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageReques
       {"run_id", run_id}, {"checkpoints", std::move(items)}, {"page", PageJson(page, total)}};
 }
 
+Result<json> RunHistoryService::GetProfile(int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_RETURN_IF_ERROR(store.GetRun(run_id).status());  // 404 for an unknown run
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  std::map<int64_t, int> attempt_index;
+  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
+  BATON_ASSIGN_OR_RETURN(const std::vector<MicrostepRecord> micro, store.ListMicrosteps(run_id));
+  json out = ProfileJson(micro, attempt_index);
+  out["run_id"] = run_id;
+  return out;
+}
+
+Result<json> RunHistoryService::GetAttemptLog(int64_t run_id, int64_t attempt,
+                                              const LogPageRequest& req) {
+  BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
+  Store& store = lease.store();
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  if (attempt < 1 || attempt > static_cast<int64_t>(attempts.size())) {
+    return Status::NotFound("run " + std::to_string(run_id) + " has no attempt " +
+                            std::to_string(attempt) + " (it has " +
+                            std::to_string(attempts.size()) + ")");
+  }
+  // The database connection is not needed for the file: give it back first.
+  const AttemptRecord a = attempts[static_cast<size_t>(attempt - 1)];
+  ReleaseReadSnapshot(store);
+  BATON_ASSIGN_OR_RETURN(json page, ReadAttemptLogPage(run.run_dir, a, req));
+  page["run_id"] = run_id;
+  page["attempt"] = attempt;
+  page["job_id"] = a.job_id;
+  page["restart_count"] = a.restart_count;
+  return page;
+}
+
 Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& req) {
   BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
   Store& store = lease.store();
   BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
   const ExpectedSchedule schedule = ScheduleFromConfig(run.config);
   BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
+  std::map<int64_t, int> attempt_index;
+  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
+  const std::optional<double> first_start =
+      attempts.empty() ? std::nullopt : attempts.front().started_at;
+  if (!req.rows_only) {
+    RollupSeriesReader reader(store, run_id, schedule);
+    BATON_RETURN_IF_ERROR(reader.Load());
+    if (reader.usable()) {
+      return RollupSeries(store, reader, run_id, req, attempt_index, first_start);
+    }
+  }
   BATON_ASSIGN_OR_RETURN(const StepColumns c,
                          ReadStepColumns(store, run_id, req.include_superseded));
 
-  std::map<int64_t, int> attempt_index;
-  for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
   std::vector<size_t> effective, superseded;
   for (size_t i = 0; i < c.size(); ++i) (c.superseded[i] ? superseded : effective).push_back(i);
   // The effective rows are in step order (each attempt's effective range starts where the
@@ -300,12 +435,14 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
   }
   // Wall time counts from the first attempt's start (holds between attempts show as gaps).
   double t0 = c.size() > 0 ? *std::min_element(c.time.begin(), c.time.end()) : 0.0;
-  if (!attempts.empty() && attempts.front().started_at) {
-    t0 = std::min(t0, *attempts.front().started_at);
-  }
+  if (first_start) t0 = std::min(t0, *first_start);
   // Grouped by attempt again for the downsampler (its segments must be contiguous).
   std::stable_sort(superseded.begin(), superseded.end(),
                    [&](size_t a, size_t b) { return c.attempt_id[a] < c.attempt_id[b]; });
+  // The zoom's range (the running sums above still count from the run's start).
+  auto outside = [&](size_t i) { return c.step[i] < req.from_step || c.step[i] > req.to_step; };
+  effective.erase(std::remove_if(effective.begin(), effective.end(), outside), effective.end());
+  superseded.erase(std::remove_if(superseded.begin(), superseded.end(), outside), superseded.end());
 
   json series = json::object(), faint = json::object();
   for (const std::string& key : req.keys) {
@@ -316,26 +453,17 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
                               tokens_seen, t0);
     }
   }
-  // Skipped steps of the effective series as ranges of consecutive steps [first, last], for
-  // markers on the charts (step indices; the UI maps them onto its x axis like the boundaries).
-  json ranges = json::array();
-  int64_t nonfinite_steps = 0;
-  for (size_t k = 0; k < effective.size(); ++k) {
-    const size_t i = effective[k];
-    if (!c.nonfinite[i]) continue;
-    ++nonfinite_steps;
-    if (!ranges.empty() && ranges.back()[1].get<int64_t>() + 1 == c.step[i]) {
-      ranges.back()[1] = c.step[i];
-    } else if (ranges.size() < kMaxNonfiniteRanges) {
-      ranges.push_back(json::array({c.step[i], c.step[i]}));
-    }
+  NonfiniteRanges nonfinite;
+  for (size_t i : effective) {
+    if (c.nonfinite[i]) nonfinite.Add(c.step[i]);
   }
   json out{{"run_id", run_id},
            {"keys", req.keys},
            {"max_points", req.max_points},
+           {"source", "rows"},
            {"rows", effective.size()},
            {"superseded_rows", superseded.size()},
-           {"nonfinite", {{"steps", nonfinite_steps}, {"ranges", std::move(ranges)}}},
+           {"nonfinite", nonfinite.Json()},
            {"series", std::move(series)}};
   if (req.include_superseded) out["superseded"] = std::move(faint);
   return out;

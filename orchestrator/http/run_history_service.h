@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/http/attempt_log.h"
 #include "orchestrator/http/store_pool.h"
 #include "orchestrator/store/run_history_queries.h"
 #include "schema/status.h"
@@ -30,6 +31,12 @@ struct SeriesRequest {
   std::vector<std::string> keys;  // each one of SeriesKeys()
   int64_t max_points = 2000;      // per key and per part (effective / superseded)
   bool include_superseded = false;
+  // Zoom: only steps in [from_step, to_step] (a range at full resolution when it holds at most
+  // max_points rows). "Tokens seen" and wall time still count from the run's start.
+  int64_t from_step = 0;
+  int64_t to_step = INT64_MAX;
+  // Read the rows even when the run's rollups could answer (the old path; bench and tests).
+  bool rows_only = false;
 };
 // Bounds of max_points (points per key).
 inline constexpr int64_t kMinSeriesPoints = 16;
@@ -53,6 +60,11 @@ class RunHistoryService {
   [[nodiscard]] Result<nlohmann::json> ListAttempts(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> GetSeries(int64_t run_id, const SeriesRequest& req);
+  // The microstep profile per step and per attempt (run_profile.h).
+  [[nodiscard]] Result<nlohmann::json> GetProfile(int64_t run_id);
+  // A page of attempt `attempt`'s (1-based) log file, read backwards from its end.
+  [[nodiscard]] Result<nlohmann::json> GetAttemptLog(int64_t run_id, int64_t attempt,
+                                                     const LogPageRequest& req);
 
  private:
   StorePool* pool_;

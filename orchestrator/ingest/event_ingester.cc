@@ -148,6 +148,7 @@ class RecordApplier {
         a->trainer_end_reason = e.reason.empty() ? "?" : e.reason;
         a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes);
         a->trainer_exit_code = e.exit_code;
+        a->trainer_signal = e.signal.value_or("");
       }
       return store_.UpdateAttemptInTx(*a);
     }

@@ -52,12 +52,23 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     auto close_attempt = [&](AttemptRecord& a, const std::string& state,
                              AttemptEndReason why) -> Status {
       const std::string reason = AttemptEndReasonName(why);
+      // SLURM's own account (Reason, ExitCode) when the job it describes is this attempt's
+      // start; an earlier restart's was not recorded (SLURM keeps only the latest).
+      const bool described = job && job->job_id == a.job_id && job->restarts == a.restart_count;
+      const std::string slurm_reason = described ? job->reason : a.slurm_reason;
+      const std::string slurm_exit = described ? job->exit_code : a.slurm_exit_code;
       if (!a.action.empty() || !a.end_reason.empty()) {
-        if (a.slurm_state == state) return Status::Ok();
+        if (a.slurm_state == state && a.slurm_reason == slurm_reason &&
+            a.slurm_exit_code == slurm_exit)
+          return Status::Ok();
         a.slurm_state = state;
+        a.slurm_reason = slurm_reason;
+        a.slurm_exit_code = slurm_exit;
         return store.UpdateAttemptInTx(a);
       }
       a.slurm_state = state;
+      a.slurm_reason = slurm_reason;
+      a.slurm_exit_code = slurm_exit;
       a.end_reason = reason;
       if (!a.ended_at) a.ended_at = now;
       if (changes) {

@@ -47,6 +47,7 @@ const ColumnTable<RunRecord>& RunTable() {
       Col("job_id", &R::job_id),
       Col("created_at", &R::created_at),
       Col("updated_at", &R::updated_at),
+      Col("partition", &R::partition),
   };
   static const ColumnTable<R> kTable("runs", kColumns);
   return kTable;
@@ -77,6 +78,9 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("config_hash", &R::config_hash),
       Col("trainer_message", &R::trainer_message),
       Col("trainer_exit_code", &R::trainer_exit_code),
+      Col("trainer_signal", &R::trainer_signal),
+      Col("slurm_reason", &R::slurm_reason),
+      Col("slurm_exit_code", &R::slurm_exit_code),
       Col("init_from", &R::init_from),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "orchestrator/store/attempt_evidence.h"
+
 using nlohmann::json;
 
 namespace baton {
@@ -18,6 +20,7 @@ json RunJson(const RunRecord& r) {
               {"reason", r.reason},
               {"run_dir", r.run_dir},
               {"config_source", r.config_source},
+              {"partition", r.partition},
               {"target_steps", r.target_steps},
               {"max_restarts", r.max_restarts},
               {"max_failures", r.max_failures},
@@ -46,7 +49,12 @@ json AttemptJson(const AttemptRecord& a) {
               {"last_step", JsonNumber(a.last_step)},
               {"resume_warmup_steps", a.resume_warmup_steps},
               {"warmup_until", JsonNumber(a.warmup_until)},
-              {"world_size", JsonNumber(a.world_size)}};
+              {"world_size", JsonNumber(a.world_size)},
+              {"trainer_signal", JsonTextOrNull(a.trainer_signal)},
+              {"slurm_reason", JsonTextOrNull(a.slurm_reason)},
+              {"slurm_exit_code", JsonTextOrNull(a.slurm_exit_code)},
+              {"signal", JsonTextOrNull(AttemptSignal(a))},
+              {"log", AttemptLogPath(a) ? json(*AttemptLogPath(a)) : json(nullptr)}};
 }
 
 json CheckpointJson(const CheckpointRecord& c) {

@@ -36,6 +36,7 @@ struct RunRecord {
   std::string job_id;  // '' until sbatch answered
   double created_at = 0;
   double updated_at = 0;
+  std::string partition;  // slurm.partition at submit ('' = default, or submitted before v5)
 };
 
 struct AttemptRecord {
@@ -62,6 +63,10 @@ struct AttemptRecord {
   std::optional<int64_t> warmup_until;
   std::optional<int64_t> world_size;
   std::string config_hash;
+  // How it ended, as seen from outside the launcher (schema version 4).
+  std::string trainer_signal;   // segment_end's signal (USR1, TERM, ...), or ''
+  std::string slurm_reason;     // SLURM's Reason when reconcile last saw the job, or ''
+  std::string slurm_exit_code;  // SLURM's ExitCode "status:signal", or ''
   // The upstream transformer/ folder the weights came from (segment_start init_from), or ''.
   std::string init_from;
 };

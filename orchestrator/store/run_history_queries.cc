@@ -3,10 +3,26 @@
 #include <map>
 
 #include "orchestrator/store/record_columns.h"
+#include "orchestrator/store/series_rollups.h"
 
 namespace baton {
 
 namespace {
+
+// The runs page's filters (RunListQuery) over parameters ?1 and ?5..?8; fixed text, values bound.
+std::string FilterSql(const std::string& t) {
+  return "(?1 = '' OR " + t + "status = ?1) AND (?5 = '' OR instr(lower(" + t +
+         "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (?7 IS NULL OR " + t +
+         "created_at >= ?7) AND (?8 IS NULL OR " + t + "created_at < ?8)";
+}
+
+void BindFilters(Statement* s, const RunListQuery& q) {
+  s->Bind(1, q.status)
+      .Bind(5, q.name)
+      .Bind(6, q.partition)
+      .Bind(7, q.created_from)
+      .Bind(8, q.created_to);
+}
 
 // The runs table's per-run figures as one query: correlated subqueries pick each run's last
 // effective step (index steps_run_step), newest checkpoint and attempt span; the joins then read
@@ -25,7 +41,8 @@ const std::string& SummarySelect() {
          (SELECT MAX(a.ended_at) FROM attempts a WHERE a.run_id = runs.id) AS last_end,
          (SELECT COUNT(*) FROM attempts a WHERE a.run_id = runs.id AND a.ended_at IS NULL)
             AS n_open
-  FROM runs WHERE (?1 = '' OR runs.status = ?1) AND (?4 < 0 OR runs.id = ?4))
+  FROM runs WHERE )sql" +
+      FilterSql("runs.") + R"sql( AND (?4 < 0 OR runs.id = ?4))
 SELECT )sql" +
       RunTable().SelectList("r.", "config") +
       R"sql(, r.n_attempts, r.last_step, ls.loss, ls.lr, ls.time, r.ckpt_step,
@@ -96,7 +113,8 @@ Result<std::vector<RunSummary>> QuerySummaries(Store& store, const RunListQuery&
                     (q.descending ? " DESC" : " ASC") + " NULLS LAST, r.id " +
                     (q.descending ? "DESC" : "ASC") + " LIMIT ?2 OFFSET ?3";
   BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(sql));
-  s->Bind(1, q.status).Bind(2, q.limit).Bind(3, q.offset).Bind(4, run_id);
+  BindFilters(s, q);
+  s->Bind(2, q.limit).Bind(3, q.offset).Bind(4, run_id);
   BATON_ASSIGN_OR_RETURN(std::vector<RunSummary> out, s->Collect<RunSummary>(ReadSummaryRow));
   for (RunSummary& r : out) BATON_RETURN_IF_ERROR(FillAttemptBriefs(store, &r));
   return out;
@@ -117,10 +135,9 @@ std::optional<RunSortKey> ParseRunSortKey(const std::string& name) {
 
 Result<RunSummaryPage> ListRunSummaries(Store& store, const RunListQuery& q) {
   RunSummaryPage page;
-  BATON_ASSIGN_OR_RETURN(
-      Statement * count,
-      store.db().Prepare("SELECT COUNT(*) FROM runs WHERE (?1 = '' OR status = ?1)"));
-  count->Bind(1, q.status);
+  BATON_ASSIGN_OR_RETURN(Statement * count,
+                         store.db().Prepare("SELECT COUNT(*) FROM runs WHERE " + FilterSql("")));
+  BindFilters(count, q);
   BATON_ASSIGN_OR_RETURN(const bool row, count->Step());
   page.total = row ? count->Int(0) : 0;
   BATON_ASSIGN_OR_RETURN(page.runs, QuerySummaries(store, q, /*run_id=*/-1));
@@ -182,7 +199,66 @@ Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_s
   return c;
 }
 
+// The same figures from the run's top-level rollup nodes and its superseded rows (partial index
+// steps_superseded): no scan of the effective rows. Sums of seconds may differ from SQL's SUM in
+// the last bits (another order of additions).
+Result<std::vector<AttemptStepStats>> ReadAttemptStepStatsFromRollups(Store& store,
+                                                                      int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * ids, store.db().Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
+  ids->Bind(1, run_id);
+  BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> attempt_ids,
+                         ids->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
+  BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> top,
+                         ReadRollupNodes(store.db(), run_id, kRollupLevels - 1, 0, INT64_MAX));
+  // Effective rows under the attempt's id, superseded ones under minus it.
+  std::map<int64_t, RollupNode> effective;
+  for (const StoredRollupNode& n : top) AppendNode(&effective[n.attempt_id], n.node);
+  struct Sup {
+    int64_t attempt_id, rows;
+    double step_time_s, min_time, max_time;
+  };
+  std::vector<Sup> superseded;
+  for (const auto& [id, n] : effective) {
+    if (id < 0 && n.rows > 0) {
+      superseded.push_back({-id, n.rows, n.step_time_s, n.min_time, n.max_time});
+    }
+  }
+  std::vector<AttemptStepStats> out;
+  for (int64_t id : attempt_ids) {
+    AttemptStepStats a;
+    a.attempt_id = id;
+    std::optional<double> lo, hi;
+    if (auto it = effective.find(id); it != effective.end() && it->second.rows > 0) {
+      const RollupNode& n = it->second;
+      a.effective_steps = n.rows;
+      a.warmup_steps = n.warmup_rows;
+      a.nonfinite_steps = n.nonfinite_rows;
+      a.tokens = n.tokens;
+      a.padded_tokens = n.padded_tokens;
+      a.step_time_s = n.step_time_s;
+      a.first_step = n.first_step();
+      a.last_step = n.last_step();
+      lo = n.min_time;
+      hi = n.max_time;
+    }
+    for (const Sup& s : superseded) {
+      if (s.attempt_id != id) continue;
+      a.superseded_steps = s.rows;
+      a.superseded_step_time_s = s.step_time_s;
+      lo = lo ? std::min(*lo, s.min_time) : s.min_time;
+      hi = hi ? std::max(*hi, s.max_time) : s.max_time;
+    }
+    a.first_time = lo;
+    a.last_time = hi;
+    out.push_back(a);
+  }
+  return out;
+}
+
 Result<std::vector<AttemptStepStats>> ReadAttemptStepStats(Store& store, int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(store.db(), run_id));
+  if (covered) return ReadAttemptStepStatsFromRollups(store, run_id);
   BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(R"sql(
 SELECT a.id,
        COALESCE(SUM(s.superseded = 0), 0),

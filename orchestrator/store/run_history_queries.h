@@ -30,7 +30,10 @@ struct RunListQuery {
   bool descending = true;
   int64_t limit = 50;
   int64_t offset = 0;
-  std::string status;  // only runs with this status; '' = all
+  std::string status;     // only runs with this status; '' = all
+  std::string name;       // only runs whose name contains this (case-insensitive); '' = all
+  std::string partition;  // only runs submitted to this partition; '' = all
+  std::optional<double> created_from, created_to;  // created_at in [from, to) (Unix seconds)
 };
 
 // One attempt as the runs table's restart tooltip needs it.

@@ -52,6 +52,18 @@ Statement& Statement::Bind(int i, const std::string& v) {
   return *this;
 }
 
+Statement& Statement::BindBlob(int i, const std::string& bytes) {
+  const int rc =
+      sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+const void* Statement::BlobData(int col) const { return sqlite3_column_blob(stmt_, col); }
+size_t Statement::BlobSize(int col) const {
+  return static_cast<size_t>(sqlite3_column_bytes(stmt_, col));
+}
+
 Statement& Statement::BindNull(int i) {
   const int rc = sqlite3_bind_null(stmt_, i);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
@@ -163,8 +175,10 @@ Result<Transaction> Transaction::Begin(SqliteDb& db) {
 
 Status Transaction::Commit() {
   if (db_ == nullptr) return Status::Internal("sqlite: commit of a finished transaction");
+  if (db_->before_commit_) BATON_RETURN_IF_ERROR(db_->before_commit_());
   Status st = db_->Exec("COMMIT");
   if (!st.ok()) return st;  // still active: the destructor rolls back
+  if (db_->on_end_) db_->on_end_();
   db_ = nullptr;
   return Status::Ok();
 }
@@ -172,6 +186,7 @@ Status Transaction::Commit() {
 void Transaction::Rollback() {
   if (db_ == nullptr) return;
   if (db_->InTransaction()) (void)db_->Exec("ROLLBACK");
+  if (db_->on_end_) db_->on_end_();
   db_ = nullptr;
 }
 

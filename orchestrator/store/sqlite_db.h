@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@ class Statement {
   Statement& Bind(int i, const std::string& v);
   Statement& Bind(int i, const char* v) { return Bind(i, std::string(v)); }
   Statement& BindNull(int i);
+  Statement& BindBlob(int i, const std::string& bytes);
   template <class T>
   Statement& Bind(int i, const std::optional<T>& v) {
     return v.has_value() ? Bind(i, *v) : BindNull(i);
@@ -64,6 +66,9 @@ class Statement {
   std::string Text(int col) const;
   std::optional<int64_t> OptInt(int col) const;
   std::optional<double> OptDouble(int col) const;
+  // A BLOB column's bytes (valid until the next Step/Reset) and its size.
+  const void* BlobData(int col) const;
+  size_t BlobSize(int col) const;
 
   // Clears bindings and rewinds (SqliteDb::Prepare does this for you).
   void Reset();
@@ -98,7 +103,18 @@ class SqliteDb {
   const std::string& path() const { return path_; }
   sqlite3* raw() { return db_; }
 
+  // Called by Transaction::Commit before COMMIT (a failure keeps the transaction uncommitted,
+  // so the destructor rolls it back), and after every commit or rollback. The store keeps its
+  // derived tables (series rollups) in the transaction of the rows they summarise with these.
+  void SetTransactionHooks(std::function<Status()> before_commit, std::function<void()> on_end) {
+    before_commit_ = std::move(before_commit);
+    on_end_ = std::move(on_end);
+  }
+
  private:
+  friend class Transaction;
+  std::function<Status()> before_commit_;
+  std::function<void()> on_end_;
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;

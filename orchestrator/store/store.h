@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "orchestrator/store/records.h"
+#include "orchestrator/store/series_rollups.h"
 #include "orchestrator/store/sqlite_db.h"
 #include "schema/status.h"
 
@@ -39,6 +40,7 @@ struct NewRun {
   int64_t target_steps = 0;
   int64_t max_restarts = 0;
   int64_t max_failures = 0;
+  std::string partition;  // slurm.partition ('' = the cluster's default)
 };
 
 // A window over one run's step rows, in step order (then attempt order).
@@ -106,7 +108,7 @@ class Store {
   // ---- steps
   // Inserts (or replaces, by attempt and step) a step row, marks rows of earlier attempts at the
   // same step superseded (or this one, when a later attempt already has the step) and raises the
-  // attempt's last_step.
+  // attempt's last_step. The run's series rollups follow at COMMIT (series_rollups.h).
   [[nodiscard]] Status InsertStepInTx(const StepRecord& s);
   [[nodiscard]] Result<std::vector<StepRecord>> ListSteps(int64_t run_id, const StepQuery& q = {});
   [[nodiscard]] Result<int64_t> CountSteps(int64_t run_id, bool include_superseded);
@@ -131,11 +133,15 @@ class Store {
                                      int64_t bad_lines_added, double now);
 
   SqliteDb& db() { return *db_; }
+  // Keeps the series rollups with the steps (default). Off only to measure their cost.
+  void set_series_rollups(bool on) { rollups_->set_enabled(on); }
 
  private:
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Status Migrate();
   std::unique_ptr<SqliteDb> db_;
+  // Series rollups of the steps written in the open transaction, flushed before its COMMIT.
+  std::unique_ptr<RollupMaintainer> rollups_ = std::make_unique<RollupMaintainer>();
 };
 
 }  // namespace baton

@@ -89,6 +89,7 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   row.target_steps = config.run.steps;
   row.max_restarts = config.slurm.max_restarts;
   row.max_failures = config.slurm.max_failures;
+  row.partition = config.slurm.partition;
   row.config = "";
   BATON_ASSIGN_OR_RETURN(const int64_t id, store->CreateRunInTx(row, now));
   out.run_id = id;

@@ -41,8 +41,8 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
   r.config = "run: {}";
   EXPECT_EQ(Keys(RunJson(r)),
             (std::set<std::string>{"id", "name", "status", "reason", "run_dir", "config_source",
-                                   "target_steps", "max_restarts", "max_failures", "job_id",
-                                   "created_at", "updated_at"}));
+                                   "partition", "target_steps", "max_restarts", "max_failures",
+                                   "job_id", "created_at", "updated_at"}));
   EXPECT_TRUE(RunJson(r)["job_id"].is_null());  // '' before sbatch answered
   EXPECT_EQ(RunJson(r)["status"], "PENDING");
 
@@ -54,12 +54,16 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
             (std::set<std::string>{"job_id", "restart_count", "nodes", "started_at", "ended_at",
                                    "slurm_state", "exit_code", "action", "end_reason",
                                    "trainer_end_reason", "trainer_message", "trainer_exit_code",
-                                   "resume_mode", "checkpoint", "init_from", "step0", "last_step",
-                                   "resume_warmup_steps", "warmup_until", "world_size"}));
+                                   "resume_mode", "checkpoint", "step0", "last_step",
+                                   "resume_warmup_steps", "warmup_until", "world_size",
+                                   "trainer_signal", "slurm_reason", "slurm_exit_code", "init_from",
+                                   "signal", "log"}));
   EXPECT_EQ(aj["step0"], 40);
   EXPECT_TRUE(aj["init_from"].is_null());  // '' = the weights came from no upstream folder
   EXPECT_TRUE(aj["last_step"].is_null());
   EXPECT_TRUE(aj["trainer_message"].is_null());
+  EXPECT_TRUE(aj["signal"].is_null());
+  EXPECT_EQ(aj["log"], "logs/7.out");
 
   CheckpointRecord c;
   c.step = 100;

@@ -4,9 +4,15 @@
 // run with skipped non-finite steps marks them on the loss chart, lists them with their episode
 // ids and shows each attempt's trainer end and message (markup in them shown as text); a run
 // named <script>alert(1)</script> is shown as text (no dialog, no injected element); no page
-// errors or CSP violations. Screenshots go to $ARTIFACTS.
+// errors or CSP violations. The compare view of 3 runs draws each run's colour (pixels of its
+// loss chart screenshot are counted), lists only differing config keys and keeps its state in
+// the URL; the failed run's page says why it stopped and its log viewer shows the job log's
+// tail as text (its screenshot has the light text on the dark panel), pages back, and refuses a
+// log outside the run folder; the runs page filters by status, name, partition and date; a run
+// with ~1 M step rows loads its page in under 1 s. Screenshots go to $ARTIFACTS.
 const path = require('path');
 const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { decodePng, countColour } = require('./png_pixels.cjs');
 
 const base = process.env.BASE_URL;
 const ids = JSON.parse(process.env.FIXTURE_IDS);
@@ -46,7 +52,7 @@ function check(ok, what) {
       (a) => a.closest('tr').textContent);
     check(demoRow.includes('COMPLETED #3') && demoRow.includes('600 / 600'), `demo row shows status, attempt and progress (${demoRow})`);
     const restartsTitle = await page.$eval(`#runs-table a[href="#/runs/${ids.demo_run_id}"]`,
-      (a) => a.closest('tr').children[5].getAttribute('title'));
+      (a) => a.closest('tr').children[6].getAttribute('title'));
     check(/preempted/.test(restartsTitle || ''), 'restart reasons on hover');
     await page.screenshot({ path: path.join(artifacts, 'runs_page.png'), fullPage: true });
 
@@ -97,6 +103,9 @@ function check(ok, what) {
       .filter((d) => d.label.endsWith('(superseded)')).map((d) => d.data.filter((p) => p.y !== null).length));
     check(faint.length > 0 && faint[0] === 100, `superseded points shown on request (${faint})`);
     await page.selectOption('#x-axis', 'tokens');
+    await page.waitForFunction(() => /axis=tokens/.test(location.hash) && document.body.dataset.ready === 'run',
+      null, { timeout: 10000 });
+    check(/superseded=1/.test(await page.evaluate(() => location.hash)), 'the view is in the URL (axis and superseded)');
     const xMax = await page.evaluate(() => Chart.getChart('chart-lr').scales.x.max);
     check(xMax > 1e6, `tokens-seen x axis (${xMax})`);
     await page.screenshot({ path: path.join(artifacts, 'run_page_superseded_tokens.png'), fullPage: true });
@@ -146,6 +155,113 @@ function check(ok, what) {
     check(await page.$$eval('main img', (e) => e.length) === 0, 'markup in messages and episode ids is not parsed (no <img>)');
     await page.screenshot({ path: path.join(artifacts, 'run_page_nonfinite.png'), fullPage: true });
 
+    // ---- why it stopped, and the job log's tail (the failed nonfinite-demo run)
+    const why = await page.$eval('#why-stopped', (e) => e.textContent);
+    check(/Why it stopped/.test(why) && /diverged/.test(why) && /exit 79/.test(why) && why.includes(MARKUP_EPISODE),
+      `why it stopped: reason, exit code and the trainer's message (${why})`);
+    const killed = await page.$$eval('#attempts-table tbody tr', (rs) => rs[0].textContent);
+    check(/SEGV/.test(killed), `the killed attempt's signal from exit 139 (${killed})`);
+    await page.click('#attempts-table tbody tr:nth-child(2) button.log-button');
+    await page.waitForFunction(() => /log=2/.test(location.hash) && document.body.dataset.ready === 'run' &&
+      document.getElementById('log-text'), null, { timeout: 10000 });
+    const log = await page.evaluate(() => ({
+      text: document.getElementById('log-text').textContent,
+      children: document.getElementById('log-text').children.length,
+      older: !document.getElementById('log-older').disabled,
+      meta: document.getElementById('log-meta').textContent,
+    }));
+    check(log.text.trimEnd().endsWith('baton launch: trainer exited 79 (diverged): failing the run') &&
+      log.text.includes(`baton-train: error: 3 consecutive steps`) && log.text.includes(MARKUP_EPISODE),
+      'the log viewer shows the tail with the trainer\'s error line');
+    check(log.children === 0 && log.text.includes('<b>ok</b>'), 'log text is text (no element parsed from it)');
+    check(log.older && /logs\/3003\.out/.test(log.meta), `the log pages backwards (${log.meta})`);
+    const logShot = decodePng(await page.locator('#log-text').screenshot({ path: path.join(artifacts, 'log_tail.png') }));
+    const lightText = countColour(logShot, [230, 230, 230], 40), darkPanel = countColour(logShot, [17, 20, 24], 8);
+    check(darkPanel > logShot.width * logShot.height * 0.5 && lightText > 500,
+      `log screenshot: text drawn on the panel (${lightText} text pixels, ${darkPanel} panel pixels)`);
+    const before = log.text.length;
+    await page.click('#log-older');
+    await page.waitForFunction((n) => document.getElementById('log-text').textContent.length > n, before, { timeout: 10000 });
+    check(true, 'older log page prepended');
+    const escape = await page.evaluate(async (id) => (await fetch(`/api/runs/${id}/log?attempt=../../etc`)).status, ids.nonfinite_run_id);
+    check(escape === 400, `a log request naming a path is refused (${escape})`);
+    await page.screenshot({ path: path.join(artifacts, 'run_page_failed_log.png'), fullPage: true });
+
+    // ---- compare view with 3 runs: colours, boundaries, config diff, stable URL
+    const cmp = [ids.demo_run_id, ...ids.compare_run_ids];
+    await page.goto(base + `#/compare?runs=${cmp.join(',')}&axis=step`);
+    await page.waitForSelector('body[data-ready="compare"]', { timeout: 15000 });
+    const compare = await page.evaluate(() => {
+      const c = Chart.getChart('compare-loss');
+      const ann = c.options.plugins.annotation.annotations;
+      return {
+        datasets: c.data.datasets.map((d) => [d.label, d.borderColor, d.data.length]),
+        boundaries: Object.values(ann).filter((a) => a.type === 'line').map((a) => a.label.content),
+        boxes: Object.values(ann).filter((a) => a.type === 'box').length,
+        diff: [...document.querySelectorAll('#config-diff td.config-key')].map((td) => td.textContent),
+      };
+    });
+    console.log(JSON.stringify(compare));
+    check(compare.datasets.length === 3 && compare.datasets.every(([, , n]) => n > 100), 'compare: 3 runs overlaid on the loss chart');
+    check(compare.boundaries.includes('preempted-demo #2') && compare.boundaries.includes('compare-lr-high #3'),
+      `compare: each run's attempt boundaries (${compare.boundaries})`);
+    check(compare.boxes >= 3, `compare: warmup ranges shaded (${compare.boxes})`);
+    check(compare.diff.includes('optim.lr') && compare.diff.includes('run.name') && !compare.diff.includes('data.path'),
+      `compare: config diff lists only differing keys (${compare.diff})`);
+    const cmpShot = decodePng(await page.locator('#compare-loss').screenshot({ path: path.join(artifacts, 'compare_loss.png') }));
+    const colours = { blue: [31, 119, 180], red: [214, 39, 40], green: [44, 160, 44] };
+    const counts = Object.fromEntries(Object.entries(colours).map(([k, c]) => [k, countColour(cmpShot, c, 30)]));
+    check(Object.values(counts).every((n) => n > 150), `compare screenshot has each run's colour (${JSON.stringify(counts)})`);
+    await page.screenshot({ path: path.join(artifacts, 'compare.png'), fullPage: true });
+    await page.selectOption('#compare-axis', 'tokens');
+    await page.waitForFunction(() => /axis=tokens/.test(location.hash) && document.body.dataset.ready === 'compare', null, { timeout: 10000 });
+    const sharedUrl = page.url();
+    const page2 = await context.newPage();
+    await page2.goto(sharedUrl);
+    await page2.waitForSelector('body[data-ready="compare"]', { timeout: 15000 });
+    const xTitle = await page2.evaluate(() => Chart.getChart('compare-loss').options.scales.x.title.text);
+    check(xTitle === 'tokens seen', `a shared compare URL opens the same view (${xTitle})`);
+    await page2.close();
+
+    // ---- runs page filters and selection for compare
+    await page.goto(base + '#/?status=FAILED');
+    await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+    const failedNames = await page.$$eval('#runs-table a.run-name', (as) => as.map((a) => a.textContent));
+    check(failedNames.length === 1 && failedNames[0] === 'nonfinite-demo', `status filter (${failedNames})`);
+    await page.goto(base + '#/?partition=a100&name=LR-HIGH');
+    await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+    const a100 = await page.$$eval('#runs-table a.run-name', (as) => as.map((a) => a.textContent));
+    check(a100.length === 1 && a100[0] === 'compare-lr-high', `partition and name filters (${a100})`);
+    await page.goto(base + '#/?to=2000-01-01');
+    await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+    check(await page.$$eval('#runs-table tbody tr', (r) => r.length) === 0, 'date filter');
+    await page.goto(base + '#/');
+    await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+    for (const id of cmp) await page.check(`input.select-run[data-run="${id}"]`);
+    await page.click('#compare-selected');
+    await page.waitForSelector('body[data-ready="compare"]', { timeout: 15000 });
+    check(await page.evaluate(() => Chart.getChart('compare-loss').data.datasets.length) === 3, 'runs selected in the table open in compare');
+
+    // ---- a run with ~1 M step rows loads its page in under 1 s
+    if (ids.big_run_id) {
+      await page.goto(base + '#/');
+      await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+      const times = [];
+      for (let i = 0; i < 3; i++) {
+        await page.evaluate(() => { location.hash = '#/'; });
+        await page.waitForSelector('body[data-ready="runs"]', { timeout: 15000 });
+        const t0 = Date.now();
+        await page.evaluate((id) => { location.hash = `#/runs/${id}`; }, ids.big_run_id);
+        await page.waitForSelector('body[data-ready="run"]', { timeout: 30000 });
+        times.push(Date.now() - t0);
+      }
+      const rows = await page.evaluate(() => Chart.getChart('chart-loss').data.datasets[0].data.length);
+      times.sort((a, b) => a - b);
+      console.log(`1M-row run page load (ms): ${times}`);
+      check(times[1] < 1000 && rows > 1000, `the ~1M-row run's page loads in under 1 s (median ${times[1]} ms, ${rows} points)`);
+      await page.screenshot({ path: path.join(artifacts, 'run_page_million.png'), fullPage: true });
+    }
+
     // ---- the XSS run's own page
     await page.goto(base + `#/runs/${ids.xss_run_id}`);
     await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
@@ -156,7 +272,7 @@ function check(ok, what) {
     await page.goto(base + '#/runs/987654');
     await page.waitForSelector('body[data-ready="error"]', { timeout: 15000 });
     check(/404/.test(await page.$eval('#error', (e) => e.textContent)), 'unknown run shows a 404');
-    errors.splice(0, errors.length, ...errors.filter((e) => !/404/.test(e)));  // the expected failed fetch
+    errors.splice(0, errors.length, ...errors.filter((e) => !/status of (404|400)/.test(e)));  // the expected failed fetches
   } catch (e) {
     failures.push(`exception: ${e.stack || e}`);
     await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});

@@ -20,7 +20,9 @@ trap cleanup EXIT
 
 export BATON_HOME=$tmp/home
 mkdir -p "$BATON_HOME" "$artifacts"
-ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs" --extra-runs 3)
+# A run of ~1 M step rows for the page-load check (BATON_BROWSER_BIG_SCALE=0 leaves it out).
+ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs" --extra-runs 3 \
+  --big-scale "${BATON_BROWSER_BIG_SCALE:-1667}")
 echo "fixture: $ids"
 
 "$baton" serve --port 0 --no-reconcile --interval 1 >"$tmp/serve.log" 2>&1 &

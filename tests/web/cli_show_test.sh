@@ -30,14 +30,16 @@ expect "skipped-step count" "$show" "skipped  4 non-finite steps (not applied)"
 expect "first skipped step, 1-based, with its episodes as text" "$show" "step 16 (attempt 0): ep_000003, $markup"
 expect "a skipped step of the second attempt" "$show" "step 43 (attempt 1): ep_000011, ep_000012"
 expect "the diverged attempt, with the trainer's message" "$show" "1 (3003.1): failed: diverged — exit 79: $message"
-expect "the killed attempt says it left no segment_end" "$show" "0 (3003.0): requeued: crashed — exit 139 (the trainer wrote no segment_end)"
+expect "the killed attempt says it left no segment_end" "$show" "0 (3003.0): requeued: crashed — exit 139 — signal SEGV (the trainer wrote no segment_end)"
+expect "a failed run's show ends with its job log's tail" "$show" "last lines of logs/3003.out (attempt 3003.1):"
+expect "the log tail holds the trainer's error line" "$show" "  | baton-train: error: 3 consecutive steps"
 
 attempts=$("$baton" attempts "$nf" --no-sync)
 expect "attempts: the same endings" "$attempts" "1 (3003.1): failed: diverged — exit 79: $message"
 
 demo_show=$("$baton" show "$demo" --no-sync)
 expect_not "a run without skipped steps has no skipped line" "$demo_show" "non-finite"
-expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 (trainer: signal)"
+expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal SIGTERM (trainer: signal)"
 expect "a completed attempt" "$demo_show" "2 (1001.2): done: completed — exit 0"
 
 json=$("$baton" show "$nf" --no-sync --json)

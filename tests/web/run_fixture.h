@@ -63,6 +63,9 @@ struct RunSpec {
   int64_t warmup_steps = 100;
   int64_t resume_warmup_steps = 20;
   double step_time_s = 2.0;
+  std::string partition = "gpu";
+  int64_t micro_steps = 0;  // microstep events per step (train.profile), 0 = none
+  double loss_scale = 1.0;  // multiplies the losses (runs that differ on the compare page)
   std::vector<AttemptSpec> attempts;
 };
 
@@ -172,9 +175,9 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
     const int64_t padded = tokens * (2 + (s % 5)) / 100;
     nlohmann::json step{{"step", s},
                         {"lr", FixtureLr(r, a, s)},
-                        {"loss", video + action},
-                        {"loss_video", video},
-                        {"loss_action", action},
+                        {"loss", r.loss_scale * (video + action)},
+                        {"loss_video", r.loss_scale * video},
+                        {"loss_action", r.loss_scale * action},
                         {"grad_norm", 1.5 * std::exp(-1.5 * x) + 0.2 + std::fabs(wiggle)},
                         {"tokens", tokens},
                         {"padded_tokens", padded},
@@ -203,6 +206,15 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
       step["consecutive_nonfinite"] = consecutive;
     }
     line("step", "trainer", t, step);
+    for (int64_t m = 0; m < r.micro_steps; ++m) {
+      // Packed rows of a few shapes: the token count cycles through 3 lengths.
+      line("microstep", "trainer", t,
+           {{"step", s},
+            {"micro", m},
+            {"tokens", tokens / r.micro_steps + 512 * ((s + m) % 3)},
+            {"fwd_bwd_s", r.step_time_s / double(r.micro_steps) * (0.9 + 0.05 * double(m))},
+            {"peak_bytes", int64_t(8) * 1024 * 1024 * 1024 + s % 7 * 1048576}});
+    }
     if (next_ckpt < a.checkpoints.size() && a.checkpoints[next_ckpt] == s + 1) {
       line("checkpoint", "trainer", t + 0.5,
            {{"step", s + 1},
@@ -241,7 +253,7 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
 // Creates the run row (as `baton submit` does), writes its events under `runs_root`/<id>-run
 // and ingests them. Returns the run id.
 inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& runs_root,
-                                              const RunSpec& r) {
+                                              const RunSpec& r, const IngestOptions& options = {}) {
   int64_t id = 0;
   std::string run_dir;
   Status st = store.Write([&]() -> Status {
@@ -254,6 +266,7 @@ inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& r
     n.target_steps = r.target_steps;
     n.max_restarts = 100;
     n.max_failures = 3;
+    n.partition = r.partition;
     const double created = r.attempts.empty() ? 1.7e9 : r.attempts.front().start_time - 30;
     Result<int64_t> rid = store.CreateRunInTx(n, created);
     if (!rid.ok()) return rid.status();
@@ -269,9 +282,21 @@ inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& r
   }
   Result<RunRecord> run = store.GetRun(id);
   if (!run.ok()) return run.status();
-  Result<IngestStats> ingested = IngestRun(store, *run);
+  Result<IngestStats> ingested = IngestRun(store, *run, options);
   if (!ingested.ok()) return ingested.status();
   return id;
+}
+
+// The job's stdout/stderr as sbatch writes it: <run_dir>/logs/<job_id>.out.
+inline Status WriteJobLog(const std::string& run_dir, const std::string& job_id,
+                          const std::string& text) {
+  std::filesystem::create_directories(run_dir + "/logs");
+  const std::string path = run_dir + "/logs/" + job_id + ".out";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return Status::Io("cannot write " + path);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  return Status::Ok();
 }
 
 // Markup in an episode id (a file name may hold anything): the UI and the CLI show it as text.
@@ -283,6 +308,19 @@ inline std::string DivergedMessage() {
              "3 consecutive steps with a NaN/Inf loss or gradient norm "
              "(train.max_nonfinite_steps 3), last at step 45; episodes ep_000012, ") +
          kMarkupEpisode;
+}
+
+// The log of nonfinite-demo's job: launcher lines, a long training chatter and the trainer's
+// last error line (with markup, shown as text).
+inline std::string NonfiniteJobLog() {
+  std::string out = "baton launch: job 3003 restart 0 on node-a,node-b\n";
+  for (int i = 0; i < 3000; ++i) {
+    out += "step " + std::to_string(i % 45) + " loss 0.93 lr 3e-05 tokens/s 10123 <b>ok</b>\n";
+  }
+  out += "baton launch: job 3003 restart 1 on node-a,node-b\n";
+  out += "baton-train: error: " + DivergedMessage() + "\n";
+  out += "baton launch: trainer exited 79 (diverged): failing the run\n";
+  return out;
 }
 
 inline RunSpec NonfiniteRunSpec(const std::string& name = "nonfinite-demo") {

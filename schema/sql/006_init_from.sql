@@ -1,5 +1,5 @@
--- baton run history, schema version 3 (docs/store.md): where an attempt's weights came from.
--- Applied when PRAGMA user_version < 3, inside one transaction; older rows read as '' (none).
+-- baton run history, schema version 6 (docs/store.md): where an attempt's weights came from.
+-- Applied when PRAGMA user_version < 6, inside one transaction; older rows read as '' (none).
 
 -- The upstream transformer/ folder the trainer loaded (model.init_from / --init-from) when the
 -- attempt started fresh from one; '' when it started from random init or a checkpoint.

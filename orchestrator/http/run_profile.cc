@@ -1,0 +1,116 @@
+#include "orchestrator/http/run_profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "orchestrator/store/record_json.h"
+
+using nlohmann::json;
+
+namespace baton {
+
+namespace {
+
+struct Sums {
+  int64_t micro_steps = 0, steps = 0, tokens = 0, peak_bytes = 0;
+  double fwd_bwd_s = 0;
+  std::set<int64_t> shapes;
+};
+
+json SumsJson(const Sums& s) {
+  return json{{"micro_steps", s.micro_steps},
+              {"steps", s.steps},
+              {"tokens", s.tokens},
+              {"fwd_bwd_s", JsonNumber(s.fwd_bwd_s)},
+              {"tokens_per_s", JsonNumber(s.fwd_bwd_s > 0 ? double(s.tokens) / s.fwd_bwd_s : NAN)},
+              {"peak_bytes", s.peak_bytes},
+              {"shapes", s.shapes.size()}};
+}
+
+void Flatten(const YAML::Node& n, const std::string& prefix, int depth, json* out) {
+  if (n.IsMap() && depth < 2) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>("");
+      Flatten(kv.second, prefix.empty() ? key : prefix + "." + key, depth + 1, out);
+    }
+    return;
+  }
+  if (n.IsScalar()) {
+    (*out)[prefix] = n.Scalar();
+  } else if (n.IsNull()) {
+    (*out)[prefix] = "";
+  } else {
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    (*out)[prefix] = std::string(e.c_str());
+  }
+}
+
+}  // namespace
+
+json ProfileJson(const std::vector<MicrostepRecord>& micro,
+                 const std::map<int64_t, int>& attempt_index) {
+  std::map<int64_t, Sums> per_attempt;
+  json steps = json::array();
+  size_t listed_steps = 0;
+  for (size_t i = 0; i < micro.size();) {
+    // One optimizer step: its micro-steps are consecutive (attempt, step, micro order).
+    size_t j = i;
+    Sums step;
+    while (j < micro.size() && micro[j].attempt_id == micro[i].attempt_id &&
+           micro[j].step == micro[i].step) {
+      const MicrostepRecord& m = micro[j];
+      ++step.micro_steps;
+      step.tokens += m.tokens;
+      if (std::isfinite(m.fwd_bwd_s)) step.fwd_bwd_s += m.fwd_bwd_s;
+      step.peak_bytes = std::max(step.peak_bytes, m.peak_bytes);
+      step.shapes.insert(m.tokens);
+      ++j;
+    }
+    step.steps = 1;
+    Sums& a = per_attempt[micro[i].attempt_id];
+    a.micro_steps += step.micro_steps;
+    a.steps += 1;
+    a.tokens += step.tokens;
+    a.fwd_bwd_s += step.fwd_bwd_s;
+    a.peak_bytes = std::max(a.peak_bytes, step.peak_bytes);
+    a.shapes.insert(step.shapes.begin(), step.shapes.end());
+    if (listed_steps++ < kMaxProfileSteps) {
+      auto it = attempt_index.find(micro[i].attempt_id);
+      json s = SumsJson(step);
+      s.erase("steps");
+      s["step"] = micro[i].step;
+      s["attempt"] = it == attempt_index.end() ? 0 : it->second;
+      steps.push_back(std::move(s));
+    }
+    i = j;
+  }
+  json attempts = json::array();
+  for (const auto& [id, sums] : per_attempt) {
+    auto it = attempt_index.find(id);
+    json a = SumsJson(sums);
+    a["attempt"] = it == attempt_index.end() ? 0 : it->second;
+    a["mfu"] = nullptr;  // the device's peak FLOP/s is not in the config
+    attempts.push_back(std::move(a));
+  }
+  return json{{"steps", std::move(steps)},
+              {"steps_total", listed_steps},
+              {"attempts", std::move(attempts)},
+              {"device_peak_flops", nullptr}};
+}
+
+json FlattenConfig(const std::string& yaml_text) {
+  json out = json::object();
+  try {
+    const YAML::Node root = YAML::Load(yaml_text);
+    if (root.IsMap()) Flatten(root, "", 0, &out);
+  } catch (const YAML::Exception&) {
+    return json::object();
+  }
+  return out;
+}
+
+}  // namespace baton

@@ -1,0 +1,242 @@
+#include "orchestrator/store/series_rollups.h"
+
+#include <algorithm>
+
+namespace baton {
+
+namespace {
+
+constexpr const char* kRowColumns =
+    "attempt_id, step, time, tokens, padded_tokens, in_warmup, nonfinite, lr, loss, loss_video, "
+    "loss_action, grad_norm, step_time_s, tokens_per_s, superseded";
+
+RollupRow ReadRow(const Statement& s) {
+  RollupRow r;
+  r.attempt_id = s.Int(0);
+  r.step = s.Int(1);
+  r.time = s.Double(2);
+  r.tokens = s.Int(3);
+  r.padded_tokens = s.Int(4);
+  r.in_warmup = s.Int(5) != 0;
+  r.nonfinite = s.Int(6) != 0;
+  r.lr = s.Double(7);
+  r.loss = s.Double(8);
+  r.loss_video = s.Double(9);
+  r.loss_action = s.Double(10);
+  r.grad_norm = s.Double(11);
+  r.step_time_s = s.Double(12);
+  r.tokens_per_s = s.Double(13);
+  r.superseded = s.Int(14) != 0;
+  return r;
+}
+
+// Every row of the run with step in [first, last], in step order.
+Result<std::vector<RollupRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t first, int64_t last) {
+  static const std::string kSql = std::string("SELECT ") + kRowColumns +
+                                  " FROM steps WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 "
+                                  "ORDER BY step, attempt_id";
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  s->Bind(1, run_id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
+// Replaces the nodes of (run, level, block) with `nodes` (attempt id -> node).
+Status WriteBlock(SqliteDb& db, int64_t run_id, int level, int64_t block,
+                  const std::map<int64_t, RollupNode>& nodes) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * del,
+      db.Prepare("DELETE FROM step_rollups WHERE run_id = ?1 AND level = ?2 AND block = ?3"));
+  BATON_RETURN_IF_ERROR(del->Bind(1, run_id).Bind(2, level).Bind(3, block).Run());
+  for (const auto& [attempt_id, node] : nodes) {
+    BATON_ASSIGN_OR_RETURN(Statement * ins,
+                           db.Prepare("INSERT INTO step_rollups (run_id, level, block, "
+                                      "attempt_id, data) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    BATON_RETURN_IF_ERROR(ins->Bind(1, run_id)
+                              .Bind(2, level)
+                              .Bind(3, block)
+                              .Bind(4, attempt_id)
+                              .BindBlob(5, EncodeNode(node))
+                              .Run());
+  }
+  return Status::Ok();
+}
+
+// Level-0 nodes of the given blocks, from the rows (rows in step order: each attempt's nodes
+// are built in step order too).
+Status RecomputeLeaves(SqliteDb& db, int64_t run_id, const std::set<int64_t>& blocks) {
+  // Neighbouring dirty blocks are read with one query (a chunk of ingest dirties a long run of
+  // consecutive blocks).
+  auto it = blocks.begin();
+  while (it != blocks.end()) {
+    const int64_t first = *it;
+    int64_t last = first;
+    auto next = std::next(it);
+    while (next != blocks.end() && *next == last + 1 && last - first < 255) {
+      last = *next;
+      ++next;
+    }
+    BATON_ASSIGN_OR_RETURN(
+        const std::vector<RollupRow> rows,
+        RunRows(db, run_id, RollupBlockFirstStep(first, 0), RollupBlockFirstStep(last + 1, 0) - 1));
+    size_t i = 0;
+    for (int64_t b = first; b <= last; ++b) {
+      std::map<int64_t, RollupNode> nodes;
+      const int64_t end = RollupBlockFirstStep(b + 1, 0);
+      for (; i < rows.size() && rows[i].step < end; ++i) {
+        AppendNode(&nodes[RollupNodeOwner(rows[i].attempt_id, rows[i].superseded)],
+                   NodeOfRow(rows[i]));
+      }
+      BATON_RETURN_IF_ERROR(WriteBlock(db, run_id, 0, b, nodes));
+    }
+    it = next;
+  }
+  return Status::Ok();
+}
+
+// Nodes of `level` for the given blocks, merged from their children (level - 1).
+Status RecomputeParents(SqliteDb& db, int64_t run_id, int level, const std::set<int64_t>& blocks) {
+  for (int64_t p : blocks) {
+    const int64_t first_child = p << kRollupFanoutBits;
+    const int64_t last_child = first_child + (int64_t(1) << kRollupFanoutBits) - 1;
+    BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> children,
+                           ReadRollupNodes(db, run_id, level - 1, first_child, last_child));
+    std::map<int64_t, RollupNode> nodes;
+    for (const StoredRollupNode& c : children) AppendNode(&nodes[c.attempt_id], c.node);
+    BATON_RETURN_IF_ERROR(WriteBlock(db, run_id, level, p, nodes));
+  }
+  return Status::Ok();
+}
+
+Status RecomputeAncestors(SqliteDb& db, int64_t run_id, std::set<int64_t> blocks) {
+  for (int level = 1; level < kRollupLevels; ++level) {
+    std::set<int64_t> parents;
+    for (int64_t b : blocks) parents.insert(b >> kRollupFanoutBits);
+    BATON_RETURN_IF_ERROR(RecomputeParents(db, run_id, level, parents));
+    blocks = std::move(parents);
+  }
+  return Status::Ok();
+}
+
+Status MarkCovered(SqliteDb& db, int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         db.Prepare("INSERT INTO step_rollup_runs (run_id, layout) VALUES (?1, ?2) "
+                                    "ON CONFLICT (run_id) DO UPDATE SET layout = excluded.layout"));
+  return s->Bind(1, run_id).Bind(2, kRollupLayout).Run();
+}
+
+}  // namespace
+
+Result<bool> RollupsCoverRun(SqliteDb& db, int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         db.Prepare("SELECT layout FROM step_rollup_runs WHERE run_id = ?1"));
+  s->Bind(1, run_id);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  const bool covered = row && s->Int(0) == kRollupLayout;
+  s->Reset();
+  return covered;
+}
+
+Status RollupMaintainer::RebuildRun(SqliteDb& db, int64_t run_id) {
+  BATON_ASSIGN_OR_RETURN(Statement * del, db.Prepare("DELETE FROM step_rollups WHERE run_id = ?1"));
+  BATON_RETURN_IF_ERROR(del->Bind(1, run_id).Run());
+  BATON_ASSIGN_OR_RETURN(Statement * span,
+                         db.Prepare("SELECT MIN(step), MAX(step) FROM steps WHERE run_id = ?1"));
+  span->Bind(1, run_id);
+  BATON_RETURN_IF_ERROR(span->Step().status());
+  const std::optional<int64_t> lo = span->OptInt(0), hi = span->OptInt(1);
+  span->Reset();
+  if (lo && hi) {
+    // In slices of 256 leaf blocks, so a long run is never held in memory whole.
+    std::set<int64_t> all;
+    for (int64_t b = RollupBlockOf(*lo, 0); b <= RollupBlockOf(*hi, 0); b += 256) {
+      std::set<int64_t> slice;
+      for (int64_t k = b; k < b + 256 && k <= RollupBlockOf(*hi, 0); ++k) slice.insert(k);
+      BATON_RETURN_IF_ERROR(RecomputeLeaves(db, run_id, slice));
+      all.insert(slice.begin(), slice.end());
+    }
+    BATON_RETURN_IF_ERROR(RecomputeAncestors(db, run_id, all));
+  }
+  return MarkCovered(db, run_id);
+}
+
+Status RollupMaintainer::Flush(SqliteDb& db) {
+  if (!enabled_) {
+    for (const auto& [run_id, blocks] : dirty_) {
+      BATON_ASSIGN_OR_RETURN(Statement * s,
+                             db.Prepare("DELETE FROM step_rollup_runs WHERE run_id = ?1"));
+      BATON_RETURN_IF_ERROR(s->Bind(1, run_id).Run());
+    }
+    dirty_.clear();
+    return Status::Ok();
+  }
+  for (const auto& [run_id, blocks] : dirty_) {
+    BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(db, run_id));
+    if (!covered) {
+      BATON_RETURN_IF_ERROR(RebuildRun(db, run_id));
+      continue;
+    }
+    BATON_RETURN_IF_ERROR(RecomputeLeaves(db, run_id, blocks));
+    BATON_RETURN_IF_ERROR(RecomputeAncestors(db, run_id, blocks));
+  }
+  dirty_.clear();
+  return Status::Ok();
+}
+
+Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_id, int level,
+                                                      int64_t first_block, int64_t last_block) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      db.Prepare("SELECT block, attempt_id, data FROM step_rollups WHERE run_id = ?1 AND "
+                 "level = ?2 AND block BETWEEN ?3 AND ?4 ORDER BY block, attempt_id"));
+  s->Bind(1, run_id).Bind(2, level).Bind(3, first_block).Bind(4, last_block);
+  std::vector<StoredRollupNode> out;
+  while (true) {
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    if (!row) break;
+    StoredRollupNode n;
+    n.block = s->Int(0);
+    n.attempt_id = s->Int(1);
+    if (!DecodeNode(s->BlobData(2), s->BlobSize(2), &n.node)) {
+      s->Reset();
+      return Status::Data("step_rollups: node of run " + std::to_string(run_id) + " level " +
+                          std::to_string(level) + " block " + std::to_string(n.block) + " has " +
+                          std::to_string(s->BlobSize(2)) + " bytes, not " +
+                          std::to_string(sizeof(RollupNode)));
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id, int64_t first,
+                                                 int64_t last) {
+  // The steps primary key (attempt_id, step): one sequential range.
+  static const std::string kSql = std::string("SELECT ") + kRowColumns +
+                                  " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
+                                  "AND superseded = 0 ORDER BY step";
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  s->Bind(1, attempt_id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
+Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
+                                                    int64_t last) {
+  static const std::string kSql = std::string("SELECT ") + kRowColumns +
+                                  " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
+                                  "AND superseded = 1 ORDER BY step";
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  s->Bind(1, attempt_id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
+Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id, int64_t first,
+                                                  int64_t last) {
+  static const std::string kSql = std::string("SELECT ") + kRowColumns +
+                                  " FROM steps WHERE run_id = ?1 AND superseded = 1 AND step "
+                                  "BETWEEN ?2 AND ?3 ORDER BY attempt_id, step";
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  s->Bind(1, run_id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
+}  // namespace baton
