@@ -130,15 +130,27 @@ Result<const std::vector<RollupRow>*> RollupSeriesReader::RowsAt(int64_t attempt
   return &rows_.emplace(std::make_pair(attempt_id, block), std::move(rows)).first->second;
 }
 
+namespace {
+
+// The attempt's node among a block's nodes when it has rows in [a, b], else null.
+const RollupNode* OverlappingNode(const std::vector<StoredRollupNode>& nodes, int64_t attempt_id,
+                                  int64_t a, int64_t b) {
+  const RollupNode* node = nullptr;
+  for (const StoredRollupNode& n : nodes) {
+    if (n.attempt_id == attempt_id) node = &n.node;
+  }
+  if (node == nullptr || node->rows == 0) return nullptr;
+  if (node->last_step() < a || node->first_step() > b) return nullptr;
+  return node;
+}
+
+}  // namespace
+
 Status RollupSeriesReader::AccumulateNode(QKey q, int64_t attempt_id, int level, int64_t block,
                                           int64_t a, int64_t b, CellAcc* acc) {
   BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode>* nodes, NodesAt(level, block));
-  const RollupNode* node = nullptr;
-  for (const StoredRollupNode& n : *nodes) {
-    if (n.attempt_id == attempt_id) node = &n.node;
-  }
-  if (node == nullptr || node->rows == 0) return Status::Ok();
-  if (node->last_step() < a || node->first_step() > b) return Status::Ok();
+  const RollupNode* node = OverlappingNode(*nodes, attempt_id, a, b);
+  if (node == nullptr) return Status::Ok();
   RollupKeyStats stats;
   if (a <= node->first_step() && node->last_step() <= b && NodeStats(q, *node, &stats)) {
     AppendKeyStats(&acc->k, acc->tokens, stats);
@@ -185,12 +197,8 @@ Status RollupSeriesReader::Enumerate(QKey q, int64_t attempt_id, int level, int6
                                      int64_t a, int64_t b, int64_t* running,
                                      std::vector<SeriesOutPoint>* out) {
   BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode>* nodes, NodesAt(level, block));
-  const RollupNode* node = nullptr;
-  for (const StoredRollupNode& n : *nodes) {
-    if (n.attempt_id == attempt_id) node = &n.node;
-  }
-  if (node == nullptr || node->rows == 0) return Status::Ok();
-  if (node->last_step() < a || node->first_step() > b) return Status::Ok();
+  const RollupNode* node = OverlappingNode(*nodes, attempt_id, a, b);
+  if (node == nullptr) return Status::Ok();
   RollupKeyStats stats;
   if (a <= node->first_step() && node->last_step() <= b && NodeStats(q, *node, &stats) &&
       stats.count == 0) {

@@ -208,15 +208,25 @@ Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_
   return out;
 }
 
+namespace {
+
+// The step rows `where` selects, with ?1 an id and ?2..?3 a step range.
+Result<std::vector<RollupRow>> ReadRowsWhere(SqliteDb& db, const std::string& sql, int64_t id,
+                                             int64_t first, int64_t last) {
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(sql));
+  s->Bind(1, id).Bind(2, first).Bind(3, last);
+  return s->Collect<RollupRow>(ReadRow);
+}
+
+}  // namespace
+
 Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id, int64_t first,
                                                  int64_t last) {
   // The steps primary key (attempt_id, step): one sequential range.
   static const std::string kSql = std::string("SELECT ") + kRowColumns +
                                   " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
                                   "AND superseded = 0 ORDER BY step";
-  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
-  s->Bind(1, attempt_id).Bind(2, first).Bind(3, last);
-  return s->Collect<RollupRow>(ReadRow);
+  return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
 Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
@@ -224,9 +234,7 @@ Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attemp
   static const std::string kSql = std::string("SELECT ") + kRowColumns +
                                   " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
                                   "AND superseded = 1 ORDER BY step";
-  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
-  s->Bind(1, attempt_id).Bind(2, first).Bind(3, last);
-  return s->Collect<RollupRow>(ReadRow);
+  return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
 Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id, int64_t first,
@@ -234,9 +242,7 @@ Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id, 
   static const std::string kSql = std::string("SELECT ") + kRowColumns +
                                   " FROM steps WHERE run_id = ?1 AND superseded = 1 AND step "
                                   "BETWEEN ?2 AND ?3 ORDER BY attempt_id, step";
-  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
-  s->Bind(1, run_id).Bind(2, first).Bind(3, last);
-  return s->Collect<RollupRow>(ReadRow);
+  return ReadRowsWhere(db, kSql, run_id, first, last);
 }
 
 }  // namespace baton

@@ -40,22 +40,6 @@ std::string ExpandLeRobotTemplate(const std::string& tmpl,
   return out;
 }
 
-std::string LeRobotVersion(const std::string& dir) {
-  const fs::path info = fs::path(dir) / "meta" / "info.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(info, ec)) return "";
-  auto text = ReadFile(info.string());
-  if (!text.ok()) return "";
-  try {
-    const auto j = nlohmann::json::parse(text.value());
-    if (j.is_object() && j.contains("codebase_version") && j["codebase_version"].is_string()) {
-      return j["codebase_version"].get<std::string>();
-    }
-  } catch (const nlohmann::json::exception&) {
-  }
-  return "";
-}
-
 std::vector<std::string> FindLeRobotRoots(const std::string& src) {
   std::vector<std::string> roots;
   std::error_code ec;

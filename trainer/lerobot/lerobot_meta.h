@@ -46,9 +46,6 @@ struct LeRobotDataset {
   const LeRobotEpisode* Find(int64_t episode) const;
 };
 
-// The codebase_version of `dir` when it holds meta/info.json with one, else "".
-std::string LeRobotVersion(const std::string& dir);
-
 // Every folder under `src` (itself included) holding meta/info.json, sorted, as upstream's
 // loader finds its sub-datasets.
 std::vector<std::string> FindLeRobotRoots(const std::string& src);
