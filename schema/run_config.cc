@@ -741,6 +741,7 @@ const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
       IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
       EnumKey<S, std::string>("activation_checkpointing", &S::activation_checkpointing,
                               {{"none", "none"}, {"blocks", "blocks"}}),
+      FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
   };
   return keys;
 }

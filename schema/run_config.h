@@ -115,6 +115,9 @@ struct TrainSection {
   // none | blocks: recompute each transformer block in the backward pass instead of keeping its
   // activations (same gradients, bitwise on CPU; less memory, ~1 more forward of time).
   std::string activation_checkpointing = "none";
+  // The device's peak dense FLOP/s for the run's dtype, in TFLOP/s (e.g. 989 for an H100's bf16):
+  // the run page's MFU divides by it. 0: unknown, no MFU. Read by the orchestrator only.
+  double device_peak_tflops = 0;
 };
 
 struct RunConfig {

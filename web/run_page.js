@@ -179,7 +179,7 @@ function profileTable(profile) {
   return table(['#', 'Steps profiled', 'Micro-steps', 'Tokens', 'tokens/s (fwd+bwd)', 'Peak memory', 'Distinct shapes', 'MFU'],
     profile.attempts.map((a) => [`#${a.attempt}`, fmt.int(a.steps), fmt.int(a.micro_steps), fmt.int(a.tokens),
       fmt.num(a.tokens_per_s), fmt.bytes(a.peak_bytes), fmt.int(a.shapes),
-      el('td', { title: 'needs the device peak FLOP/s, which the config does not state' }, a.mfu === null ? '–' : fmt.pct(a.mfu))]),
+      el('td', { title: a.mfu === null ? 'needs train.device_peak_tflops in the config' : 'model FLOP/s (linear layers, fwd+bwd) / train.device_peak_tflops' }, a.mfu === null ? '–' : fmt.pct(a.mfu))]),
     { id: 'profile-table', class: 'data' });
 }
 

@@ -366,12 +366,12 @@ Result<json> RunHistoryService::ListCheckpoints(int64_t run_id, const PageReques
 Result<json> RunHistoryService::GetProfile(int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
   Store& store = lease.store();
-  BATON_RETURN_IF_ERROR(store.GetRun(run_id).status());  // 404 for an unknown run
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));  // 404 for an unknown run
   BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run_id));
   std::map<int64_t, int> attempt_index;
   for (size_t i = 0; i < attempts.size(); ++i) attempt_index[attempts[i].id] = int(i + 1);
   BATON_ASSIGN_OR_RETURN(const std::vector<MicrostepRecord> micro, store.ListMicrosteps(run_id));
-  json out = ProfileJson(micro, attempt_index);
+  json out = ProfileJson(micro, attempt_index, ProfileModelFromConfig(run.config));
   out["run_id"] = run_id;
   return out;
 }

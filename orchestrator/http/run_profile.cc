@@ -51,8 +51,33 @@ void Flatten(const YAML::Node& n, const std::string& prefix, int depth, json* ou
 
 }  // namespace
 
+double ModelFlopsPerToken(int64_t dim, int64_t layers, int64_t ffn_dim) {
+  const double d = double(dim), l = double(layers), f = double(ffn_dim);
+  return 6.0 * l * (6.0 * d * d + 2.0 * d * f);
+}
+
+ProfileModel ProfileModelFromConfig(const std::string& yaml_text) {
+  ProfileModel m;
+  const json keys = FlattenConfig(yaml_text);
+  auto number = [&](const char* key) {
+    if (!keys.contains(key) || !keys[key].is_string()) return 0.0;
+    try {
+      return std::stod(keys[key].get<std::string>());
+    } catch (const std::exception&) {
+      return 0.0;
+    }
+  };
+  const double dim = number("model.dim"), layers = number("model.layers"),
+               ffn = number("model.ffn_dim"), peak = number("train.device_peak_tflops");
+  if (dim > 0 && layers > 0 && ffn > 0) {
+    m.flops_per_token = ModelFlopsPerToken(int64_t(dim), int64_t(layers), int64_t(ffn));
+  }
+  if (peak > 0 && std::isfinite(peak)) m.peak_flops = peak * 1e12;
+  return m;
+}
+
 json ProfileJson(const std::vector<MicrostepRecord>& micro,
-                 const std::map<int64_t, int>& attempt_index) {
+                 const std::map<int64_t, int>& attempt_index, const ProfileModel& model) {
   std::map<int64_t, Sums> per_attempt;
   json steps = json::array();
   size_t listed_steps = 0;
@@ -93,13 +118,17 @@ json ProfileJson(const std::vector<MicrostepRecord>& micro,
     auto it = attempt_index.find(id);
     json a = SumsJson(sums);
     a["attempt"] = it == attempt_index.end() ? 0 : it->second;
-    a["mfu"] = nullptr;  // the device's peak FLOP/s is not in the config
+    const double tps = sums.fwd_bwd_s > 0 ? double(sums.tokens) / sums.fwd_bwd_s : NAN;
+    const bool known = model.peak_flops > 0 && model.flops_per_token > 0 && std::isfinite(tps);
+    a["mfu"] = known ? json(tps * model.flops_per_token / model.peak_flops) : json(nullptr);
     attempts.push_back(std::move(a));
   }
   return json{{"steps", std::move(steps)},
               {"steps_total", listed_steps},
               {"attempts", std::move(attempts)},
-              {"device_peak_flops", nullptr}};
+              {"model_flops_per_token",
+               model.flops_per_token > 0 ? json(model.flops_per_token) : json(nullptr)},
+              {"device_peak_flops", model.peak_flops > 0 ? json(model.peak_flops) : json(nullptr)}};
 }
 
 json FlattenConfig(const std::string& yaml_text) {

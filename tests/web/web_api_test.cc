@@ -24,6 +24,7 @@
 
 #include "orchestrator/http/http_server.h"
 #include "orchestrator/http/run_history_service.h"
+#include "orchestrator/http/run_profile.h"
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/static_files.h"
 #include "run_fixture.h"
@@ -812,6 +813,35 @@ TEST_F(WebNonfinite, HttpAnswersAreValidJsonWithNullsForMissingValues) {
   json run = Get("/api/runs/" + id, 200);
   EXPECT_TRUE(run["nonfinite"]["listed"][1]["loss"].is_null());
   EXPECT_EQ(run["segments"][1]["trainer_message"], webtest::DivergedMessage());
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+// MFU: achieved model FLOP/s (tokens/s x 6 x linear weights per token) over the configured peak;
+// null when the config states no peak.
+TEST(RunProfile, MfuFromTheConfigsModelSizeAndDevicePeak) {
+  const std::string config =
+      "model: {dim: 64, layers: 2, ffn_dim: 256}\ntrain: {device_peak_tflops: 0.001}\n";
+  const ProfileModel m = ProfileModelFromConfig(config);
+  EXPECT_DOUBLE_EQ(m.flops_per_token, 6.0 * 2 * (6.0 * 64 * 64 + 2.0 * 64 * 256));
+  EXPECT_DOUBLE_EQ(m.peak_flops, 1e9);
+  std::vector<MicrostepRecord> micro(2);
+  for (auto& r : micro) r.attempt_id = 7;
+  micro[0].step = 0, micro[0].tokens = 300, micro[0].fwd_bwd_s = 0.5;
+  micro[1].step = 1, micro[1].tokens = 100, micro[1].fwd_bwd_s = 0.5;
+  const nlohmann::json out = ProfileJson(micro, {{7, 1}}, m);
+  ASSERT_EQ(out["attempts"].size(), 1u);
+  EXPECT_NEAR(out["attempts"][0]["mfu"].get<double>(), 400.0 * m.flops_per_token / 1e9, 1e-12);
+  EXPECT_EQ(out["device_peak_flops"].get<double>(), 1e9);
+
+  const nlohmann::json unknown =
+      ProfileJson(micro, {{7, 1}}, ProfileModelFromConfig("model: {dim: 64, layers: 2, ffn_dim: 256}\n"));
+  EXPECT_TRUE(unknown["attempts"][0]["mfu"].is_null());
+  EXPECT_TRUE(unknown["device_peak_flops"].is_null());
 }
 
 }  // namespace
