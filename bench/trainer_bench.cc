@@ -24,6 +24,7 @@
 
 #include "schema/run_config.h"
 #include "trainer/data/dataset_index.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/model/attention.h"
@@ -228,12 +229,22 @@ int Throughput(const std::string& config_path, const std::vector<int64_t>& batch
       [](const baton::EpisodeData& a, const baton::EpisodeData& b) { return a.frames < b.frames; });
   torch::manual_seed(0);
   baton::VideoActionModel model(baton::MakeModelDims(config.value(), eps[0].shape));
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const auto& p : model->named_parameters()) named.push_back({p.key(), p.value()});
-  baton::AdamW opt(named, config->optim);
+  baton::AdamW opt(baton::TrainableParameters(model), config->optim);
   auto group = baton::ProcessGroupHandle::Create(baton::DistEnv{}, false);
+  // The dataset's empty prompt, for text dropout, as training reads it.
+  torch::Tensor empty_text;
+  if (config->objective.text_dropout > 0) {
+    auto text = baton::ReadEmptyText(index.dir, eps[0].shape);
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
+      return 65;
+    }
+    empty_text = torch::from_blob(text->data(), {eps[0].shape.text_len, eps[0].shape.text_dim},
+                                  torch::kFloat32)
+                     .clone();
+  }
   baton::TrainStepper stepper(model, &opt, group.get(), config.value(), eps[0].shape,
-                              torch::kFloat32, torch::kCPU);
+                              torch::kFloat32, torch::kCPU, empty_text);
   const baton::ModelDims dims = model->dims();
 
   struct Case {
@@ -256,9 +267,9 @@ int Throughput(const std::string& config_path, const std::vector<int64_t>& batch
     double allowed = 0;
     int64_t ops = 0, calls = 0, computed = 0, valid = 0, padded = 0;
     for (const auto& b : c.micro) {
-      const baton::MicroBatch mb =
-          baton::PrepareMicroBatch(b, uint64_t(config->run.seed), 1, eps[0].shape,
-                                   config->objective, dims, torch::kFloat32, torch::kCPU);
+      const baton::MicroBatch mb = baton::PrepareMicroBatch(
+          b, uint64_t(config->run.seed), 1, eps[0].shape, config->objective, dims, torch::kFloat32,
+          torch::kCPU, empty_text);
       allowed += double(baton::AllowedPairs(mb.layout_tensors));
       computed += mb.layout_tensors.computed_pairs;
       calls += int64_t(mb.layout_tensors.calls.size());
