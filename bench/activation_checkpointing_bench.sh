@@ -4,8 +4,8 @@
 # process's peak RSS over the profiled micro-steps, from the trainer's microstep events; the two
 # runs hold the same weights, gradients and AdamW state, so the difference is the activations
 # kept for backward) and the median forward+backward seconds per micro-step; ratios blocks/none.
-# A model deep and wide enough that activations matter: dim 256, 8 layers, packed rows of 4
-# episodes of 60 frames.
+# A model deep enough that activations matter: dim 128, 8 layers, packed rows of 4 episodes of
+# 16 frames (2 optimizer steps).
 # usage: bench/activation_checkpointing_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,17 +16,17 @@ trap 'rm -rf "$work"' EXIT
 source bench/lib/machine_load.sh
 bench_machine_load
 
-"$bt" synth-data --out "$work/ds" --episodes 16 --seed 1 --frames 60:61 --height 8 --width 8 \
+"$bt" synth-data --out "$work/ds" --episodes 8 --seed 1 --frames 16:17 --height 8 --width 8 \
   --channels 4 --action-dim 8 --action-steps 4 --text-len 16 --text-dim 32 >/dev/null
 run_one() { # run_one MODE -> "peak_MB tokens fwd_bwd_s"
   local mode=$1 dir=$work/run-$1
   cat >"$work/$mode.yaml" <<YAML
-run: {name: ac-bench, dir: $dir, steps: 3, seed: 0}
+run: {name: ac-bench, dir: $dir, steps: 2, seed: 0}
 data: {path: $work/ds, batch_size: 4, pad_multiple: 4}
-model: {dim: 256, heads: 4, layers: 8, ffn_dim: 1024, freq_dim: 64}
+model: {dim: 128, heads: 2, layers: 8, ffn_dim: 512, freq_dim: 64}
 optim: {lr: 1.0e-4, warmup_steps: 0}
 checkpoint: {every: 1000, keep_last: 1}
-train: {log_every: 1, profile: 3, activation_checkpointing: $mode}
+train: {log_every: 1, profile: 4, activation_checkpointing: $mode}
 YAML
   "$bt" train --config "$work/$mode.yaml" >"$work/$mode.log" 2>&1
   python3 - "$dir/events/local.0.jsonl" <<'PY'
