@@ -41,7 +41,9 @@ busy=$(squeue -h -t RUNNING,PENDING,COMPLETING -o '%i' | wc -l)
 ((busy == 0)) || say "note: $busy other job(s) on the cluster; the urgent job may preempt them too"
 
 say "synthetic dataset -> $data"
-if [[ ! -f $data/meta/episodes.jsonl ]]; then
+# A folder from an older baton lacks the empty prompt that text dropout needs: write it anew.
+if [[ ! -f $data/meta/episodes.jsonl || ! -f $data/meta/empty_text.safetensors ]]; then
+  rm -rf "$data"
   "$bt" synth-data --out "$data" --episodes 96 --seed 0 --frames 8:24 --height 4 --width 4
 else
   echo "already there"
