@@ -18,8 +18,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # dev cluster and browser tests
   slurm-wlm munge chromium
-  # benchmarks and tools; python3-torch for the upstream-compatibility fixtures (tests/upstream)
-  python3 python3-torch procps coreutils jq curl
+  # benchmarks and tools (python3-torch above also writes the upstream fixtures, tests/upstream)
+  python3 procps coreutils jq curl
 )
 
 missing=()
