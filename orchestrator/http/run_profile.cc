@@ -1,12 +1,11 @@
 #include "orchestrator/http/run_profile.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "orchestrator/store/record_json.h"
+#include "schema/config_keys.h"
 
 using nlohmann::json;
 
@@ -28,25 +27,6 @@ json SumsJson(const Sums& s) {
               {"tokens_per_s", JsonNumber(s.fwd_bwd_s > 0 ? double(s.tokens) / s.fwd_bwd_s : NAN)},
               {"peak_bytes", s.peak_bytes},
               {"shapes", s.shapes.size()}};
-}
-
-void Flatten(const YAML::Node& n, const std::string& prefix, int depth, json* out) {
-  if (n.IsMap() && depth < 2) {
-    for (const auto& kv : n) {
-      const std::string key = kv.first.as<std::string>("");
-      Flatten(kv.second, prefix.empty() ? key : prefix + "." + key, depth + 1, out);
-    }
-    return;
-  }
-  if (n.IsScalar()) {
-    (*out)[prefix] = n.Scalar();
-  } else if (n.IsNull()) {
-    (*out)[prefix] = "";
-  } else {
-    YAML::Emitter e;
-    e << YAML::Flow << n;
-    (*out)[prefix] = std::string(e.c_str());
-  }
 }
 
 }  // namespace
@@ -133,12 +113,9 @@ json ProfileJson(const std::vector<MicrostepRecord>& micro,
 
 json FlattenConfig(const std::string& yaml_text) {
   json out = json::object();
-  try {
-    const YAML::Node root = YAML::Load(yaml_text);
-    if (root.IsMap()) Flatten(root, "", 0, &out);
-  } catch (const YAML::Exception&) {
-    return json::object();
-  }
+  const Result<std::map<std::string, std::string>> keys = FlattenConfigKeys(yaml_text);
+  if (!keys.ok()) return out;
+  for (const auto& [key, value] : keys.value()) out[key] = value;
   return out;
 }
 

@@ -1,13 +1,13 @@
 #include "orchestrator/submit/resumer.h"
 
 #include <sys/stat.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <map>
 
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
+#include "schema/config_keys.h"
 #include "schema/run_config.h"
 #include "schema/run_folder.h"
 
@@ -16,22 +16,6 @@ namespace fs = std::filesystem;
 namespace baton {
 
 namespace {
-
-void Flatten(const YAML::Node& node, const std::string& prefix,
-             std::map<std::string, std::string>* out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      Flatten(kv.second, prefix.empty() ? key : prefix + "." + key, out);
-    }
-  } else if (node.IsSequence()) {
-    YAML::Emitter e;
-    e << YAML::Flow << node;
-    (*out)[prefix] = e.c_str();
-  } else {
-    (*out)[prefix] = node.IsNull() ? "" : node.Scalar();
-  }
-}
 
 bool IsSlurmKey(const std::string& key) { return key.rfind("slurm.", 0) == 0; }
 
@@ -69,13 +53,8 @@ Result<std::string> ReadText(const std::string& path) {
 
 Result<std::vector<std::string>> ConfigDifferences(const std::string& old_yaml,
                                                    const std::string& new_yaml) {
-  std::map<std::string, std::string> a, b;
-  try {
-    Flatten(YAML::Load(old_yaml), "", &a);
-    Flatten(YAML::Load(new_yaml), "", &b);
-  } catch (const YAML::Exception& e) {
-    return Status::Internal(std::string("comparing configs: ") + e.what());
-  }
+  BATON_ASSIGN_OR_RETURN(const auto a, FlattenConfigKeys(old_yaml));
+  BATON_ASSIGN_OR_RETURN(const auto b, FlattenConfigKeys(new_yaml));
   std::vector<std::string> out;
   for (const auto& [k, v] : a) {
     auto it = b.find(k);
