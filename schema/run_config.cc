@@ -554,6 +554,8 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       IntKey<S>("ntasks_per_node", &S::ntasks_per_node, 1, 1024),
       IntKey<S>("gpus_per_node", &S::gpus_per_node, 0, 64),
       IntKey<S>("cpus_per_task", &S::cpus_per_task, 1, 4096),
+      FloatKey<S>("gpu_memory_gb", &S::gpu_memory_gb, 0.0),
+      FloatKey<S>("mem_per_task_gb", &S::mem_per_task_gb, 0.0),
       CustomStringKey<S>("time", &S::time,
                          [](Section& s, S& x) {
                            if (s.String("time", &x.time) && !ValidSlurmTime(x.time)) {
@@ -712,6 +714,8 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       IntKey<S>("warmup_steps", &S::warmup_steps, 0),
       IntKey<S>("resume_warmup_steps", &S::resume_warmup_steps, 0),
       IntKey<S>("grad_accum", &S::grad_accum, 1, 1 << 20),
+      EnumKey<S, std::string>("shard", &S::shard,
+                              {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
   };
   return keys;
 }

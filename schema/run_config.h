@@ -31,6 +31,11 @@ struct SlurmSection {
   int64_t ntasks_per_node = 1;     // one trainer rank per task
   int64_t gpus_per_node = 0;
   int64_t cpus_per_task = 1;
+  // Memory each rank may use, GB (1e9 bytes); 0 = unknown, no check. `baton submit` refuses a
+  // run whose memory plan (baton-train plan-memory) exceeds it: gpu_memory_gb for a cuda run,
+  // mem_per_task_gb (also asked of SLURM as --mem-per-cpu share) for a cpu run.
+  double gpu_memory_gb = 0;
+  double mem_per_task_gb = 0;
   std::string time = "01:00:00";   // SLURM time limit: [D-]HH:MM:SS, MM:SS or minutes
   std::string signal = "USR1";     // warning signal sent `signal_lead_s` before the limit
   int64_t signal_lead_s = 120;     // seconds
@@ -90,6 +95,11 @@ struct OptimSection {
   int64_t warmup_steps = 200;      // linear warmup from 0 to lr
   int64_t resume_warmup_steps = 50;  // re-warmup after a weights-only resume; 0 disables
   int64_t grad_accum = 1;          // micro-steps per optimizer step
+  // ZeRO-style sharding across data-parallel ranks (docs/trainer.md): none = every rank holds
+  // all AdamW state; optimizer = each rank holds the state of ~1/W of the parameters and updates
+  // them, the new weights are gathered; gradients = also keeps only that part of the reduced
+  // gradients once the step's reduction is done.
+  std::string shard = "none";      // none | optimizer | gradients
 };
 
 struct CheckpointSection {
