@@ -38,6 +38,13 @@ Result<std::string> HashFile(const std::string& path, uint64_t* bytes_out) {
   return std::string(hex);
 }
 
+std::string OptimizerShardFile(int64_t rank, int64_t world) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "optimizer-%05lld-of-%05lld.safetensors", (long long)(rank + 1),
+                (long long)world);
+  return name;
+}
+
 std::vector<std::string> RequiredFiles(const std::string& kind) {
   if (kind == "full") return {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
   if (kind == "weights_only") return {kWeightsFile};
@@ -121,9 +128,11 @@ Status CheckStateStep(const std::string& dir, int64_t step) {
   return Status::Ok();
 }
 
-// Sharded weights: every shard the index's weight_map names is listed (and so checked).
-Status CheckShardsListed(const std::string& dir, const std::set<std::string>& listed) {
-  const std::string path = (fs::path(dir) / kWeightsIndexFile).string();
+// Sharded weights or optimizer state: every shard the index's weight_map names is listed (and
+// so checked).
+Status CheckShardsListed(const std::string& dir, const std::string& index_file,
+                         const std::set<std::string>& listed) {
+  const std::string path = (fs::path(dir) / index_file).string();
   auto text = ReadFile(path);
   if (!text.ok()) return Status::Data(path + ": unreadable: " + text.status().message());
   const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
@@ -131,9 +140,10 @@ Status CheckShardsListed(const std::string& dir, const std::set<std::string>& li
     return Status::Data(path + ": no \"weight_map\" object");
   }
   for (const auto& [key, shard] : j["weight_map"].items()) {
-    if (!shard.is_string()) return Status::Data(path + ": weight_map['" + key + "'] is not a file name");
+    if (!shard.is_string())
+      return Status::Data(path + ": weight_map['" + key + "'] is not a file name");
     const std::string rel =
-        (fs::path(kWeightsIndexFile).parent_path() / shard.get<std::string>()).lexically_normal().string();
+        (fs::path(index_file).parent_path() / shard.get<std::string>()).lexically_normal().string();
     if (listed.count(rel) == 0) {
       return Status::Data(dir + ": shard " + rel + " (of tensor " + key +
                           ") is not listed in the manifest");
@@ -152,7 +162,8 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
                         " is older than this build's version " +
                         std::to_string(kCheckpointFormatVersion) +
                         " (parameters renamed to upstream's keys); convert it with "
-                        "`baton-train ckpt upgrade " + dir + "`");
+                        "`baton-train ckpt upgrade " +
+                        dir + "`");
   }
   if (m->format_version != kCheckpointFormatVersion) {
     return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
@@ -183,7 +194,11 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
   }
   for (const auto& r : required) {
     if (r == kWeightsFile && listed.count(r) == 0 && listed.count(kWeightsIndexFile) != 0) {
-      if (Status st = CheckShardsListed(dir, listed); !st.ok()) return st;
+      if (Status st = CheckShardsListed(dir, kWeightsIndexFile, listed); !st.ok()) return st;
+      continue;
+    }
+    if (r == kOptimizerFile && listed.count(r) == 0 && listed.count(kOptimizerIndexFile) != 0) {
+      if (Status st = CheckShardsListed(dir, kOptimizerIndexFile, listed); !st.ok()) return st;
       continue;
     }
     if (listed.count(r) == 0) {

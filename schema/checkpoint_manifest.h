@@ -33,17 +33,26 @@ inline constexpr const char* kWeightsIndexFile =
 inline constexpr const char* kMasterWeightsFile = "master_weights.safetensors";
 inline constexpr const char* kModelConfigFile = "transformer/config.json";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
+// A run with sharded optimizer state (optim.shard) writes one file per rank instead, each by the
+// rank that owns those parameters (OptimizerShardFile), and this index naming, diffusers-style,
+// the file of every exp_avg.<p> / exp_avg_sq.<p> / step.<p>; the manifest lists the index and
+// every file.
+inline constexpr const char* kOptimizerIndexFile = "optimizer.safetensors.index.json";
 inline constexpr const char* kStateFile = "trainer_state.json";
+
+// "optimizer-00002-of-00004.safetensors" for rank 1 of 4.
+std::string OptimizerShardFile(int64_t rank, int64_t world);
 
 // What a manifest of `kind` must list: full = weights, model config, optimizer state and
 // trainer state; weights_only = the weights. Empty for an unknown kind. The weights entry
-// (kWeightsFile) may instead be kWeightsIndexFile plus every shard its weight_map names.
+// (kWeightsFile) may instead be kWeightsIndexFile plus every shard its weight_map names, and the
+// optimizer entry kOptimizerIndexFile plus its shards.
 std::vector<std::string> RequiredFiles(const std::string& kind);
 
 struct ManifestFile {
-  std::string path;   // relative to the checkpoint folder
+  std::string path;  // relative to the checkpoint folder
   uint64_t bytes = 0;
-  std::string xxh3;   // 16 lowercase hex digits of XXH3-64
+  std::string xxh3;  // 16 lowercase hex digits of XXH3-64
 };
 
 struct CheckpointManifest {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "schema/atomic_file.h"
@@ -48,7 +49,8 @@ torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
                    " but the model has " + ShapeString(shape),
                "the checkpoint belongs to a model of other sizes; check model.* in the config");
   }
-  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype)).clone();
+  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype))
+      .clone();
 }
 
 std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
@@ -59,6 +61,54 @@ std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
   }
   return r.value();
 }
+
+// The optimizer state of a checkpoint folder: optimizer.safetensors, or the files its
+// optimizer.safetensors.index.json names, each opened once.
+class OptimizerFiles {
+ public:
+  explicit OptimizerFiles(const std::string& dir) : dir_(dir) {
+    const fs::path index = fs::path(dir) / kOptimizerIndexFile;
+    std::error_code ec;
+    if (!fs::exists(index, ec)) return;
+    auto text = ReadFile(index.string());
+    if (!text.ok()) FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(), "");
+    const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+      BATON_FAIL(kExitData, index.string() + ": no \"weight_map\" object",
+                 "the checkpoint is damaged; use --resume auto to fall back to an older one");
+    }
+    for (const auto& [key, file] : j["weight_map"].items()) {
+      if (!file.is_string()) {
+        BATON_FAIL(kExitData, index.string() + ": weight_map['" + key + "'] is not a file name",
+                   "the checkpoint is damaged");
+      }
+      map_[key] = file.get<std::string>();
+    }
+    indexed_ = true;
+  }
+
+  const SafetensorsFile& For(const std::string& tensor) {
+    std::string file = kOptimizerFile;
+    if (indexed_) {
+      auto it = map_.find(tensor);
+      if (it == map_.end()) {
+        BATON_FAIL(kExitData,
+                   dir_ + "/" + kOptimizerIndexFile + ": tensor '" + tensor + "' is missing",
+                   "the checkpoint was written by another model or is damaged");
+      }
+      file = it->second;
+    }
+    auto& f = open_[file];
+    if (!f) f = OpenOrFail((fs::path(dir_) / file).string());
+    return *f;
+  }
+
+ private:
+  std::string dir_;
+  bool indexed_ = false;
+  std::map<std::string, std::string> map_;
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> open_;
+};
 
 }  // namespace
 
@@ -124,13 +174,16 @@ std::vector<std::string> ExactResumeDifferences(const TrainerState& saved,
   return diff;
 }
 
-std::string FirstNonFinite(VideoActionModel& model, const AdamW& optimizer) {
+std::string FirstNonFinite(VideoActionModel* model, const AdamW& optimizer) {
   torch::NoGradGuard no_grad;
   auto finite = [](const torch::Tensor& t) { return torch::isfinite(t).all().item<bool>(); };
-  for (const auto& p : model->named_parameters()) {
-    if (!finite(p.value())) return p.key();
+  if (model != nullptr) {
+    for (const auto& p : (*model)->named_parameters()) {
+      if (!finite(p.value())) return p.key();
+    }
   }
   for (const auto& s : optimizer.state()) {
+    if (!s.owned) continue;
     if (!finite(s.exp_avg)) return "exp_avg." + s.name;
     if (!finite(s.exp_avg_sq)) return "exp_avg_sq." + s.name;
   }
@@ -146,58 +199,105 @@ std::string ConfigHash(const ModelDims& d) {
   return hex;
 }
 
+namespace {
+
+// The moments and step counts of the parameters this rank owns, into one safetensors file.
+void WriteOptimizerFile(const std::string& path, const AdamW& optimizer) {
+  HeldTensors o;
+  for (const auto& s : optimizer.state()) {
+    if (!s.owned) continue;
+    o.Add("exp_avg." + s.name, s.exp_avg);
+    o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
+    o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
+  }
+  CheckOk(WriteSafetensors(path, o.refs), "check disk space");
+}
+
+}  // namespace
+
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
                           const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks) {
+                          const CheckpointSection& retention, const SaveHooks& hooks,
+                          const SaveTeam* team) {
   const auto t0 = std::chrono::steady_clock::now();
-  // A checkpoint vouches for its state: never one that would spread NaN into every resume.
-  if (const std::string bad = FirstNonFinite(model, optimizer); !bad.empty()) {
+  const bool sharded = team != nullptr && team->world > 1;
+  const bool leader = !sharded || team->rank == 0;
+  const std::string name = kCheckpointPrefix + std::to_string(state.step);
+  // A checkpoint vouches for its state: never one that would spread NaN into every resume. Every
+  // rank checks the moments it holds (rank 0 also the weights), and all agree before writing.
+  const std::string bad = FirstNonFinite(leader ? &model : nullptr, optimizer);
+  const bool any_bad = sharded ? team->any_rank(!bad.empty()) : !bad.empty();
+  if (any_bad) {
     BATON_FAIL(kExitDiverged,
-               "refusing to write checkpoint_step_" + std::to_string(state.step) + ": tensor " +
-                   bad + " holds NaN/Inf (training diverged)",
+               "refusing to write " + name + ": " +
+                   (bad.empty() ? std::string("another rank's optimizer state") : "tensor " + bad) +
+                   " holds NaN/Inf (training diverged)",
                "lower optim.lr or check the data (baton-train data-check); the last finite "
                "checkpoint is kept");
   }
-  std::error_code ec;
-  fs::create_directories(checkpoints_dir, ec);
-  // Only one trainer (rank 0) writes here, so any .partial is a save that was cut short.
-  for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
-      fs::remove_all(e.path(), ec);
-  }
-  const fs::path final_dir =
-      fs::path(checkpoints_dir) / (kCheckpointPrefix + std::to_string(state.step));
+  const fs::path final_dir = fs::path(checkpoints_dir) / name;
   const fs::path partial = final_dir.string() + kPartialSuffix;
-  fs::create_directories(partial / "transformer", ec);
-  if (ec)
-    BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
-               "check disk space and permissions");
-
-  // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
-  // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
-  std::vector<std::string> files = WriteTransformerFolder(
-      (partial / "transformer").string(), model, ExportDtype(retention.export_dtype),
-      retention.max_shard_bytes, partial.string());
-  const auto master_dtype = model->parameters().front().scalar_type();
-  if (ExportDtype(retention.export_dtype) != master_dtype) {
-    HeldTensors w;
-    for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
-    CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs), "check disk space");
-    files.push_back(kMasterWeightsFile);
-  }
-  if (hooks.mid_file) hooks.mid_file();
-  {
-    HeldTensors o;
-    for (const auto& s : optimizer.state()) {
-      o.Add("exp_avg." + s.name, s.exp_avg);
-      o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
-      o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
+  std::error_code ec;
+  if (leader) {
+    fs::create_directories(checkpoints_dir, ec);
+    // Only this save writes here, so any .partial is a save that was cut short.
+    for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
+        fs::remove_all(e.path(), ec);
     }
-    CheckOk(WriteSafetensors((partial / kOptimizerFile).string(), o.refs), "check disk space");
+    fs::create_directories(partial / "transformer", ec);
+    if (ec)
+      BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
+                 "check disk space and permissions");
   }
-  CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
-          "check disk space");
+  std::vector<std::string> files;
+  if (sharded) {
+    team->barrier();  // the folder exists
+    // Each rank writes what it owns, in parallel; the index says where each tensor is.
+    WriteOptimizerFile((partial / OptimizerShardFile(team->rank, team->world)).string(), optimizer);
+    if (hooks.mid_file) hooks.mid_file();
+  }
+  if (leader) {
+    // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
+    // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
+    files = WriteTransformerFolder((partial / "transformer").string(), model,
+                                   ExportDtype(retention.export_dtype), retention.max_shard_bytes,
+                                   partial.string());
+    const auto master_dtype = model->parameters().front().scalar_type();
+    if (ExportDtype(retention.export_dtype) != master_dtype) {
+      HeldTensors w;
+      for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
+      CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs),
+              "check disk space");
+      files.push_back(kMasterWeightsFile);
+    }
+    if (sharded) {
+      nlohmann::ordered_json map = nlohmann::ordered_json::object();
+      size_t i = 0;
+      for (const auto& s : optimizer.state()) {
+        const std::string file = OptimizerShardFile(team->owner.at(i++), team->world);
+        for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
+      }
+      nlohmann::ordered_json index{{"metadata", {{"world_size", team->world}}},
+                                   {"weight_map", map}};
+      CheckOk(WriteTextAtomic((partial / kOptimizerIndexFile).string(), index.dump(2) + "\n"),
+              "check disk space");
+      files.push_back(kOptimizerIndexFile);
+      for (int64_t r = 0; r < team->world; ++r) files.push_back(OptimizerShardFile(r, team->world));
+    } else {
+      if (hooks.mid_file) hooks.mid_file();
+      WriteOptimizerFile((partial / kOptimizerFile).string(), optimizer);
+      files.push_back(kOptimizerFile);
+    }
+    CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
+            "check disk space");
+    files.push_back(kStateFile);
+  }
+  // Every rank's file is durable before the manifest vouches for it.
+  if (sharded) team->barrier();
+  SaveResult r;
+  if (!leader) return r;
   if (hooks.before_manifest) hooks.before_manifest();
   CheckpointManifest m;
   m.step = state.step;
@@ -205,8 +305,6 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   m.world_size = state.world_size;
   m.config_hash = state.config_hash;
   m.finite = true;  // checked above
-  files.push_back(kOptimizerFile);
-  files.push_back(kStateFile);
   CheckOk(WriteManifest(partial.string(), m, files), "check disk space");
   CheckOk(FsyncDir((partial / "transformer").string()), "");
   CheckOk(FsyncDir(partial.string()), "");
@@ -222,7 +320,6 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
   CheckOk(FsyncDir(checkpoints_dir), "");
 
-  SaveResult r;
   r.path = final_dir.string();
   for (const auto& f : files) r.bytes += int64_t(fs::file_size(final_dir / f, ec));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -313,11 +410,17 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     LoadTransformerWeights((fs::path(dir) / "transformer").string(), model);
   }
   if (mode == LoadMode::kFull && optimizer != nullptr) {
-    auto opt = OpenOrFail((fs::path(dir) / kOptimizerFile).string());
+    // One file, or one per rank of the run that saved it: any rank count can read either, each
+    // rank only the moments it owns now (and every step count).
+    OptimizerFiles files(dir);
     for (auto& s : optimizer->state()) {
-      s.exp_avg.copy_(ReadTensor(*opt, "exp_avg." + s.name, s.exp_avg.sizes().vec()));
-      s.exp_avg_sq.copy_(ReadTensor(*opt, "exp_avg_sq." + s.name, s.exp_avg_sq.sizes().vec()));
-      s.step = ReadTensor(*opt, "step." + s.name, {1}).item<int64_t>();
+      const std::vector<int64_t> shape = s.param.sizes().vec();
+      if (s.owned) {
+        s.exp_avg.copy_(ReadTensor(files.For("exp_avg." + s.name), "exp_avg." + s.name, shape));
+        s.exp_avg_sq.copy_(
+            ReadTensor(files.For("exp_avg_sq." + s.name), "exp_avg_sq." + s.name, shape));
+      }
+      s.step = ReadTensor(files.For("step." + s.name), "step." + s.name, {1}).item<int64_t>();
     }
   }
   return state;

@@ -6,6 +6,10 @@
 //                                   above checkpoint.max_shard_bytes
 //     master_weights.safetensors    the exact master weights, when the export dtype is not theirs
 //     optimizer.safetensors     exp_avg.<p>, exp_avg_sq.<p>, step.<p> for every trainable parameter
+//       or, with sharded optimizer state (optim.shard on W > 1 ranks):
+//     optimizer-0000r-of-0000W.safetensors   the same tensors of the parameters rank r-1 owns,
+//                                            written by that rank, in parallel
+//     optimizer.safetensors.index.json       which file holds each tensor
 //     trainer_state.json        step, sampler cursor, RNG scheme, LR schedule, world size, hashes
 //     MANIFEST.json             written last: sizes and XXH3 hashes of the files above
 //
@@ -15,7 +19,12 @@
 // the last K and every M-th, never the newest valid one nor the newest one checked finite;
 // .partial and invalid folders never count). Load verifies the manifest first and
 // refuses a checkpoint of another model config (naming the differing keys) unless the caller
-// asks for weights only. Format: docs/checkpoint_format.md. Not thread-safe.
+// asks for weights only. A sharded save is a team effort: every rank writes its own optimizer
+// file into the .partial folder, rank 0 the rest; only after every rank's file is durable does
+// rank 0 write the manifest and rename, so a rank that dies mid-save leaves no checkpoint (only a
+// .partial that the next save removes). A checkpoint loads on any number of ranks, sharded or
+// not: each rank reads the moments it owns, by name, from whichever file the index names.
+// Format: docs/checkpoint_format.md. Not thread-safe.
 #pragma once
 
 #include <torch/torch.h>
@@ -42,7 +51,7 @@ struct TrainerState {
   int64_t seed = 0;
   LrSchedule lr;  // the schedule of the segment that wrote the checkpoint
   double last_lr = 0;
-  std::string config_hash;   // of the model section + dataset sizes
+  std::string config_hash;  // of the model section + dataset sizes
   std::string dtype;
   // What makes an exact resume the same run (ExactResumeDifferences); empty in checkpoints
   // written before they were recorded, and then not compared.
@@ -59,9 +68,10 @@ struct TrainerState {
 // world size may differ (the data plan is re-dealt).
 std::vector<std::string> ExactResumeDifferences(const TrainerState& saved, const TrainerState& now);
 
-// The first tensor of the model or the optimizer state holding a NaN or Inf, as its name
-// ("blocks.0.ffn.weight", "exp_avg_sq.blocks.0.ffn.weight"); "" when all are finite.
-std::string FirstNonFinite(VideoActionModel& model, const AdamW& optimizer);
+// The first tensor of the model or the optimizer state (the moments this rank holds) with a NaN
+// or Inf, as its name ("blocks.0.ffn.weight", "exp_avg_sq.blocks.0.ffn.weight"); "" when all are
+// finite. `model` may be null: the optimizer state only.
+std::string FirstNonFinite(VideoActionModel* model, const AdamW& optimizer);
 
 // The parts of a config a checkpoint must match to be loaded as a full state.
 nlohmann::ordered_json ModelConfigJson(const ModelDims& dims);
@@ -78,9 +88,18 @@ struct SaveHooks {
   std::function<void()> mid_file, before_manifest, before_rename;
 };
 
+// The ranks of a sharded save and their two agreements; SaveCheckpoint without one writes alone.
+struct SaveTeam {
+  int64_t rank = 0, world = 1;
+  std::vector<int64_t> owner;  // per optimizer parameter, the rank that owns its moments
+  std::function<void()> barrier;
+  std::function<bool(bool)> any_rank;  // logical OR across ranks
+};
+
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
                           const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks = {});
+                          const CheckpointSection& retention, const SaveHooks& hooks = {},
+                          const SaveTeam* team = nullptr);
 
 // Applies keep_last / keep_every under `checkpoints_dir`; returns the folders removed.
 std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,

@@ -30,8 +30,8 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   char* end = nullptr;
   const long long x = std::strtoll(v, &end, 10);
   if (end == v || *end != '\0') {
-    BATON_FAIL(kExitConfig, std::string("environment variable ") + name + "='" + v +
-                                "' is not an integer",
+    BATON_FAIL(kExitConfig,
+               std::string("environment variable ") + name + "='" + v + "' is not an integer",
                "unset it or give a number");
   }
   return x;
@@ -58,7 +58,8 @@ DistEnv DistEnvFromEnvironment() {
     e.rank = EnvInt("SLURM_PROCID", 0);
     e.world_size = EnvInt("SLURM_NTASKS", 1);
     e.local_rank = EnvInt("SLURM_LOCALID", 0);
-    if (const char* nodes = Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST") : Env("SLURM_JOB_NODELIST")) {
+    if (const char* nodes =
+            Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST") : Env("SLURM_JOB_NODELIST")) {
       e.master_addr = FirstHostOfNodeList(nodes);
     }
     e.port = kPortBase + int(EnvInt("SLURM_JOB_ID", 0) % kPortSpan);
@@ -71,9 +72,10 @@ DistEnv DistEnvFromEnvironment() {
   e.port = int(EnvInt("MASTER_PORT", e.port));
   if (const char* f = Env("BATON_RDZV_FILE")) e.store_file = f;
   if (e.world_size < 1 || e.rank < 0 || e.rank >= e.world_size) {
-    BATON_FAIL(kExitConfig,
-               "rank " + std::to_string(e.rank) + " is outside world size " + std::to_string(e.world_size),
-               "check SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE");
+    BATON_FAIL(
+        kExitConfig,
+        "rank " + std::to_string(e.rank) + " is outside world size " + std::to_string(e.world_size),
+        "check SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE");
   }
   return e;
 }
@@ -96,6 +98,7 @@ ProcessGroupHandle::~ProcessGroupHandle() = default;
 std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& env, bool cuda) {
   std::unique_ptr<ProcessGroupHandle> h(new ProcessGroupHandle());
   h->env_ = env;
+  h->cuda_ = cuda;
   h->impl_ = std::make_unique<Impl>();
   if (env.world_size == 1) return h;
   const auto timeout = std::chrono::seconds(kCollectiveTimeoutS);
@@ -115,7 +118,7 @@ std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& en
   if (cuda) {
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     h->impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, int(env.rank),
-                                                              int(env.world_size), opts);
+                                                               int(env.world_size), opts);
     return h;
   }
 #else
@@ -127,7 +130,7 @@ std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& en
   auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
   opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   h->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, int(env.rank),
-                                                            int(env.world_size), opts);
+                                                             int(env.world_size), opts);
   return h;
 }
 
@@ -151,13 +154,96 @@ void ProcessGroupHandle::AllReduceSum(const std::vector<torch::Tensor>& tensors)
       return v;
     }())};
     impl_->pg->allreduce(flat, c10d::AllreduceOptions{})->wait();
-    ++calls_;
-    bytes_ += bytes;
+    ++allreduce_.calls;
+    allreduce_.bytes += bytes;
     int64_t off = 0;
     for (const auto& t : bucket) {
       const int64_t n = t.numel();
       t.copy_(flat[0].narrow(0, off, n).view_as(t));
       off += n;
+    }
+  }
+}
+
+namespace {
+
+// Copies elements [start, start + len) of rank r's owned range (its parameters end to end) out of
+// `tensors` into `flat` (to_flat) or back (!to_flat); past the range's end `flat` is zero.
+void CopyOwnedRange(const std::vector<torch::Tensor>& tensors, const ShardPlan& plan, int64_t r,
+                    int64_t start, int64_t len, const torch::Tensor& flat, bool to_flat) {
+  const int64_t stop = start + len;
+  if (to_flat && plan.numel[size_t(r)] < stop) {
+    const int64_t from = std::max(start, plan.numel[size_t(r)]);
+    flat.narrow(0, from - start, stop - from).zero_();
+  }
+  for (int64_t i = plan.begin[size_t(r)]; i < plan.end[size_t(r)]; ++i) {
+    const torch::Tensor& t = tensors[size_t(i)];
+    const int64_t a = plan.offset[size_t(i)], b = a + t.numel();
+    const int64_t lo = std::max(a, start), hi = std::min(b, stop);
+    if (lo >= hi) continue;
+    auto view = t.view({-1}).narrow(0, lo - a, hi - lo);
+    auto part = flat.narrow(0, lo - start, hi - lo);
+    if (to_flat) {
+      part.copy_(view);
+    } else {
+      view.copy_(part);
+    }
+  }
+}
+
+}  // namespace
+
+void ProcessGroupHandle::ReduceScatterOwned(const std::vector<torch::Tensor>& tensors,
+                                            const ShardPlan& plan) {
+  if (env_.world_size == 1 || tensors.empty()) return;
+  const int64_t w = env_.world_size, me = env_.rank;
+  const auto opts = tensors.front().options();
+  const int64_t elem = int64_t(tensors.front().element_size());
+  // A bucket carries `chunk` elements of every rank's range: W·chunk elements in all.
+  const int64_t chunk = std::max<int64_t>(1, bucket_bytes_ / (w * elem));
+  for (int64_t start = 0; start < plan.padded; start += chunk) {
+    const int64_t len = std::min(chunk, plan.padded - start);
+    auto flat = torch::empty({w * len}, opts);
+    for (int64_t r = 0; r < w; ++r) {
+      CopyOwnedRange(tensors, plan, r, start, len, flat.narrow(0, r * len, len), true);
+    }
+    torch::Tensor mine;
+    if (cuda_) {
+      std::vector<torch::Tensor> out = {torch::empty({len}, opts)};
+      std::vector<std::vector<torch::Tensor>> in(1);
+      for (int64_t r = 0; r < w; ++r) in[0].push_back(flat.narrow(0, r * len, len));
+      impl_->pg->reduce_scatter(out, in, c10d::ReduceScatterOptions{})->wait();
+      mine = out[0];
+    } else {
+      std::vector<torch::Tensor> v = {flat};
+      impl_->pg->allreduce(v, c10d::AllreduceOptions{})->wait();
+      mine = flat.narrow(0, me * len, len);
+    }
+    ++reduce_scatter_.calls;
+    reduce_scatter_.bytes += w * len * elem;
+    CopyOwnedRange(tensors, plan, me, start, len, mine, false);
+  }
+}
+
+void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensors,
+                                        const ShardPlan& plan) {
+  if (env_.world_size == 1 || tensors.empty()) return;
+  torch::NoGradGuard no_grad;  // writes into parameters
+  const int64_t w = env_.world_size, me = env_.rank;
+  const auto opts = tensors.front().options();
+  const int64_t elem = int64_t(tensors.front().element_size());
+  const int64_t chunk = std::max<int64_t>(1, bucket_bytes_ / (w * elem));
+  for (int64_t start = 0; start < plan.padded; start += chunk) {
+    const int64_t len = std::min(chunk, plan.padded - start);
+    std::vector<torch::Tensor> in = {torch::empty({len}, opts)};
+    CopyOwnedRange(tensors, plan, me, start, len, in[0], true);
+    std::vector<std::vector<torch::Tensor>> out(1);
+    for (int64_t r = 0; r < w; ++r) out[0].push_back(torch::empty({len}, opts));
+    impl_->pg->allgather(out, in, c10d::AllgatherOptions{})->wait();
+    ++allgather_.calls;
+    allgather_.bytes += w * len * elem;
+    for (int64_t r = 0; r < w; ++r) {
+      if (r != me) CopyOwnedRange(tensors, plan, r, start, len, out[0][size_t(r)], false);
     }
   }
 }

@@ -4,9 +4,13 @@
 // Rank and world come from SLURM (SLURM_PROCID, SLURM_NTASKS, the first host of
 // SLURM_JOB_NODELIST, a port derived from SLURM_JOB_ID) or, outside SLURM, from torchrun-style
 // RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT. BATON_RDZV_FILE selects a FileStore instead of
-// TCP (tests). Gloo on CPU, NCCL on CUDA builds. GradientSync flattens every gradient (plus a few
+// TCP (tests). Gloo on CPU, NCCL on CUDA builds. AllReduceSum flattens every gradient (plus a few
 // scalars to log) into buckets and all-reduces each bucket once per optimizer step — never per
-// micro-step. Not thread-safe.
+// micro-step. With sharded optimizer state (shard_plan.h) the step instead runs one bucketed
+// reduce-scatter of the gradients and one bucketed all-gather of the updated weights, each rank's
+// part being its owned parameters laid end to end. Gloo in libtorch 1.13 has no reduce_scatter:
+// there each bucket is all-reduced and every rank keeps its own part (same sums, twice the
+// bytes); NCCL runs the native one. Not thread-safe.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "trainer/dist/shard_plan.h"
 
 namespace baton {
 
@@ -47,20 +53,36 @@ class ProcessGroupHandle {
 
   // Sum-all-reduce of `tensors` in place, flattened into buckets of at most `bucket_bytes`.
   void AllReduceSum(const std::vector<torch::Tensor>& tensors);
+  // Sharded step. `tensors` are every trainable parameter's (gradient or weight), in the order
+  // `plan` was made from. ReduceScatterOwned leaves the cross-rank sum in this rank's owned
+  // tensors (the others keep their local values); AllGatherOwned copies every rank's owned
+  // tensors to all ranks.
+  void ReduceScatterOwned(const std::vector<torch::Tensor>& tensors, const ShardPlan& plan);
+  void AllGatherOwned(const std::vector<torch::Tensor>& tensors, const ShardPlan& plan);
+
   // Logical OR of a flag across ranks (used to agree on stopping).
   bool AnyRank(bool flag);
   void Barrier();
 
-  int64_t allreduce_calls() const { return calls_; }
-  int64_t allreduce_bytes() const { return bytes_; }
+  // Collectives issued and the bytes each rank handed to them, by kind, since the start.
+  struct Counter {
+    int64_t calls = 0, bytes = 0;
+  };
+  const Counter& allreduce() const { return allreduce_; }
+  const Counter& reduce_scatter() const { return reduce_scatter_; }
+  const Counter& allgather() const { return allgather_; }
+  int64_t allreduce_calls() const { return allreduce_.calls; }
+  int64_t allreduce_bytes() const { return allreduce_.bytes; }
+  void set_bucket_bytes(int64_t bytes) { bucket_bytes_ = bytes; }
 
  private:
   struct Impl;
   ProcessGroupHandle();
   DistEnv env_;
-  std::unique_ptr<Impl> impl_;  // the c10d group; empty when world_size == 1
-  int64_t bucket_bytes_ = 25 << 20;          // bytes per flattened all-reduce bucket
-  int64_t calls_ = 0, bytes_ = 0;
+  std::unique_ptr<Impl> impl_;       // the c10d group; empty when world_size == 1
+  int64_t bucket_bytes_ = 25 << 20;  // bytes per flattened all-reduce bucket
+  bool cuda_ = false;
+  Counter allreduce_, reduce_scatter_, allgather_;
 };
 
 }  // namespace baton

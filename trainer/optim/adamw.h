@@ -5,7 +5,9 @@
 //   p <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // State per parameter: exp_avg, exp_avg_sq (same dtype as the parameter) and the step count t.
 // A checkpoint stores all three, so an exact resume continues bit for bit. Also here: the global
-// gradient norm and its clip. Not thread-safe.
+// gradient norm and its clip. With sharded state (optim.shard, KeepOnly) this rank holds exp_avg
+// and exp_avg_sq only for the parameters it owns and updates only those; every rank still counts
+// every parameter's t. Not thread-safe.
 #pragma once
 
 #include <torch/torch.h>
@@ -29,11 +31,20 @@ class AdamW {
   // sqrt(sum of squared gradients), accumulated in float64; scales the gradients down to
   // `max_norm` when above it (max_norm <= 0: no clipping). Returns the norm before clipping.
   double ClipGradNorm(double max_norm);
+  // The two halves of ClipGradNorm for sharded state, where the norm needs a reduction between
+  // them: the sum of squares of the owned parameters' gradients (float64), and the clip of the
+  // owned gradients given the global norm.
+  double OwnedGradSquares() const;
+  void ClipOwnedGrads(double norm, double max_norm);
+
+  // Drops the moments of every parameter whose flag is false (this rank does not own it).
+  void KeepOnly(const std::vector<bool>& owned);
 
   struct ParamState {
     std::string name;
-    torch::Tensor param, exp_avg, exp_avg_sq;
+    torch::Tensor param, exp_avg, exp_avg_sq;  // moments undefined when not owned
     int64_t step = 0;
+    bool owned = true;
   };
   std::vector<ParamState>& state() { return state_; }
   const std::vector<ParamState>& state() const { return state_; }

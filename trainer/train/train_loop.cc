@@ -20,9 +20,9 @@
 #include "trainer/build_options.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/upstream_io.h"
-#include "trainer/data/empty_text.h"
 #include "trainer/data/data_plan.h"
 #include "trainer/data/dataset_index.h"
+#include "trainer/data/empty_text.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/length_bucket_sampler.h"
 #include "trainer/data/pad_collate.h"
@@ -349,9 +349,10 @@ void EndSegment(SegmentLog& log, int64_t step, SegmentEndReason reason, int code
 // ---- 6. Saving, and what a step reports. --------------------------------------------------
 
 // Fault injection for tests: die by SIGKILL at a save point, or make the stop save slow.
-SaveHooks FaultHooks(const TrainTestHooks& t, int64_t step, const char* reason) {
+SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const char* reason) {
   SaveHooks hooks;
   if (t.fault.empty() || (t.fault_at_step >= 0 && t.fault_at_step != step)) return hooks;
+  if (rank != t.fault_rank) return hooks;
   auto die = [] { ::kill(::getpid(), SIGKILL); };
   if (t.fault == "mid_file") hooks.mid_file = die;
   if (t.fault == "before_manifest") hooks.before_manifest = die;
@@ -362,21 +363,36 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t step, const char* reason) 
   return hooks;
 }
 
-// Rank 0 writes the checkpoint of the state after `steps_done` steps; every rank waits for it, so
-// no rank leaves (and gets its job step torn down) before the save is whole.
+// Rank 0 writes the checkpoint of the state after `steps_done` steps (with sharded optimizer
+// state every rank writes its part); every rank waits for it, so no rank leaves (and gets its job
+// step torn down) before the save is whole.
 void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionModel& model,
-          const AdamW& optimizer, const TrainerState& identity, const ResumePoint& rp,
-          int64_t steps_done, int64_t micro_done, double last_lr, const char* reason) {
-  if (s.leader()) {
+          const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
+          const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
+          const char* reason) {
+  SaveTeam team;
+  if (shard_plan != nullptr) {
+    team.rank = s.env.rank;
+    team.world = s.env.world_size;
+    team.owner = shard_plan->owner;
+    team.barrier = [&] { s.group->Barrier(); };
+    team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
+  }
+  if (s.leader() || shard_plan != nullptr) {
     TrainerState st = identity;
     st.step = steps_done;
     st.sampler = rp.plans->Cursor(micro_done);
     st.lr = rp.schedule;
     st.last_lr = last_lr;
     SetSaving(true);
-    const SaveResult r = SaveCheckpoint(s.checkpoints_dir(), model, optimizer, st,
-                                        s.config.checkpoint, FaultHooks(t, steps_done, reason));
+    const SaveResult r = SaveCheckpoint(
+        s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
+        FaultHooks(t, s.env.rank, steps_done, reason), shard_plan != nullptr ? &team : nullptr);
     SetSaving(false);
+    if (!s.leader()) {
+      s.group->Barrier();
+      return;
+    }
     CheckpointEvent e;
     e.step = steps_done;
     e.path = r.path;
@@ -512,7 +528,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     init_dir = FindTransformerDir(init_from);
     dims = ReconcileInitDims(ReadUpstreamDims(init_dir), init_dir, config.model, dims);
   } else if (opt.step0 >= 0) {
-    BATON_FAIL(kExitConfig, "--step0 continues an upstream run and needs --init-from (or model.init_from)",
+    BATON_FAIL(kExitConfig,
+               "--step0 continues an upstream run and needs --init-from (or model.init_from)",
                "a run's own checkpoints carry their step");
   }
   torch::Tensor empty_text;
@@ -523,12 +540,17 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
              "objective.text_dropout " + std::to_string(config.objective.text_dropout) +
                  " needs the dataset's empty-prompt embedding");
     }
-    empty_text = torch::from_blob(text->data(), {s.shape.text_len, s.shape.text_dim}, torch::kFloat32).clone();
+    empty_text =
+        torch::from_blob(text->data(), {s.shape.text_len, s.shape.text_dim}, torch::kFloat32)
+            .clone();
   }
   torch::manual_seed(uint64_t(config.run.seed));
   VideoActionModel model(dims);
   model->to(s.device, s.dtype == torch::kBFloat16 ? torch::kFloat32 : s.dtype);
   AdamW optimizer(TrainableParameters(model), config.optim);
+  // With optim.shard this rank keeps only the moments it owns (before a resume fills them).
+  const std::unique_ptr<ShardPlan> shard_plan =
+      ShardOptimizer(config, s.env.rank, s.env.world_size, optimizer);
 
   // 5. Resume.
   const TrainerState identity = RunIdentity(s, dims);
@@ -549,14 +571,14 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
   auto loader = MakeLoader(s, rp);
   TrainStepper stepper(model, &optimizer, s.group.get(), config, s.shape, s.dtype, s.device,
-                       empty_text);
+                       empty_text, shard_plan.get());
   StepReporter reporter{log, s, rp};
   std::FILE* episode_log =
       opt.hooks.episode_log.empty()
           ? nullptr
           : std::fopen((opt.hooks.episode_log + "." + std::to_string(s.env.rank)).c_str(), "a");
   auto save = [&](int64_t done, int64_t micro, double lr, const char* why) {
-    Save(log, s, opt.hooks, model, optimizer, identity, rp, done, micro, lr, why);
+    Save(log, s, opt.hooks, model, optimizer, shard_plan.get(), identity, rp, done, micro, lr, why);
   };
   int64_t micro = rp.micro0, nonfinite_run = 0;
   for (int64_t step = rp.step0(); step < config.run.steps; ++step) {

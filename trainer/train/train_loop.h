@@ -18,22 +18,23 @@ struct TrainTestHooks {
   // on a stop signal slow (slow_save) so a test can land a second SIGTERM inside it.
   std::string fault;
   int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
+  int64_t fault_rank = 0;      // the rank that dies (a sharded save has every rank writing)
   // Audit trail: every rank's episodes per micro-step, one line each, to <path>.<rank>.
   std::string episode_log;
 };
 
 struct TrainOptions {
   std::string config_path;
-  std::string run_dir;        // overrides run.dir
-  std::string events_path;    // default <run_dir>/events/<job>.<restart>.jsonl
+  std::string run_dir;          // overrides run.dir
+  std::string events_path;      // default <run_dir>/events/<job>.<restart>.jsonl
   std::string resume = "auto";  // auto | none | <checkpoint folder>
   // With --resume none: move the run folder's checkpoints aside (to checkpoints.replaced-<time>)
   // and start over. Without it, --resume none refuses a folder holding valid checkpoints, so two
   // runs never mix in one folder.
   bool start_over = false;
-  std::string resume_mode;    // "" = from the checkpoint; weights_only forces a weights-only load
+  std::string resume_mode;  // "" = from the checkpoint; weights_only forces a weights-only load
   // The launcher's decision, checked against the checkpoint (a contradiction is exit 78).
-  std::string expect_mode;    // fresh | exact | weights_only
+  std::string expect_mode;  // fresh | exact | weights_only
   int64_t expect_step0 = -1;
   int64_t resume_warmup = -1;  // -1 = optim.resume_warmup_steps
   // An upstream transformer/ folder to start from when the run has no checkpoint of its own

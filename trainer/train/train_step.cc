@@ -10,6 +10,22 @@
 
 namespace baton {
 
+namespace {
+
+std::vector<torch::Tensor> Grads(AdamW& optimizer) {
+  std::vector<torch::Tensor> out;
+  for (auto& s : optimizer.state()) out.push_back(s.param.grad());
+  return out;
+}
+
+std::vector<torch::Tensor> Params(AdamW& optimizer) {
+  std::vector<torch::Tensor> out;
+  for (auto& s : optimizer.state()) out.push_back(s.param);
+  return out;
+}
+
+}  // namespace
+
 int64_t PeakRssBytes() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
@@ -36,7 +52,8 @@ ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
 
 TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                            const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
-                           torch::Device device, torch::Tensor empty_text)
+                           torch::Device device, torch::Tensor empty_text,
+                           const ShardPlan* shard_plan)
     : model_(std::move(model)),
       optimizer_(optimizer),
       group_(group),
@@ -44,11 +61,23 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
       shape_(shape),
       dtype_(dtype),
       device_(device),
-      empty_text_(std::move(empty_text)) {}
+      empty_text_(std::move(empty_text)),
+      shard_plan_(shard_plan) {}
+
+std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank, int64_t world,
+                                          AdamW& optimizer) {
+  if (config.optim.shard == "none" || world <= 1) return nullptr;
+  std::vector<int64_t> numels;
+  for (const auto& s : optimizer.state()) numels.push_back(s.param.numel());
+  auto plan = std::make_unique<ShardPlan>(MakeShardPlan(numels, world));
+  std::vector<bool> owned;
+  for (int64_t o : plan->owner) owned.push_back(o == rank);
+  optimizer.KeepOnly(owned);
+  return plan;
+}
 
 StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
-                             double global_frames, double lr, bool profile,
-                             bool stop_requested) {
+                             double global_frames, double lr, bool profile, bool stop_requested) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const ModelDims dims = model_->dims();
@@ -60,9 +89,9 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     const auto m0 = Clock::now();
     // bf16 runs feed float32 inputs to float32 master weights; autocast does the bf16 compute.
     const bool bf16 = dtype_ == torch::kBFloat16;
-    MicroBatch mb = PrepareMicroBatch(batch, uint64_t(config_.run.seed), step, shape_,
-                                      config_.objective, dims, bf16 ? torch::kFloat32 : dtype_,
-                                      device_, empty_text_);
+    MicroBatch mb =
+        PrepareMicroBatch(batch, uint64_t(config_.run.seed), step, shape_, config_.objective, dims,
+                          bf16 ? torch::kFloat32 : dtype_, device_, empty_text_);
     LossSums loss;
     {
       AutocastBf16 autocast(bf16, device_.is_cuda());
@@ -86,27 +115,18 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     }
   }
 
-  // One reduction: every gradient plus the step's sums, in the gradients' dtype.
-  std::vector<torch::Tensor> to_reduce;
   for (auto& s : optimizer_->state()) {
     if (!s.param.grad().defined()) s.param.mutable_grad() = torch::zeros_like(s.param);
-    to_reduce.push_back(s.param.grad());
   }
   auto sums = torch::tensor({video_sum, action_sum, tokens, padded_tokens, samples, valid_frames,
                              padded_frames, stop_requested ? 1.0 : 0.0},
-                            torch::kFloat64)
-                  .to(dtype_ == torch::kBFloat16 ? torch::kFloat32 : dtype_)
-                  .to(device_);
-  if (!to_reduce.empty() && to_reduce.back().scalar_type() == sums.scalar_type()) {
-    to_reduce.push_back(sums);
+                            torch::kFloat64);
+  if (shard_plan_ != nullptr) {
+    ReduceSharded(sums, st);
   } else {
-    to_reduce.insert(to_reduce.begin(), sums);
+    ReduceReplicated(sums, st);
   }
-  group_->AllReduceSum(to_reduce);
-  auto s = sums.to(torch::kFloat64).cpu();
-  auto a = s.accessor<double, 1>();
-
-  st.grad_norm = optimizer_->ClipGradNorm(config_.optim.grad_clip);
+  auto a = sums.accessor<double, 1>();
   st.lr = lr;
   st.loss_video = a[0] / global_frames;
   st.loss_action = a[1] / global_frames;
@@ -114,7 +134,10 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
             config_.objective.action_loss_weight * st.loss_action;
   st.nonfinite = !std::isfinite(st.loss_video) || !std::isfinite(st.loss_action) ||
                  !std::isfinite(st.loss) || !std::isfinite(st.grad_norm);
-  if (!st.nonfinite) optimizer_->Step(lr);
+  if (!st.nonfinite) {
+    optimizer_->Step(lr);
+    if (shard_plan_ != nullptr) group_->AllGatherOwned(Params(*optimizer_), *shard_plan_);
+  }
   st.tokens = int64_t(a[2] + 0.5);
   st.padded_tokens = int64_t(a[3] + 0.5);
   st.samples = int64_t(a[4] + 0.5);
@@ -123,6 +146,39 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   st.stop = a[7] > 0.5;
   st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return st;
+}
+
+// One reduction: every gradient plus the step's sums, in the gradients' dtype.
+void TrainStepper::ReduceReplicated(torch::Tensor& sums, StepStats& st) {
+  std::vector<torch::Tensor> to_reduce = Grads(*optimizer_);
+  auto packed = sums.to(dtype_ == torch::kBFloat16 ? torch::kFloat32 : dtype_).to(device_);
+  if (!to_reduce.empty() && to_reduce.back().scalar_type() == packed.scalar_type()) {
+    to_reduce.push_back(packed);
+  } else {
+    to_reduce.insert(to_reduce.begin(), packed);
+  }
+  group_->AllReduceSum(to_reduce);
+  sums = packed.to(torch::kFloat64).cpu();
+  st.grad_norm = optimizer_->ClipGradNorm(config_.optim.grad_clip);
+}
+
+void TrainStepper::ReduceSharded(torch::Tensor& sums, StepStats& st) {
+  group_->ReduceScatterOwned(Grads(*optimizer_), *shard_plan_);
+  if (config_.optim.shard == "gradients") {
+    // Only the owned part of the reduced gradients is kept; backward reallocates the rest.
+    for (auto& s : optimizer_->state()) {
+      if (!s.owned) s.param.mutable_grad() = torch::Tensor();
+    }
+  }
+  // The step's sums and this rank's share of the squared gradient norm, reduced in float64.
+  auto packed =
+      torch::cat({sums, torch::full({1}, optimizer_->OwnedGradSquares(), torch::kFloat64)})
+          .to(device_);
+  group_->AllReduceSum({packed});
+  auto all = packed.cpu();
+  st.grad_norm = std::sqrt(all[8].item<double>());
+  optimizer_->ClipOwnedGrads(st.grad_norm, config_.optim.grad_clip);
+  sums = all.narrow(0, 0, 8).clone();
 }
 
 }  // namespace baton

@@ -4,35 +4,42 @@
 // The caller hands over the step's micro-batches for this rank and the global count of valid
 // frames of the whole step (all micro-steps, all ranks; the sampler plan is a pure function, so
 // it is known without communication). A step whose loss or gradient norm is not finite is not
-// applied: one bad episode or one overflow must not turn every weight into NaN. Gradients accumulate over micro-steps in .grad and are
-// summed across ranks once, together with the step's loss sums and token counts (one bucketed
-// reduction per step). Not thread-safe; owns no data, borrows model, optimizer and group.
+// applied: one bad episode or one overflow must not turn every weight into NaN. Gradients
+// accumulate over micro-steps in .grad and are summed across ranks once, together with the step's
+// loss sums and token counts (one bucketed reduction per step). With sharded optimizer state
+// (optim.shard, `plan` given) the gradients are instead reduce-scattered once (each rank gets the
+// sums of the parameters it owns), the step's sums and the owned gradients' squared norm are
+// all-reduced as one small tensor, each rank clips and updates what it owns, and one all-gather
+// hands the new weights to every rank. Not thread-safe; owns no data, borrows model, optimizer,
+// group and plan.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "schema/run_config.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/dist/process_group.h"
+#include "trainer/dist/shard_plan.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/optim/adamw.h"
 
 namespace baton {
 
 struct MicroProfile {
-  int64_t tokens = 0;       // tokens in the packed row (valid + padded frames)
+  int64_t tokens = 0;  // tokens in the packed row (valid + padded frames)
   double fwd_bwd_s = 0.0;
-  int64_t peak_bytes = 0;   // process peak RSS on CPU, peak allocated on CUDA
+  int64_t peak_bytes = 0;  // process peak RSS on CPU, peak allocated on CUDA
 };
 
 struct StepStats {
   double loss = 0, loss_video = 0, loss_action = 0;  // global, per valid frame
   double grad_norm = 0, lr = 0, seconds = 0;
   int64_t tokens = 0, padded_tokens = 0, samples = 0;  // global
-  int64_t valid_frames = 0, padded_frames = 0;          // global
-  std::vector<MicroProfile> micro;                      // this rank, when profiling
+  int64_t valid_frames = 0, padded_frames = 0;         // global
+  std::vector<MicroProfile> micro;                     // this rank, when profiling
   bool stop = false;  // some rank asked to stop (agreed in the step's one reduction)
   // The loss or the gradient norm was NaN/Inf: the update was skipped (weights and AdamW state
   // untouched). Decided from reduced values, so every rank decides the same.
@@ -43,7 +50,8 @@ class TrainStepper {
  public:
   TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
-               torch::Device device, torch::Tensor empty_text = torch::Tensor());
+               torch::Device device, torch::Tensor empty_text = torch::Tensor(),
+               const ShardPlan* shard_plan = nullptr);
 
   // `stop_requested`: this rank got a stop signal; every rank learns it in StepStats::stop.
   StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
@@ -57,8 +65,18 @@ class TrainStepper {
   DatasetShape shape_;
   torch::Dtype dtype_;
   torch::Device device_;
-  torch::Tensor empty_text_;  // [L, Dt], the dataset's empty prompt (text dropout)
+  torch::Tensor empty_text_;     // [L, Dt], the dataset's empty prompt (text dropout)
+  const ShardPlan* shard_plan_;  // null: replicated optimizer state
+
+  // After the micro-steps: reduce, clip, update. `sums` are this rank's step sums (float64).
+  void ReduceReplicated(torch::Tensor& sums, StepStats& st);
+  void ReduceSharded(torch::Tensor& sums, StepStats& st);
 };
+
+// The optimizer-state sharding of a run: null when every rank holds everything (shard none, or
+// one rank). Owns the plan; `optimizer` keeps only this rank's moments.
+std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank, int64_t world,
+                                          AdamW& optimizer);
 
 // Model sizes from the config and the dataset.
 ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
