@@ -1,7 +1,10 @@
 // `baton-train one-step`: one optimizer step over an explicit list of episodes, on however many
 // ranks the environment says, then rank 0 saves the updated weights and the reduced gradients.
 // It is how tests show that batch x accum splits and 1 vs 2 ranks give the same update: the
-// episodes are dealt as micro-batches of --batch-size, micro-batch i to rank i % world.
+// episodes are dealt as micro-batches of --batch-size, micro-batch i to rank i % world. With
+// optim.shard only rank 0's own gradients are reduced (and with `gradients` only they are kept).
+// --repeat turns it into the sharding bench's step (bench/sharding_bench.sh).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -23,7 +26,15 @@ namespace {
 struct Args {
   std::string config, out;
   int64_t first = 0, count = 16, batch = 4, step = 0;
+  int64_t repeat = 1;  // > 1: a benchmark of the step; every rank prints what it holds
 };
+
+// Bytes of every defined tensor in `ts`.
+int64_t Bytes(const std::vector<torch::Tensor>& ts) {
+  int64_t b = 0;
+  for (const auto& t : ts) b += t.defined() ? int64_t(t.nbytes()) : 0;
+  return b;
+}
 }  // namespace
 
 void RegisterOneStep(CLI::App& app, CommandFn* selected) {
@@ -39,6 +50,10 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Safetensors file for weights and gradients (rank 0)")
       ->required();
+  cmd->add_option("--repeat", a->repeat,
+                  "Run the step this many times and print, per rank, the bytes it holds, the "
+                  "median step time and the collectives per step (a benchmark)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([=] {
     *selected = [=]() -> int {
       RunConfig config =
@@ -88,15 +103,50 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
         empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape), ""))
                          .view({shape.text_len, shape.text_dim});
       }
-      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU,
-                           empty_text);
-      const StepStats st = stepper.Step(mine, a->step, frames, config.optim.lr, false);
+      const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
+      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU, empty_text,
+                           shard_plan.get());
+      StepStats st;
+      std::vector<double> seconds;
+      for (int64_t k = 0; k < a->repeat; ++k) {
+        st = stepper.Step(mine, a->step, frames, config.optim.lr, false);
+        seconds.push_back(st.seconds);
+      }
+      if (a->repeat > 1) {
+        std::sort(seconds.begin(), seconds.end());
+        std::vector<torch::Tensor> weights, grads, moments;
+        for (const auto& p : model->parameters()) weights.push_back(p);
+        for (const auto& s : opt.state()) {
+          grads.push_back(s.param.grad());
+          moments.push_back(s.exp_avg);
+          moments.push_back(s.exp_avg_sq);
+        }
+        const double n = double(a->repeat);
+        // One line per rank, in rank order (each rank prints after the ones before it).
+        for (int64_t r = 0; r < env.world_size; ++r) {
+          if (r == env.rank) {
+            std::printf(
+                "rank %lld/%lld shard %s: weights %lld B, gradients held %lld B, optimizer state "
+                "%lld B, step %.4f s (median of %lld); per step: all-reduce %.0f call(s) %.0f B, "
+                "reduce-scatter %.0f call(s) %.0f B, all-gather %.0f call(s) %.0f B\n",
+                (long long)env.rank, (long long)env.world_size, config.optim.shard.c_str(),
+                (long long)Bytes(weights), (long long)Bytes(grads), (long long)Bytes(moments),
+                seconds[seconds.size() / 2], (long long)a->repeat, group->allreduce().calls / n,
+                group->allreduce().bytes / n, group->reduce_scatter().calls / n,
+                group->reduce_scatter().bytes / n, group->allgather().calls / n,
+                group->allgather().bytes / n);
+            std::fflush(stdout);
+          }
+          group->Barrier();
+        }
+      }
       if (env.rank == 0) {
         std::vector<torch::Tensor> keep;
         std::vector<StTensorRef> refs;
         for (const auto& [name, p] : named) {
           for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), p.detach()),
                                           std::make_pair(std::string("grad."), p.grad())}) {
+            if (!t.defined()) continue;  // optim.shard gradients: not this rank's part
             keep.push_back(t.contiguous());
             refs.push_back({prefix + name, dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32,
                             keep.back().sizes().vec(), keep.back().data_ptr()});
