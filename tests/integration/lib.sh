@@ -80,7 +80,7 @@ write_config() {
     echo "run: {name: $name, steps: $steps, seed: 11}"
     echo "data: {path: $TMP/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}"
     echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
-    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: 2}"
+    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: 2, shard: ${IT_SHARD:-none}}"
     echo "train: {dtype: float32, log_every: 10}"
     local line
     for line in "$@"; do echo "$line"; done
@@ -199,13 +199,13 @@ finish_reference() {
   REF_PIDS=()
 }
 
-# same_final_state A B: weights and AdamW state bit for bit (baton-train tensor-diff).
+# same_final_state A B: weights and every AdamW tensor, bit for bit, whether the optimizer state is
+# one file or one per rank (optim.shard).
 same_final_state() {
-  local f out
-  for f in transformer/diffusion_pytorch_model.safetensors optimizer.safetensors; do
-    out=$("$bt" tensor-diff "$1/$f" "$2/$f" 2>&1) || fail "$f differs: $1 vs $2: $out"
-    note "$f: $out"
-  done
+  local out
+  out=$("${BATON_PYTHON:-/usr/bin/python3}" "$(dirname "${BASH_SOURCE[0]}")/../trainer/ckpt_state.py" "$1" "$2" 0 2>&1) ||
+    fail "final state differs: $1 vs $2: $out"
+  note "$out"
 }
 
 # effective_steps RUN_DIR: "step lr loss grad_norm" per step index; a later attempt's row

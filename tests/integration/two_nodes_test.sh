@@ -11,10 +11,13 @@
 #      deals the rest of the epoch to the new world), and its final weights equal a one-rank
 #      continuation of that checkpoint outside SLURM. A config that changes more than slurm: is
 #      refused (78) naming the key.
+# Both runs shard their AdamW state over their ranks (optim.shard: optimizer), so the per-rank
+# optimizer files are written on two nodes and read back on two and on one.
 # usage: two_nodes_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the two-node cluster is not up (slurm/dev_cluster.sh up --nodes 2).
 source "$(dirname "$0")/lib.sh"
 STEPS=${BATON_IT_STEPS:-160}
+export IT_SHARD=optimizer
 eval "$(bash "$(dirname "$0")/../../slurm/dev_cluster.sh" env --nodes 2)"
 
 require_idle_cluster
