@@ -7,8 +7,10 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config clang-format
-  # trainer
-  libtorch-dev libgloo-dev
+  # trainer. libtorch's float32 GEMM goes through the system BLAS (libblas.so.3): without an
+  # optimized one Debian falls back to the reference BLAS, ~15x slower on the same cores.
+  # OpenBLAS's OpenMP build shares libtorch's OpenMP threads instead of adding its own.
+  libtorch-dev libgloo-dev libopenblas0-openmp
   # LeRobot import: parquet codecs; the import tests' generator (writes .pth, quaternion reference)
   libsnappy-dev libzstd-dev python3-torch python3-numpy python3-scipy
   # shared contracts and orchestrator
