@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `baton-train plan-memory` against the measured peak: for small models on CPU (float32 and
+# float64, activation_checkpointing none and blocks) the planned total per rank must be within
+# +-20 % of the peak resident memory a short real training run reports (train.profile). A control
+# shows the check can fail: the same plan without its runtime term is far outside the band.
+# Also: the text and JSON outputs agree, --frames plans without a dataset, bad usage is refused.
+# usage: memory_plan_test.sh BATON_TRAIN
+source "$(dirname "$0")/common.sh"
+
+tolerance=0.20
+
+"$bt" synth-data --out "$tmp/ds8" --episodes 8 --seed 7 --frames 8:8 --height 8 --width 8 \
+  --channels 4 --action-dim 8 --action-steps 4 --text-len 16 --text-dim 32 >/dev/null
+"$bt" synth-data --out "$tmp/ds12" --episodes 4 --seed 7 --frames 12:12 --height 8 --width 12 \
+  --channels 4 --action-dim 6 --action-steps 4 --text-len 8 --text-dim 24 >/dev/null
+
+# config NAME DATASET BATCH DTYPE DIM HEADS LAYERS FFN CHECKPOINTING
+config() {
+  cat >"$tmp/$1.yaml" <<YAML
+run: {name: $1, dir: $tmp/run-$1, steps: 2, seed: 3}
+data: {path: $tmp/$2, batch_size: $3, pad_multiple: 4}
+model: {dim: $5, heads: $6, layers: $7, ffn_dim: $8, freq_dim: 64}
+optim: {warmup_steps: 1}
+train: {dtype: $4, profile: 2, log_every: 1, activation_checkpointing: $9}
+YAML
+}
+config f32-none ds8 4 float32 128 4 4 512 none
+config f32-blocks ds8 4 float32 128 4 6 512 blocks
+config f64-none ds12 2 float64 96 4 3 384 none
+
+json_field() { # json_field JSON PYTHON-EXPR (j is the parsed object)
+  /usr/bin/python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"
+}
+
+printf '%-12s %14s %14s %8s\n' config planned measured ratio >"$tmp/table"
+for name in f32-none f32-blocks f64-none; do
+  plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --json)
+  planned=$(json_field "$plan" 'j["bytes"]["total"]')
+  runtime=$(json_field "$plan" 'j["bytes"]["runtime"]')
+  [ "$(json_field "$plan" 'j["activation_checkpointing"]')" = "${name#*-}" ] || fail "$name: wrong setting"
+  "$bt" train --config "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1 || fail "$name: training failed: $(tail -5 "$tmp/$name.log")"
+  # The largest "peak N MB" of the profiled micro-steps (the second step holds AdamW state too).
+  measured=$(sed -n 's/^profile micro .* peak \([0-9.]*\) MB$/\1/p' "$tmp/$name.log" | sort -g | tail -1)
+  [ -n "$measured" ] || fail "$name: no profile line in $(cat "$tmp/$name.log")"
+  measured=$(/usr/bin/python3 -c "print(int(float('$measured') * 1e6))")
+  ratio=$(/usr/bin/python3 -c "print('%.3f' % ($planned / $measured))")
+  printf '%-12s %14d %14d %8s\n' "$name" "$planned" "$measured" "$ratio" >>"$tmp/table"
+  /usr/bin/python3 -c "import sys; sys.exit(0 if abs($planned / $measured - 1) <= $tolerance else 1)" ||
+    fail "$name: planned $planned B vs measured peak $measured B (ratio $ratio) is outside +-$tolerance"
+  checks=$((checks + 1))
+  echo "ok: $name planned $planned B, measured $measured B (ratio $ratio)"
+  # Control: the same plan without libtorch's resident baseline misses by far more than the band.
+  /usr/bin/python3 -c "import sys; sys.exit(0 if abs(($planned - $runtime) / $measured - 1) > $tolerance else 1)" ||
+    fail "$name: the check cannot tell a plan without its runtime term from the real one"
+  checks=$((checks + 1))
+done
+cat "$tmp/table"
+
+# Checkpointing lowers the planned activations, and the text output names the same total.
+plan=$("$bt" plan-memory --config "$tmp/f32-none.yaml" --json --runtime-mb 100)
+[ "$(json_field "$plan" 'int(j["activations"]["blocks"] < j["activations"]["none"])')" = 1 ] ||
+  fail "blocks does not lower the activations"
+total=$(json_field "$plan" 'j["bytes"]["total"]')
+expect_exit 0 "$bt" plan-memory --config "$tmp/f32-none.yaml" --runtime-mb 100
+expect_in "$out" "total per rank"
+expect_in "$out" "$total B"
+
+# Without a dataset: --frames states the row; the sizes come from the flags.
+printf 'run: {name: x, steps: 1}\ndata: {path: %s/nowhere}\nmodel: {dim: 48, heads: 2, layers: 2, ffn_dim: 96}\n' \
+  "$tmp" >"$tmp/nodata.yaml"
+expect_exit 78 "$bt" plan-memory --config "$tmp/nodata.yaml" --runtime-mb 0
+expect_in "$err" "data.path"
+expect_exit 0 "$bt" plan-memory --config "$tmp/nodata.yaml" --json --runtime-mb 0 --frames 6 \
+  --height 4 --width 4 --action-steps 2 --text-len 3 --channels 2 --action-dim 4 --text-dim 8
+[ "$(json_field "$out" 'j["row"]["tokens"]')" = $((2 * 4 * 8 * (4 + 2))) ] || fail "row tokens: $out"
+checks=$((checks + 1))
+expect_exit 78 "$bt" plan-memory --config "$tmp/nodata.yaml" --runtime-mb 0 --frames 6 --height 4 \
+  --width 4 --action-steps 2 --text-len 3
+expect_in "$err" "--channels"
+expect_exit 64 "$bt" plan-memory --config "$tmp/nodata.yaml" --frames 6
+
+echo "memory_plan_test: $checks checks passed"
