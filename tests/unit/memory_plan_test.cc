@@ -100,7 +100,9 @@ TEST(MemoryPlan, OneRankHasNoCollectiveBuffers) {
   PlanSettings s;
   EXPECT_EQ(MakeMemoryPlan(m, r, s).collective_buffers, 0);
   s.world = 2;
-  EXPECT_EQ(MakeMemoryPlan(m, r, s).collective_buffers, 2 * s.bucket_bytes);
+  const MemoryPlan small = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(small.collective_buffers, 2 * small.gradients);  // the whole model is one bucket
+  EXPECT_EQ(MakeMemoryPlan(Real5B(), r, s).collective_buffers, 2 * s.bucket_bytes);
 }
 
 }  // namespace

@@ -86,11 +86,13 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   const int64_t a = bf16 ? 2 : master, w = master;
   const int64_t T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
   const int64_t B = r.batch, hd = m.dim / std::max<int64_t>(1, m.heads);
-  // QK-RMSNorm keeps its input and its normalised product (and under autocast the float32 copy
-  // its pow takes); softmax keeps its float32 output, and under autocast the next matmul keeps a
-  // bf16 copy of it.
-  const int64_t rms = bf16 ? a + 2 * w : 2 * master;
-  const int64_t probs = bf16 ? w + a : master;
+  // QK-RMSNorm keeps its input and its normalised product; softmax keeps its output. CUDA's
+  // autocast runs pow and softmax in float32: RMSNorm also keeps pow's float32 copy and its
+  // product is float32, and the matmul after the softmax keeps a bf16 copy of its float32
+  // output. CPU autocast runs both in bf16.
+  const bool fp32_ops = bf16 && s.cuda;
+  const int64_t rms = !bf16 ? 2 * master : fp32_ops ? a + 2 * w : 2 * a;
+  const int64_t probs = !bf16 ? master : fp32_ops ? w + a : a;
 
   ActivationBytes out;
   // One block (video_action_model.cc, BlockImpl::forward), tensor by tensor:
@@ -154,8 +156,9 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   p.optimizer_share = s.shard == "none" ? p.trainable : shard.padded;
   p.optimizer = 2 * p.optimizer_share * p.master_bytes;
   p.gradients_held = s.shard == "gradients" ? shard.padded * p.master_bytes : p.gradients;
-  // Flattened bucket and its received copy; a one-rank run reduces nothing.
-  p.collective_buffers = world > 1 ? 2 * s.bucket_bytes : 0;
+  // A flattened bucket (no larger than the gradients) and its received copy; a one-rank run
+  // reduces nothing.
+  p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
   p.autocast_copies = s.dtype == "bfloat16" ? 2 * p.trainable : 0;
   p.activations = PlanActivations(m, row, s);
   p.runtime = s.runtime_bytes;
