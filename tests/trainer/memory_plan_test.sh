@@ -84,4 +84,29 @@ expect_exit 78 "$bt" plan-memory --config "$tmp/nodata.yaml" --runtime-mb 0 --fr
 expect_in "$err" "--channels"
 expect_exit 64 "$bt" plan-memory --config "$tmp/nodata.yaml" --frames 6
 
+# --init-from: only config.json is read; its sizes give the same plan as the same sizes stated.
+mkdir -p "$tmp/init/transformer"
+cat >"$tmp/init/transformer/config.json" <<'JSON'
+{"_class_name": "WanTransformer3DModel", "patch_size": [1, 2, 2], "num_attention_heads": 2,
+ "attention_head_dim": 24, "in_channels": 2, "out_channels": 2, "action_dim": 4, "text_dim": 8,
+ "freq_dim": 32, "ffn_dim": 96, "num_layers": 2, "cross_attn_norm": true, "eps": 1e-06}
+JSON
+printf 'run: {name: x, steps: 1}\ndata: {path: %s/nowhere}\n' "$tmp" >"$tmp/init.yaml"
+row="--frames 6 --height 4 --width 4 --action-steps 2 --text-len 3 --runtime-mb 0 --json"
+# shellcheck disable=SC2086
+expect_exit 0 "$bt" plan-memory --config "$tmp/init.yaml" --init-from "$tmp/init" $row
+from_init=$out
+printf 'run: {name: x, steps: 1}\ndata: {path: %s/nowhere}\nmodel: {dim: 48, heads: 2, layers: 2, ffn_dim: 96, freq_dim: 32}\n' \
+  "$tmp" >"$tmp/stated.yaml"
+# shellcheck disable=SC2086
+expect_exit 0 "$bt" plan-memory --config "$tmp/stated.yaml" $row --channels 2 --action-dim 4 --text-dim 8
+[ "$(json_field "$from_init" 'j["bytes"]')" = "$(json_field "$out" 'j["bytes"]')" ] ||
+  fail "--init-from and the stated sizes plan differently: $from_init vs $out"
+checks=$((checks + 1))
+# A model: key that disagrees with config.json is the trainer's usual 78.
+printf 'run: {name: x, steps: 1}\ndata: {path: %s/nowhere}\nmodel: {dim: 60, heads: 2}\n' "$tmp" >"$tmp/other.yaml"
+# shellcheck disable=SC2086
+expect_exit 78 "$bt" plan-memory --config "$tmp/other.yaml" --init-from "$tmp/init" $row
+expect_in "$err" "model.dim: 60 (run config) vs 48"
+
 echo "memory_plan_test: $checks checks passed"
