@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   baton::RegisterLeRobotStats(app, &run);
   baton::RegisterImportLeRobot(app, &run);
   baton::RegisterForward(app, &run);
+  baton::RegisterPlanMemory(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

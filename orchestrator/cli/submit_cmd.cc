@@ -4,6 +4,7 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/submit/submitter.h"
 #include "schema/events.h"
@@ -27,6 +28,7 @@ int RunSubmit(const SubmitOptions& o) {
   req.dry_run = o.dry_run;
   req.baton_bin = SelfPath();
   req.baton_home = BatonHome();
+  req.trainer_bin = FindTrainerBinary();
   RealSlurmClient slurm;
   std::unique_ptr<Store> store;
   if (!o.dry_run) {

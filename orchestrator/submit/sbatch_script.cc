@@ -1,6 +1,8 @@
 #include "orchestrator/submit/sbatch_script.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 #include "orchestrator/embedded/embedded_files.h"
@@ -21,6 +23,14 @@ bool SafeForSbatch(const std::string& v) {
 }
 
 }  // namespace
+
+std::string MemPerCpu(const SlurmSection& s) {
+  if (s.mem_per_task_gb <= 0) return "";
+  // A task's memory is its CPUs' share times their count; round up so the task gets at least
+  // slurm.mem_per_task_gb GiB.
+  const double mib = s.mem_per_task_gb * 1024.0 / double(std::max<int64_t>(1, s.cpus_per_task));
+  return std::to_string(int64_t(std::ceil(mib))) + "M";
+}
 
 std::string ShellQuote(const std::string& text) {
   std::string out = "'";
@@ -113,6 +123,7 @@ Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p
       {"QOS", s.qos},
       {"ACCOUNT", s.account},
       {"GPUS_PER_NODE", s.gpus_per_node > 0 ? std::to_string(s.gpus_per_node) : ""},
+      {"MEM_PER_CPU", MemPerCpu(s)},
   };
   const std::vector<EmbeddedFile>& files = SbatchTemplateFiles();
   if (files.empty()) return Status::Internal("no embedded sbatch template");

@@ -29,6 +29,10 @@ struct SbatchParams {
 [[nodiscard]] Result<std::string> RenderSbatchScript(const RunConfig& config,
                                                      const SbatchParams& params);
 
+// slurm.mem_per_task_gb as sbatch's --mem-per-cpu value ("1536M"): the task's GiB split over its
+// cpus_per_task, in MiB rounded up. "" when the key is 0 (no memory request).
+std::string MemPerCpu(const SlurmSection& slurm);
+
 // 'text' quoted for bash.
 std::string ShellQuote(const std::string& text);
 

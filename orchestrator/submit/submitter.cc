@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
@@ -68,6 +69,7 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   BATON_RETURN_IF_ERROR(
       CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
   config.run.name = out.name;
+  BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, req.config_path, req.trainer_bin));
 
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.

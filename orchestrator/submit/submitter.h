@@ -7,7 +7,9 @@
 // failed submit leaves no run row and no run directory. (If the commit itself fails after sbatch
 // succeeded, the job is cancelled.) The write lock is held for the duration of one sbatch call
 // (normally well under a second; other writers wait up to the busy timeout).
-// Thread-compatible.
+// A config that states a memory per rank (slurm.gpu_memory_gb / mem_per_task_gb) is refused
+// before anything is created when the trainer's memory plan exceeds it (memory_check.h), dry run
+// included. Thread-compatible.
 #pragma once
 
 #include <string>
@@ -24,6 +26,9 @@ struct SubmitRequest {
   bool dry_run = false;    // render only: no row, no folder, no sbatch
   std::string baton_bin;   // absolute path written into sbatch.sh
   std::string baton_home;  // where runs/ lives (BatonHome())
+  // baton-train, for the memory plan when the config states a memory per rank (memory_check.h);
+  // "" when none was found.
+  std::string trainer_bin;
 };
 
 struct SubmitResult {

@@ -1,0 +1,24 @@
+// CheckMemoryPlan: `baton submit`'s refusal of a run whose memory plan exceeds the memory per rank
+// the config states (slurm.gpu_memory_gb for a cuda run, slurm.mem_per_task_gb for a cpu run).
+//
+// The plan is the trainer's own (`baton-train plan-memory --config CFG --world-size W --json`,
+// W = nodes x ntasks_per_node), so the orchestrator never restates the model's arithmetic. With
+// the key at 0 nothing runs. With the key set and no trainer to ask, the check does not pass
+// silently: kUnavailable naming where the trainer was looked for and how to skip the check.
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "schema/run_config.h"
+#include "schema/status.h"
+
+namespace baton {
+
+// `config_path` is the file as the user named it; `trainer_bin` the trainer (FindTrainerBinary(),
+// "" when none). kConfig naming the key, the limit, the planned total and its categories when the
+// plan does not fit; the trainer's own error (its exit code mapped back) when it cannot plan.
+[[nodiscard]] Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
+                                     const std::string& trainer_bin);
+
+}  // namespace baton

@@ -1,0 +1,32 @@
+// The memory plan's parameter table against the model itself: same names, sizes, order and
+// frozen set, so the plan's weight, gradient and optimizer figures count what libtorch allocates.
+#include <gtest/gtest.h>
+
+#include "trainer/memory/memory_plan.h"
+#include "trainer/model/video_action_model.h"
+
+namespace baton {
+namespace {
+
+TEST(MemoryPlanParams, MatchTheModelsParameters) {
+  ModelDims d;
+  d.channels = 3, d.patch = 2, d.action_dim = 5, d.text_dim = 7;
+  d.dim = 24, d.heads = 2, d.layers = 3, d.ffn_dim = 40, d.freq_dim = 16;
+  VideoActionModel model(d);
+  PlanModel m;
+  m.channels = 3, m.patch = 2, m.action_dim = 5, m.text_dim = 7;
+  m.dim = 24, m.heads = 2, m.layers = 3, m.ffn_dim = 40, m.freq_dim = 16;
+  const auto plan = ModelParameters(m);
+  const auto named = model->named_parameters();
+  ASSERT_EQ(plan.size(), named.size());
+  size_t i = 0;
+  for (const auto& p : named) {
+    EXPECT_EQ(plan[i].name, p.key()) << i;
+    EXPECT_EQ(plan[i].numel, p.value().numel()) << p.key();
+    EXPECT_EQ(plan[i].trainable, p.value().requires_grad()) << p.key();
+    ++i;
+  }
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,109 @@
+// MemoryPlan: the per-rank byte counts of the categories that follow from the sizes alone.
+#include "trainer/memory/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace baton {
+namespace {
+
+PlanModel Real5B() {
+  PlanModel m;
+  m.channels = 48, m.patch = 2, m.action_dim = 30, m.text_dim = 4096;
+  m.dim = 3072, m.heads = 24, m.layers = 30, m.ffn_dim = 14336, m.freq_dim = 256;
+  return m;
+}
+
+PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames) {
+  PlanRow r;
+  r.batch = batch, r.padded_frames = frames, r.height = 24, r.width = 20;
+  r.action_steps = 4, r.text_len = 512;
+  PlanRowAttention(&r, std::vector<int64_t>(size_t(batch), frames), m.patch, m.dim / m.heads, 1, 4,
+                   64);
+  return r;
+}
+
+TEST(MemoryPlan, ParameterCountOfTheRealModel) {
+  const auto params = ModelParameters(Real5B());
+  EXPECT_EQ(params.size(), size_t(29 + 27 * 30));
+  int64_t total = 0, frozen = 0;
+  for (const auto& p : params) {
+    total += p.numel;
+    if (!p.trainable) frozen += p.numel;
+  }
+  // Per block 8 D^2 + 2 D Fd + 16 D + Fd; the frozen text projection is Dt D + D^2 + 2 D.
+  const int64_t D = 3072, Fd = 14336;
+  EXPECT_EQ(frozen, 4096 * D + D * D + 2 * D);
+  const int64_t block = 8 * D * D + 2 * D * Fd + 16 * D + Fd;
+  EXPECT_GT(total, 30 * block);
+  EXPECT_NEAR(double(total) / 1e9, 5.09, 0.02);
+}
+
+TEST(MemoryPlan, ShardingDividesTheOptimizerStateAndGradientsHeld) {
+  const PlanModel m = Real5B();
+  const PlanRow r = Row(m, 4, 40);
+  PlanSettings s;
+  s.dtype = "bfloat16";
+  s.cuda = true;
+  s.world = 8;
+  const MemoryPlan none = MakeMemoryPlan(m, r, s);
+  s.shard = "optimizer";
+  const MemoryPlan opt = MakeMemoryPlan(m, r, s);
+  s.shard = "gradients";
+  const MemoryPlan grad = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(none.weights, none.parameters * 4);  // fp32 master weights under bf16
+  EXPECT_EQ(none.optimizer, 8 * none.trainable);
+  EXPECT_EQ(none.gradients_held, none.gradients);
+  // Whole-parameter ownership: within one parameter's worth of 1/W.
+  EXPECT_NEAR(double(opt.optimizer) / double(none.optimizer), 1.0 / 8, 0.01);
+  EXPECT_EQ(opt.gradients, none.gradients);  // the full accumulation buffer in every mode
+  EXPECT_EQ(grad.gradients, none.gradients);
+  EXPECT_NEAR(double(grad.gradients_held) / double(none.gradients), 1.0 / 8, 0.01);
+  EXPECT_EQ(none.total - opt.total, none.optimizer - opt.optimizer);
+  EXPECT_EQ(none.autocast_copies, 2 * none.trainable);
+}
+
+TEST(MemoryPlan, CheckpointingKeepsOneBlockOfActivations) {
+  const PlanModel m = Real5B();
+  const PlanRow r = Row(m, 4, 40);
+  EXPECT_EQ(r.tokens, 2 * 4 * 40 * (12 * 10 + 4));
+  PlanSettings s;
+  s.dtype = "bfloat16";
+  const ActivationBytes a = PlanActivations(m, r, s);
+  EXPECT_EQ(a.none - a.blocks, (m.layers - 1) * a.per_block - m.layers * a.block_inputs);
+  EXPECT_LT(a.blocks * 5, a.none);
+  s.checkpointing = "blocks";
+  const MemoryPlan p = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(p.activations_used, a.blocks);
+  EXPECT_EQ(p.total, p.total_blocks);
+  EXPECT_EQ(p.total_none - p.total_blocks, a.none - a.blocks);
+}
+
+TEST(MemoryPlan, ActivationsGrowWithTheRowAndTheDtype) {
+  PlanModel m;  // the small default model
+  const PlanRow short_row = Row(m, 2, 8), long_row = Row(m, 2, 16);
+  PlanSettings s;
+  const ActivationBytes a = PlanActivations(m, short_row, s), b = PlanActivations(m, long_row, s);
+  EXPECT_GT(b.per_block, a.per_block * 3 / 2);
+  s.dtype = "float64";
+  const ActivationBytes c = PlanActivations(m, short_row, s);
+  EXPECT_EQ(c.per_block, 2 * a.per_block);
+  // The longest window and chunk give at least the attention work of the smallest ones.
+  PlanRow narrow = short_row;
+  PlanRowAttention(&narrow, {8, 8}, m.patch, m.dim / m.heads, 1, 1, 4);
+  EXPECT_LE(narrow.computed_pairs, short_row.computed_pairs);
+  EXPECT_EQ(narrow.tokens, short_row.tokens);
+}
+
+TEST(MemoryPlan, OneRankHasNoCollectiveBuffers) {
+  PlanModel m;
+  const PlanRow r = Row(m, 1, 4);
+  PlanSettings s;
+  EXPECT_EQ(MakeMemoryPlan(m, r, s).collective_buffers, 0);
+  s.world = 2;
+  const MemoryPlan small = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(small.collective_buffers, 2 * small.gradients);  // the whole model is one bucket
+  EXPECT_EQ(MakeMemoryPlan(Real5B(), r, s).collective_buffers, 2 * s.bucket_bytes);
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,114 @@
+// MemoryPlan: the bytes one rank of a run holds at its peak, by category, computed from the model
+// sizes, the longest packed row and the run's settings — before the run starts, so `baton
+// submit` can refuse a run that cannot fit (docs/trainer.md, "Memory plan").
+//
+// Categories: weights (every parameter, master dtype), gradients (the full local accumulation
+// buffer: every trainable parameter, master dtype, in every optim.shard mode), optimizer state
+// (exp_avg + exp_avg_sq: all trainable parameters, or the largest rank's share of the ShardPlan),
+// collective buffers (the flattened buckets of the step's reductions), autocast weight copies
+// (bf16 runs), activations (what autograd keeps for the longest row, counted tensor by tensor
+// from the model's forward, plus the row's inputs and layout tensors and the backward's largest
+// working set), and the runtime (libtorch's own resident memory on CPU, measured by the caller;
+// the CUDA context on a GPU). Torch-free, pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/model/packed_layout.h"
+
+namespace baton {
+
+// The model's sizes (ModelDims without torch) and the data's per-episode sizes.
+struct PlanModel {
+  int64_t channels = 4, patch = 2, action_dim = 8, text_dim = 16;
+  int64_t dim = 64, heads = 4, layers = 2, ffn_dim = 256, freq_dim = 256;
+};
+
+struct PlanParameter {
+  std::string name;
+  int64_t numel = 0;
+  bool trainable = true;
+};
+
+// Every parameter of VideoActionModel in the order named_parameters() gives them (a module's own
+// parameters before its children's), with `trainable` false for the frozen
+// condition_embedder_action.text_embedder.*. 29 + 27 * layers entries.
+std::vector<PlanParameter> ModelParameters(const PlanModel& m);
+
+// The longest packed row, and its self-attention work (the worst over the chunk sizes the
+// objective may draw, at the largest window).
+struct PlanRow {
+  int64_t batch = 0, padded_frames = 0;    // B, Fp
+  int64_t height = 0, width = 0;           // latent pixels
+  int64_t action_steps = 0, text_len = 0;  // N, L
+  int64_t tokens = 0, valid_tokens = 0;    // T, tokens of valid frames
+  int64_t key_slots = 0;                   // sum over query groups of lk (gathered keys)
+  int64_t computed_pairs = 0;              // score entries, padding included
+  int64_t chunk = 1, window = 0;           // the draw that gives the most attention work
+};
+
+// Fills tokens, valid_tokens, key_slots, computed_pairs, chunk and window of `row` for episodes
+// of `frames` latent frames each (one entry per episode of the row), trying every chunk in
+// [chunk_min, chunk_max] at window_max and keeping the one with the most attention bytes.
+// `row.batch`, `padded_frames`, `height`, `width`, `action_steps` must be set.
+void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
+                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max);
+
+struct PlanSettings {
+  std::string dtype = "float32";  // float32 | float64 | bfloat16
+  bool cuda = false;
+  std::string shard = "none";          // none | optimizer | gradients
+  std::string checkpointing = "none";  // none | blocks (the one the total uses)
+  int64_t world = 1;
+  int64_t prefetch = 2;             // data.prefetch: rows read ahead
+  int64_t bucket_bytes = 25 << 20;  // the process group's bucket size
+  int64_t runtime_bytes = 0;        // libtorch's resident baseline (CPU) / CUDA context
+  // Resident bytes per live activation byte the allocator holds at the peak (see kCpuHeapFactor).
+  double heap_factor = 1.0;
+};
+
+// On CPU the C library's malloc keeps the holes the forward's temporaries leave between the saved
+// tensors (memory freed in the middle of its heap is not handed back), so the resident peak of a
+// training process exceeds its live activation bytes: 1.3-2.1x on the small models of
+// docs/trainer.md ("Memory plan"), less as tensors grow. 1.5 keeps the plan within +-20 % of the
+// measured peak there. CUDA plans use 1.0: the caching allocator's fragmentation is not modelled
+// (the runtime allowance covers its slack).
+inline constexpr double kCpuHeapFactor = 1.5;
+
+// Activation bytes of one row, split so both checkpointing settings can be shown.
+struct ActivationBytes {
+  int64_t per_block = 0;       // what autograd keeps for one transformer block
+  int64_t outside_blocks = 0;  // embeddings, time MLPs, output head
+  int64_t block_inputs = 0;    // per block, the inputs a recomputed block keeps (blocks mode)
+  int64_t inputs = 0;          // the row's tensors and layout tensors (times the rows in flight)
+  int64_t working = 0;         // the backward's largest transient set
+  int64_t none = 0;            // total with activation_checkpointing none
+  int64_t blocks = 0;          // total with activation_checkpointing blocks
+};
+
+ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& row, const PlanSettings& s);
+
+struct MemoryPlan {
+  int64_t parameters = 0, trainable = 0;
+  int64_t master_bytes = 4;  // bytes per element of the master dtype
+  int64_t weights = 0;
+  int64_t gradients = 0;        // peak: the full accumulation buffer
+  int64_t gradients_held = 0;   // between steps (gradients mode: only the rank's share)
+  int64_t optimizer = 0;        // exp_avg + exp_avg_sq of the largest rank
+  int64_t optimizer_share = 0;  // elements of that rank's share
+  int64_t collective_buffers = 0;
+  int64_t autocast_copies = 0;   // bf16 copies of the weights autocast keeps
+  ActivationBytes activations;   // live bytes
+  int64_t activations_used = 0;  // the configured setting's live bytes
+  int64_t heap_overhead = 0;     // (heap_factor - 1) x activations_used
+  int64_t heap_overhead_none = 0, heap_overhead_blocks = 0;
+  int64_t runtime = 0;
+  int64_t total = 0;  // everything above, with the configured checkpointing
+  int64_t total_none = 0, total_blocks = 0;
+};
+
+MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s);
+
+}  // namespace baton

@@ -1,0 +1,340 @@
+// `baton-train plan-memory`: the bytes per rank a run will hold at its peak (weights, gradients,
+// optimizer state, collective buffers, activations of the longest packed row with and without
+// activation checkpointing, the runtime), as text or one JSON object. `baton submit` runs it to
+// refuse a run that cannot fit (docs/trainer.md, "Memory plan").
+//
+// The calculation is trainer/memory/memory_plan.h; this command gathers its inputs: the model
+// sizes (model: keys, or model.init_from's config.json), the longest row (the dataset's longest
+// episode at data.batch_size and data.pad_multiple, or --frames/--height/--width/... without a
+// dataset), and on CPU libtorch's own resident memory, measured by running one tiny training
+// step in this process.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "schema/exit_codes.h"
+#include "trainer/ckpt/upstream_io.h"
+#include "trainer/data/dataset_index.h"
+#include "trainer/data/episode_reader.h"
+#include "trainer/data/length_bucket_sampler.h"
+#include "trainer/fail.h"
+#include "trainer/memory/memory_plan.h"
+#include "trainer/model/video_action_model.h"
+#include "trainer/optim/adamw.h"
+#include "trainer/tools/commands.h"
+#include "trainer/train/autocast.h"
+#include "trainer/train/train_step.h"
+
+namespace baton {
+
+namespace {
+
+struct Args {
+  std::string config, init_from;
+  int64_t world = 0;
+  bool json = false;
+  // The longest row without a dataset.
+  int64_t frames = 0, height = 0, width = 0, action_steps = 0, text_len = 0;
+  int64_t channels = 0, action_dim = 0, text_dim = 0;
+  double runtime_mb = -1;
+};
+
+// Current resident set size from /proc/self/status (VmRSS), in bytes; 0 when unreadable.
+int64_t ResidentBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+// libtorch's resident memory once it has run a training step: the code pages of the CPU kernels
+// a forward, backward and AdamW step touch, the allocator's and thread pools' own state. Runs
+// one step of a tiny model in `dtype` (bf16 under autocast) and reads VmRSS.
+int64_t MeasureCpuRuntime(const std::string& dtype, int64_t threads) {
+  torch::set_num_threads(int(std::max<int64_t>(1, threads)));
+  ModelDims d;
+  d.channels = 2, d.patch = 2, d.action_dim = 2, d.action_steps = 2, d.text_dim = 8;
+  d.dim = 12, d.heads = 2, d.layers = 1, d.ffn_dim = 16, d.freq_dim = 16;
+  d.zero_init = false;
+  const auto master = dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  VideoActionModel model(d);
+  model->to(master);
+  OptimSection optim;
+  AdamW opt(TrainableParameters(model), optim);
+  const PackedLayout layout = BuildPackedLayout(2, 2, 2, 2, {{2, 1, 4}});
+  const LayoutTensors lt =
+      MakeLayoutTensors(layout, d.head_dim(), d.rope_theta, torch::kCPU, master);
+  auto o = torch::TensorOptions().dtype(master);
+  ModelInputs in;
+  in.video_noisy = torch::randn({1, 2, 2, 4, 4}, o);
+  in.video_clean = torch::randn({1, 2, 2, 4, 4}, o);
+  in.action_noisy = torch::randn({1, 2, 2, 2}, o);
+  in.action_clean = torch::randn({1, 2, 2, 2}, o);
+  in.t_video_noisy = torch::rand({1, 2}, o) * 1000;
+  in.t_video_clean = torch::zeros({1, 2}, o);
+  in.t_action_noisy = torch::rand({1, 2}, o) * 1000;
+  in.text = torch::randn({1, 3, 8}, o);
+  torch::Tensor loss;
+  {
+    AutocastBf16 autocast(dtype == "bfloat16", /*cuda=*/false);
+    ModelOutputs out = model->forward(in, layout, lt);
+    loss =
+        out.video.to(torch::kFloat32).pow(2).mean() + out.action.to(torch::kFloat32).pow(2).mean();
+  }
+  loss.backward();
+  opt.ClipGradNorm(1.0);
+  opt.Step(1e-3);
+  return ResidentBytes();
+}
+
+// The CUDA context, cuBLAS workspaces and the caching allocator's slack are not in any tensor;
+// a fixed allowance (docs/trainer.md).
+constexpr int64_t kCudaRuntimeBytes = int64_t(1) << 30;
+
+std::string Gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(int64_t(1) << 30));
+  return buf;
+}
+
+}  // namespace
+
+void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd =
+      app.add_subcommand("plan-memory", "Bytes per rank a run will hold at its peak, by category");
+  cmd->add_option("--config", a->config, "Run config (YAML)")->required();
+  cmd->add_option("--world-size", a->world,
+                  "Data-parallel ranks (default: slurm.nodes x slurm.ntasks_per_node)");
+  cmd->add_flag("--json", a->json, "Print one JSON object");
+  cmd->add_option("--init-from", a->init_from,
+                  "Upstream transformer/ folder (or its parent) whose config.json gives the sizes "
+                  "(overrides model.init_from; only config.json is read)");
+  cmd->add_option("--frames", a->frames,
+                  "Latent frames of the longest episode: plan without reading the dataset (then "
+                  "--height, --width, --action-steps and --text-len are needed too)");
+  cmd->add_option("--height", a->height, "Latent height H (with --frames)");
+  cmd->add_option("--width", a->width, "Latent width W (with --frames)");
+  cmd->add_option("--action-steps", a->action_steps,
+                  "Action sub-steps per frame N (with --frames)");
+  cmd->add_option("--text-len", a->text_len, "Text tokens per episode L (with --frames)");
+  cmd->add_option("--channels", a->channels,
+                  "Latent channels (with --frames and no config.json to give them)");
+  cmd->add_option("--action-dim", a->action_dim, "Action channels (as --channels)");
+  cmd->add_option("--text-dim", a->text_dim, "Text embedding size (as --channels)");
+  cmd->add_option("--runtime-mb", a->runtime_mb,
+                  "Runtime allowance in MB instead of the measured one (CPU) or 1 GiB (CUDA)");
+  cmd->callback([=] {
+    *selected = [=]() -> int {
+      // The plan is for the machine that will run the config, not this one: a cuda run is
+      // planned on a CPU-only login node too. With --frames the dataset need not exist.
+      RunConfigOptions options;
+      options.cuda = RunConfigOptions::Cuda::kUnknown;
+      options.check_filesystem = a->frames <= 0;
+      const RunConfig config =
+          BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, options), "fix the config");
+      const int64_t world =
+          a->world > 0 ? a->world : config.slurm.nodes * config.slurm.ntasks_per_node;
+      const std::string dtype = DTypeName(config.train.dtype);
+      const bool cuda = config.train.device == "cuda";
+
+      // The data's sizes and the longest episode.
+      DatasetShape shape;
+      int64_t longest = 0;
+      std::string row_source;
+      if (a->frames > 0) {
+        if (a->height < 1 || a->width < 1 || a->action_steps < 1 || a->text_len < 1) {
+          std::cerr << "baton-train plan-memory: --frames needs --height, --width, "
+                       "--action-steps and --text-len (each >= 1)\n";
+          return kExitUsage;
+        }
+        shape.height = a->height, shape.width = a->width;
+        shape.action_steps = a->action_steps, shape.text_len = a->text_len;
+        shape.channels = a->channels, shape.action_dim = a->action_dim;
+        shape.text_dim = a->text_dim;
+        longest = a->frames;
+        row_source = "--frames";
+      } else {
+        auto loaded = LoadDatasetIndex(config.data.path);
+        if (!loaded.ok()) {
+          FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
+                 "check data.path in " + a->config + ", or state the row with --frames");
+        }
+        const DatasetIndex index = std::move(loaded).value();
+        if (index.shape) {
+          shape = *index.shape;
+        } else {
+          auto first = ReadEpisode(index, 0);
+          if (!first.ok())
+            FailAt(__FILE__, __LINE__, first.status(), "fix the episode named above");
+          shape = first->shape;
+        }
+        for (int64_t f : index.BucketKeys()) longest = std::max(longest, f);
+        row_source = config.data.path;
+      }
+
+      // The model's sizes: the config's model: keys, or the folder's config.json.
+      ModelDims dims = MakeModelDims(config, shape);
+      const std::string init_from = !a->init_from.empty() ? a->init_from : config.model.init_from;
+      if (!init_from.empty()) {
+        const std::string dir = FindTransformerDir(init_from);
+        ModelDims init = ReadUpstreamDims(dir);
+        // Without a dataset the folder's sizes stand in for the data's.
+        if (shape.channels == 0) dims.channels = shape.channels = init.channels;
+        if (shape.action_dim == 0) dims.action_dim = shape.action_dim = init.action_dim;
+        if (shape.text_dim == 0) dims.text_dim = shape.text_dim = init.text_dim;
+        dims = ReconcileInitDims(init, dir, config.model, dims);
+      }
+      if (dims.channels < 1 || dims.action_dim < 1 || dims.text_dim < 1) {
+        BATON_FAIL(kExitConfig,
+                   "plan-memory: latent channels, action and text sizes are unknown without a "
+                   "dataset",
+                   "give --channels, --action-dim and --text-dim, or --init-from a folder");
+      }
+      if (shape.height % dims.patch != 0 || shape.width % dims.patch != 0) {
+        BATON_FAIL(kExitConfig,
+                   "model.patch_size " + std::to_string(dims.patch) +
+                       " does not divide the latent size " + std::to_string(shape.height) + "x" +
+                       std::to_string(shape.width),
+                   "choose a patch size that divides H and W");
+      }
+
+      PlanModel m;
+      m.channels = dims.channels, m.patch = dims.patch, m.action_dim = dims.action_dim;
+      m.text_dim = dims.text_dim, m.dim = dims.dim, m.heads = dims.heads, m.layers = dims.layers;
+      m.ffn_dim = dims.ffn_dim, m.freq_dim = dims.freq_dim;
+
+      // The longest row: batch_size episodes (the sampler fills every batch), padded to the
+      // longest episode's round_up(F, pad_multiple); as a bound, every episode that long.
+      PlanRow row;
+      row.batch = config.data.batch_size;
+      row.padded_frames = RoundUp(longest, config.data.pad_multiple);
+      row.height = shape.height, row.width = shape.width;
+      row.action_steps = shape.action_steps, row.text_len = shape.text_len;
+      PlanRowAttention(&row, std::vector<int64_t>(size_t(row.batch), longest), dims.patch,
+                       dims.head_dim(), config.objective.chunk_min, config.objective.chunk_max,
+                       config.objective.window_max);
+
+      PlanSettings s;
+      s.dtype = dtype;
+      s.cuda = cuda;
+      s.shard = config.optim.shard;
+      s.checkpointing = config.train.activation_checkpointing;
+      s.world = world;
+      s.prefetch = config.data.prefetch;
+      s.heap_factor = cuda ? 1.0 : kCpuHeapFactor;
+      if (a->runtime_mb >= 0) {
+        s.runtime_bytes = int64_t(a->runtime_mb * 1e6);
+      } else {
+        s.runtime_bytes =
+            cuda ? kCudaRuntimeBytes : MeasureCpuRuntime(dtype, config.slurm.cpus_per_task);
+      }
+      const MemoryPlan p = MakeMemoryPlan(m, row, s);
+
+      const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
+      const std::string limit_key = cuda ? "slurm.gpu_memory_gb" : "slurm.mem_per_task_gb";
+      const int64_t limit = int64_t(limit_gb * double(int64_t(1) << 30));
+
+      if (a->json) {
+        nlohmann::ordered_json j;
+        j["config"] = a->config;
+        j["world_size"] = world;
+        j["dtype"] = dtype;
+        j["device"] = config.train.device;
+        j["shard"] = config.optim.shard;
+        j["activation_checkpointing"] = config.train.activation_checkpointing;
+        j["parameters"] = {{"total", p.parameters}, {"trainable", p.trainable}};
+        j["row"] = {{"source", row_source},
+                    {"batch", row.batch},
+                    {"padded_frames", row.padded_frames},
+                    {"tokens", row.tokens},
+                    {"valid_tokens", row.valid_tokens},
+                    {"key_slots", row.key_slots},
+                    {"computed_pairs", row.computed_pairs},
+                    {"chunk", row.chunk},
+                    {"window", row.window}};
+        j["bytes"] = {{"weights", p.weights},
+                      {"gradients", p.gradients},
+                      {"gradients_held", p.gradients_held},
+                      {"optimizer", p.optimizer},
+                      {"collective_buffers", p.collective_buffers},
+                      {"autocast_copies", p.autocast_copies},
+                      {"activations", p.activations_used},
+                      {"heap_overhead", p.heap_overhead},
+                      {"runtime", p.runtime},
+                      {"total", p.total}};
+        j["activations"] = {{"none", p.activations.none},
+                            {"blocks", p.activations.blocks},
+                            {"per_block", p.activations.per_block},
+                            {"outside_blocks", p.activations.outside_blocks},
+                            {"inputs", p.activations.inputs},
+                            {"working", p.activations.working}};
+        j["heap_factor"] = s.heap_factor;
+        j["total_by_checkpointing"] = {{"none", p.total_none}, {"blocks", p.total_blocks}};
+        if (limit > 0) {
+          j["limit"] = {{"key", limit_key}, {"gb", limit_gb}, {"bytes", limit}};
+          j["fits"] = p.total <= limit;
+        } else {
+          j["limit"] = nullptr;
+          j["fits"] = nullptr;
+        }
+        std::cout << j.dump() << "\n";
+        return kExitOk;
+      }
+      std::printf("memory plan of %s: %lld rank(s), %s on %s, optim.shard %s\n", a->config.c_str(),
+                  (long long)world, dtype.c_str(), config.train.device.c_str(),
+                  config.optim.shard.c_str());
+      std::printf("model             %lld parameters (%lld trainable), D %lld, %lld layers\n",
+                  (long long)p.parameters, (long long)p.trainable, (long long)m.dim,
+                  (long long)m.layers);
+      std::printf(
+          "longest row       %lld tokens: %lld episode(s) x %lld frames (%s), chunk %lld, "
+          "window %lld\n",
+          (long long)row.tokens, (long long)row.batch, (long long)row.padded_frames,
+          row_source.c_str(), (long long)row.chunk, (long long)row.window);
+      auto line = [](const char* what, int64_t bytes, const std::string& note = "") {
+        std::printf("%-28s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
+                    note.c_str());
+      };
+      line("weights", p.weights);
+      line("gradients", p.gradients,
+           p.gradients_held != p.gradients ? "  (held between steps: " + Gib(p.gradients_held) + ")"
+                                           : "");
+      line("optimizer state", p.optimizer);
+      line("collective buffers", p.collective_buffers);
+      if (p.autocast_copies > 0) line("autocast bf16 weight copies", p.autocast_copies);
+      const bool blocks = config.train.activation_checkpointing == "blocks";
+      line(blocks ? "activations (blocks)" : "activations (none)", p.activations_used);
+      line(blocks ? "  (with none instead)" : "  (with blocks instead)",
+           blocks ? p.activations.none : p.activations.blocks);
+      if (p.heap_overhead > 0) {
+        char note[64];
+        std::snprintf(note, sizeof note, "  (x%.2f of the activations)", s.heap_factor - 1.0);
+        line("CPU heap overhead", p.heap_overhead, note);
+      }
+      line(cuda ? "runtime (CUDA allowance)" : "runtime (libtorch, measured)", p.runtime);
+      line("total per rank", p.total);
+      line(blocks ? "  (total with none)" : "  (total with blocks)",
+           blocks ? p.total_none : p.total_blocks);
+      if (limit > 0) {
+        std::printf("limit             %s: %g GiB -> %s\n", limit_key.c_str(), limit_gb,
+                    p.total <= limit ? "fits" : "DOES NOT FIT");
+      } else {
+        std::printf("limit             none (%s is 0)\n", limit_key.c_str());
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace baton
