@@ -40,9 +40,12 @@ json_field() { # json_field JSON PYTHON-EXPR (j is the parsed object)
 printf '%-12s %14s %14s %8s\n' config planned measured ratio >"$tmp/table"
 cp "$tmp/f32-none.yaml" "$tmp/f32-2ranks.yaml"
 sed -i "s/batch_size: 4/batch_size: 2/; s|run-f32-none|run-f32-2ranks|" "$tmp/f32-2ranks.yaml"
-for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-2ranks; do
+# The same on 2 ranks with the AdamW state sharded (optim.shard: gradients).
+sed -e "s|run-f32-2ranks|run-f32-2shard|; s/optim: {warmup_steps: 1}/optim: {warmup_steps: 1, shard: gradients}/" \
+  "$tmp/f32-2ranks.yaml" >"$tmp/f32-2shard.yaml"
+for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-2ranks f32-2shard; do
   world=1
-  [ "$name" != f32-2ranks ] || world=2
+  case $name in f32-2ranks | f32-2shard) world=2 ;; esac
   plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --world-size $world --json)
   planned=$(json_field "$plan" 'j["bytes"]["total"]')
   row_part=$(json_field "$plan" 'j["bytes"]["activations"] + j["bytes"]["heap_overhead"]')
