@@ -191,6 +191,17 @@ void CopyOwnedRange(const std::vector<torch::Tensor>& tensors, const ShardPlan& 
   }
 }
 
+// Walks the ranks' owned ranges in buckets: fn(start, len) covers elements [start, start + len)
+// of every rank's range, W·len elements of at most `bucket_bytes` in all.
+template <typename Fn>
+void ForEachBucket(const torch::Tensor& like, const ShardPlan& plan, int64_t world,
+                   int64_t bucket_bytes, Fn fn) {
+  const int64_t chunk = std::max<int64_t>(1, bucket_bytes / (world * int64_t(like.element_size())));
+  for (int64_t start = 0; start < plan.padded; start += chunk) {
+    fn(start, std::min(chunk, plan.padded - start));
+  }
+}
+
 }  // namespace
 
 void ProcessGroupHandle::ReduceScatterOwned(const std::vector<torch::Tensor>& tensors,
@@ -198,11 +209,7 @@ void ProcessGroupHandle::ReduceScatterOwned(const std::vector<torch::Tensor>& te
   if (env_.world_size == 1 || tensors.empty()) return;
   const int64_t w = env_.world_size, me = env_.rank;
   const auto opts = tensors.front().options();
-  const int64_t elem = int64_t(tensors.front().element_size());
-  // A bucket carries `chunk` elements of every rank's range: W·chunk elements in all.
-  const int64_t chunk = std::max<int64_t>(1, bucket_bytes_ / (w * elem));
-  for (int64_t start = 0; start < plan.padded; start += chunk) {
-    const int64_t len = std::min(chunk, plan.padded - start);
+  ForEachBucket(tensors.front(), plan, w, bucket_bytes_, [&](int64_t start, int64_t len) {
     auto flat = torch::empty({w * len}, opts);
     for (int64_t r = 0; r < w; ++r) {
       CopyOwnedRange(tensors, plan, r, start, len, flat.narrow(0, r * len, len), true);
@@ -220,9 +227,9 @@ void ProcessGroupHandle::ReduceScatterOwned(const std::vector<torch::Tensor>& te
       mine = flat.narrow(0, me * len, len);
     }
     ++reduce_scatter_.calls;
-    reduce_scatter_.bytes += w * len * elem;
+    reduce_scatter_.bytes += int64_t(flat.nbytes());
     CopyOwnedRange(tensors, plan, me, start, len, mine, false);
-  }
+  });
 }
 
 void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensors,
@@ -231,21 +238,18 @@ void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensor
   torch::NoGradGuard no_grad;  // writes into parameters
   const int64_t w = env_.world_size, me = env_.rank;
   const auto opts = tensors.front().options();
-  const int64_t elem = int64_t(tensors.front().element_size());
-  const int64_t chunk = std::max<int64_t>(1, bucket_bytes_ / (w * elem));
-  for (int64_t start = 0; start < plan.padded; start += chunk) {
-    const int64_t len = std::min(chunk, plan.padded - start);
+  ForEachBucket(tensors.front(), plan, w, bucket_bytes_, [&](int64_t start, int64_t len) {
     std::vector<torch::Tensor> in = {torch::empty({len}, opts)};
     CopyOwnedRange(tensors, plan, me, start, len, in[0], true);
     std::vector<std::vector<torch::Tensor>> out(1);
     for (int64_t r = 0; r < w; ++r) out[0].push_back(torch::empty({len}, opts));
     impl_->pg->allgather(out, in, c10d::AllgatherOptions{})->wait();
     ++allgather_.calls;
-    allgather_.bytes += w * len * elem;
+    allgather_.bytes += w * int64_t(in[0].nbytes());
     for (int64_t r = 0; r < w; ++r) {
       if (r != me) CopyOwnedRange(tensors, plan, r, start, len, out[0][size_t(r)], false);
     }
-  }
+  });
 }
 
 bool ProcessGroupHandle::AnyRank(bool flag) {
