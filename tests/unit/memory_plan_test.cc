@@ -94,7 +94,8 @@ TEST(MemoryPlan, RecomputedAttentionKeepsOneCallOfScores) {
   const ActivationBytes a = PlanActivations(m, r, s);
   // Everything but the recomputed block and the backward's transients is as with blocks.
   EXPECT_EQ(a.blocks - a.per_block - a.working,
-            a.blocks_attention - a.per_block_attention - a.attention_call - a.working_attention);
+            a.blocks_attention - a.per_block_attention - a.working_attention);
+  EXPECT_GE(a.working_attention, a.attention_call);
   // The layer's scores (fp32 + bf16 under CUDA autocast) are what blocks+attention saves, less
   // the head-major q, k, v the calls keep.
   EXPECT_GE(a.per_block - a.per_block_attention, m.heads * r.computed_pairs * 6);

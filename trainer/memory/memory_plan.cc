@@ -146,17 +146,19 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   // blocks+attention: the recomputed block keeps, of its self-attention, only the head-major
   // q, k, v its calls share ([H, T (+1), hd] each) instead of the gathered copies and the scores.
   // The call being recomputed holds its scores, the gradients of its probabilities and scores,
-  // its gathered queries, keys and values, and the three [H, T, hd] gradients it hands on.
+  // its gathered queries, keys and values, and the three [H, T, hd] gradients it hands on. The
+  // cross-attention's and the FFN's backward transients come and go before or after the calls
+  // (never at once with them): the larger of the two sets counts, plus the [T, D] gradients.
   out.per_block_attention = out.per_block - self_attention + 3 * T * D * a;
   out.attention_call = H * r.call_pairs * (probs + 2 * w) + r.call_slots * D * a + 3 * T * D * a;
-  out.working_attention = 2 * std::max(T * H * L, T * Fd) * w + 4 * T * D * w;
+  out.working_attention =
+      std::max(out.attention_call, 2 * std::max(T * H * L, T * Fd) * w) + 4 * T * D * w;
 
   out.none = out.outside_blocks + m.layers * out.per_block + out.inputs + out.working;
   out.blocks =
       out.outside_blocks + m.layers * out.block_inputs + out.per_block + out.inputs + out.working;
   out.blocks_attention = out.outside_blocks + m.layers * out.block_inputs +
-                         out.per_block_attention + out.attention_call + out.inputs +
-                         out.working_attention;
+                         out.per_block_attention + out.inputs + out.working_attention;
   return out;
 }
 

@@ -92,8 +92,8 @@ struct ActivationBytes {
   int64_t working = 0;         // the backward's largest transient set
   // blocks+attention: one block without its self-attention scores (but with the head-major q, k,
   // v the recomputed calls keep), the one call being recomputed (its scores, their gradients, its
-  // gathered keys and the input gradients it hands on), and the backward's transients without
-  // the scores.
+  // gathered keys and the input gradients it hands on), and the backward's transient set: that
+  // call or the cross-attention's / FFN's gradients, whichever is larger.
   int64_t per_block_attention = 0, attention_call = 0, working_attention = 0;
   int64_t none = 0;              // total with activation_checkpointing none
   int64_t blocks = 0;            // total with activation_checkpointing blocks

@@ -280,7 +280,10 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                             {"per_block", p.activations.per_block},
                             {"outside_blocks", p.activations.outside_blocks},
                             {"inputs", p.activations.inputs},
-                            {"working", p.activations.working}};
+                            {"working", p.activations.working},
+                            {"per_block_attention", p.activations.per_block_attention},
+                            {"attention_call", p.activations.attention_call},
+                            {"working_attention", p.activations.working_attention}};
         j["heap_factor"] = s.heap_factor;
         j["total_by_checkpointing"] = {{"none", p.total_none},
                                        {"blocks", p.total_blocks},
@@ -307,7 +310,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
           (long long)row.tokens, (long long)row.batch, (long long)row.padded_frames,
           row_source.c_str(), (long long)row.chunk, (long long)row.window);
       auto line = [](const char* what, int64_t bytes, const std::string& note = "") {
-        std::printf("%-28s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
+        std::printf("%-33s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
                     note.c_str());
       };
       line("weights", p.weights);
