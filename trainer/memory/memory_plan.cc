@@ -191,8 +191,8 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   auto overhead = [&](int64_t live) { return int64_t(double(live) * (s.heap_factor - 1.0)); };
   p.heap_overhead_none = overhead(p.activations.none);
   p.heap_overhead_blocks = overhead(p.activations.blocks);
-  p.total_none = fixed + p.activations.none + p.heap_overhead_none;
   p.heap_overhead_blocks_attention = overhead(p.activations.blocks_attention);
+  p.total_none = fixed + p.activations.none + p.heap_overhead_none;
   p.total_blocks = fixed + p.activations.blocks + p.heap_overhead_blocks;
   p.total_blocks_attention =
       fixed + p.activations.blocks_attention + p.heap_overhead_blocks_attention;
