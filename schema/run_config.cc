@@ -743,8 +743,9 @@ const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
       IntKey<S>("log_every", &S::log_every, 1),
       IntKey<S>("profile", &S::profile, 0),
       IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
-      EnumKey<S, std::string>("activation_checkpointing", &S::activation_checkpointing,
-                              {{"none", "none"}, {"blocks", "blocks"}}),
+      EnumKey<S, std::string>(
+          "activation_checkpointing", &S::activation_checkpointing,
+          {{"none", "none"}, {"blocks", "blocks"}, {"blocks+attention", "blocks+attention"}}),
       FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
   };
   return keys;

@@ -100,7 +100,11 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
     parts += ", runtime " + Gib(b.at("runtime").get<double>());
     std::string hint;
     if (plan.at("shard").get<std::string>() == "none") hint += "optim.shard: optimizer, ";
-    if (checkpointing == "none") hint += "train.activation_checkpointing: blocks, ";
+    if (checkpointing == "none") {
+      hint += "train.activation_checkpointing: blocks (or blocks+attention), ";
+    } else if (checkpointing == "blocks") {
+      hint += "train.activation_checkpointing: blocks+attention, ";
+    }
     hint += "more ranks or a shorter longest row (data.batch_size)";
     return Status::Config(
         config_path + ": " + key + ": the run's memory plan needs " + Gib(total) +

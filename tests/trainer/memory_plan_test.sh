@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `baton-train plan-memory` against the measured peak: for small models on CPU (float32, float64
-# and bfloat16, activation_checkpointing none and blocks, widths 96-256, one rank and two over
-# Gloo) the planned total per rank must be within +-20 % of the peak resident memory a short real
-# training run reports (train.profile). A control shows the check can fail: the same plan without
-# its activations is outside the band.
+# and bfloat16, activation_checkpointing none, blocks and blocks+attention, widths 96-256, one
+# rank and two over Gloo) the planned total per rank must be within +-20 % of the peak resident
+# memory a short real training run reports (train.profile). A control shows the check can fail:
+# the same plan without its activations is outside the band.
 # Also: the text and JSON outputs agree, --frames plans without a dataset, bad usage is refused.
 # usage: memory_plan_test.sh BATON_TRAIN
 source "$(dirname "$0")/common.sh"
@@ -32,6 +32,7 @@ config f32-blocks ds8 4 float32 128 4 6 512 blocks
 config f64-none ds12 2 float64 96 4 3 384 none
 config bf16-none ds8 4 bfloat16 128 4 4 512 none
 config f32-wide ds16 4 float32 256 4 3 1024 none
+config f32-battn ds16 4 float32 128 4 6 512 blocks+attention
 
 json_field() { # json_field JSON PYTHON-EXPR (j is the parsed object)
   /usr/bin/python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"
@@ -43,7 +44,7 @@ sed -i "s/batch_size: 4/batch_size: 2/; s|run-f32-none|run-f32-2ranks|" "$tmp/f3
 # The same on 2 ranks with the AdamW state sharded (optim.shard: gradients).
 sed -e "s|run-f32-2ranks|run-f32-2shard|; s/optim: {warmup_steps: 1}/optim: {warmup_steps: 1, shard: gradients}/" \
   "$tmp/f32-2ranks.yaml" >"$tmp/f32-2shard.yaml"
-for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-2ranks f32-2shard; do
+for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-battn f32-2ranks f32-2shard; do
   world=1
   case $name in f32-2ranks | f32-2shard) world=2 ;; esac
   plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --world-size $world --json)
@@ -73,6 +74,8 @@ cat "$tmp/table"
 plan=$("$bt" plan-memory --config "$tmp/f32-none.yaml" --json --runtime-mb 100)
 [ "$(json_field "$plan" 'int(j["activations"]["blocks"] < j["activations"]["none"])')" = 1 ] ||
   fail "blocks does not lower the activations"
+[ "$(json_field "$plan" 'int(j["activations"]["blocks+attention"] < j["activations"]["none"])')" = 1 ] ||
+  fail "blocks+attention does not lower the activations"
 total=$(json_field "$plan" 'j["bytes"]["total"]')
 expect_exit 0 "$bt" plan-memory --config "$tmp/f32-none.yaml" --runtime-mb 100
 expect_in "$out" "total per rank"

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "trainer/model/attention_plan.h"
+
 namespace baton {
 namespace {
 
@@ -18,7 +20,7 @@ PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames) {
   r.batch = batch, r.padded_frames = frames, r.height = 24, r.width = 20;
   r.action_steps = 4, r.text_len = 512;
   PlanRowAttention(&r, std::vector<int64_t>(size_t(batch), frames), m.patch, m.dim / m.heads, 1, 4,
-                   64);
+                   64, m.heads);
   return r;
 }
 
@@ -78,6 +80,34 @@ TEST(MemoryPlan, CheckpointingKeepsOneBlockOfActivations) {
   EXPECT_EQ(p.total_none - p.total_blocks, a.none - a.blocks);
 }
 
+// blocks+attention: the block being recomputed keeps one attention call's scores, not the layer's.
+TEST(MemoryPlan, RecomputedAttentionKeepsOneCallOfScores) {
+  const PlanModel m = Real5B();
+  const PlanRow r = Row(m, 4, 40);
+  // The split bounds one call (a group alone may exceed the cap; these do not).
+  EXPECT_GT(r.call_pairs, 0);
+  EXPECT_LE(m.heads * r.call_pairs, kRecomputeCallEntries);
+  EXPECT_LT(r.call_pairs * 10, r.computed_pairs);
+  PlanSettings s;
+  s.dtype = "bfloat16";
+  s.cuda = true;
+  const ActivationBytes a = PlanActivations(m, r, s);
+  // Everything but the recomputed block and the backward's transients is as with blocks.
+  EXPECT_EQ(a.blocks - a.per_block - a.working,
+            a.blocks_attention - a.per_block_attention - a.working_attention);
+  EXPECT_GE(a.working_attention, a.attention_call);
+  // The layer's scores (fp32 + bf16 under CUDA autocast) are what blocks+attention saves, less
+  // the head-major q, k, v the calls keep.
+  EXPECT_GE(a.per_block - a.per_block_attention, m.heads * r.computed_pairs * 6);
+  EXPECT_LT(a.attention_call * 4, a.per_block - a.per_block_attention);
+  EXPECT_LT(a.blocks_attention * 2, a.blocks);
+  s.checkpointing = "blocks+attention";
+  const MemoryPlan p = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(p.activations_used, a.blocks_attention);
+  EXPECT_EQ(p.total, p.total_blocks_attention);
+  EXPECT_EQ(p.total_blocks - p.total_blocks_attention, a.blocks - a.blocks_attention);
+}
+
 TEST(MemoryPlan, ActivationsGrowWithTheRowAndTheDtype) {
   PlanModel m;  // the small default model
   const PlanRow short_row = Row(m, 2, 8), long_row = Row(m, 2, 16);
@@ -89,7 +119,7 @@ TEST(MemoryPlan, ActivationsGrowWithTheRowAndTheDtype) {
   EXPECT_EQ(c.per_block, 2 * a.per_block);
   // The longest window and chunk give at least the attention work of the smallest ones.
   PlanRow narrow = short_row;
-  PlanRowAttention(&narrow, {8, 8}, m.patch, m.dim / m.heads, 1, 1, 4);
+  PlanRowAttention(&narrow, {8, 8}, m.patch, m.dim / m.heads, 1, 1, 4, m.heads);
   EXPECT_LE(narrow.computed_pairs, short_row.computed_pairs);
   EXPECT_EQ(narrow.tokens, short_row.tokens);
 }

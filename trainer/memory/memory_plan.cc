@@ -51,9 +51,11 @@ std::vector<PlanParameter> ModelParameters(const PlanModel& m) {
 }
 
 void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
-                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max) {
+                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max,
+                      int64_t heads) {
   const int64_t hp = row->height / patch, wp = row->width / patch;
   int64_t best = -1;
+  row->call_pairs = row->call_slots = 0;
   for (int64_t chunk = std::max<int64_t>(1, chunk_min); chunk <= std::max(chunk_min, chunk_max);
        ++chunk) {
     std::vector<SampleSpec> specs;
@@ -64,6 +66,13 @@ void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t 
     int64_t slots = 0;
     for (const auto& b : plan.buckets) slots += b.groups * b.lk;
     const int64_t pairs = plan.computed_pairs();
+    for (const auto& b : plan.buckets) {
+      const int64_t n = std::min(b.groups, GroupsPerCall(heads, b.lq, b.lk, kRecomputeCallEntries));
+      if (n * b.lq * b.lk > row->call_pairs) {
+        row->call_pairs = n * b.lq * b.lk;
+        row->call_slots = n * (b.lq + 2 * b.lk);
+      }
+    }
     // Per head: the score entries plus the gathered keys and values (2 x slots x head_dim).
     const int64_t cost = pairs + 2 * slots * head_dim;
     if (cost > best) {
@@ -102,7 +111,9 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   //  queries gathered by sample, f (7); three QK-RMSNorms.
   out.per_block = T * D * (14 * w + 7 * a + 3 * rms);
   // Block-sparse self-attention: gathered queries, keys, values and the probabilities.
-  out.per_block += r.valid_tokens * D * a + 2 * r.key_slots * D * a + H * r.computed_pairs * probs;
+  const int64_t self_attention =
+      r.valid_tokens * D * a + 2 * r.key_slots * D * a + H * r.computed_pairs * probs;
+  out.per_block += self_attention;
   // Text cross-attention: probabilities over every token's L text tokens; its keys and values.
   out.per_block += T * H * L * probs + B * L * D * (rms + 3 * a);
   // FFN: the hidden activation before and after the GELU.
@@ -132,9 +143,22 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   const int64_t largest = std::max({H * r.computed_pairs, T * H * L, T * Fd}) * w;
   out.working = 2 * largest + 4 * T * D * w;
 
+  // blocks+attention: the recomputed block keeps, of its self-attention, only the head-major
+  // q, k, v its calls share ([H, T (+1), hd] each) instead of the gathered copies and the scores.
+  // The call being recomputed holds its scores, the gradients of its probabilities and scores,
+  // its gathered queries, keys and values, and the three [H, T, hd] gradients it hands on. The
+  // cross-attention's and the FFN's backward transients come and go before or after the calls
+  // (never at once with them): the larger of the two sets counts, plus the [T, D] gradients.
+  out.per_block_attention = out.per_block - self_attention + 3 * T * D * a;
+  out.attention_call = H * r.call_pairs * (probs + 2 * w) + r.call_slots * D * a + 3 * T * D * a;
+  out.working_attention =
+      std::max(out.attention_call, 2 * std::max(T * H * L, T * Fd) * w) + 4 * T * D * w;
+
   out.none = out.outside_blocks + m.layers * out.per_block + out.inputs + out.working;
   out.blocks =
       out.outside_blocks + m.layers * out.block_inputs + out.per_block + out.inputs + out.working;
+  out.blocks_attention = out.outside_blocks + m.layers * out.block_inputs +
+                         out.per_block_attention + out.inputs + out.working_attention;
   return out;
 }
 
@@ -167,12 +191,24 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   auto overhead = [&](int64_t live) { return int64_t(double(live) * (s.heap_factor - 1.0)); };
   p.heap_overhead_none = overhead(p.activations.none);
   p.heap_overhead_blocks = overhead(p.activations.blocks);
+  p.heap_overhead_blocks_attention = overhead(p.activations.blocks_attention);
   p.total_none = fixed + p.activations.none + p.heap_overhead_none;
   p.total_blocks = fixed + p.activations.blocks + p.heap_overhead_blocks;
-  const bool blocks = s.checkpointing == "blocks";
-  p.activations_used = blocks ? p.activations.blocks : p.activations.none;
-  p.heap_overhead = blocks ? p.heap_overhead_blocks : p.heap_overhead_none;
-  p.total = blocks ? p.total_blocks : p.total_none;
+  p.total_blocks_attention =
+      fixed + p.activations.blocks_attention + p.heap_overhead_blocks_attention;
+  if (s.checkpointing == "blocks+attention") {
+    p.activations_used = p.activations.blocks_attention;
+    p.heap_overhead = p.heap_overhead_blocks_attention;
+    p.total = p.total_blocks_attention;
+  } else if (s.checkpointing == "blocks") {
+    p.activations_used = p.activations.blocks;
+    p.heap_overhead = p.heap_overhead_blocks;
+    p.total = p.total_blocks;
+  } else {
+    p.activations_used = p.activations.none;
+    p.heap_overhead = p.heap_overhead_none;
+    p.total = p.total_none;
+  }
   return p;
 }
 

@@ -46,21 +46,27 @@ struct PlanRow {
   int64_t tokens = 0, valid_tokens = 0;    // T, tokens of valid frames
   int64_t key_slots = 0;                   // sum over query groups of lk (gathered keys)
   int64_t computed_pairs = 0;              // score entries, padding included
-  int64_t chunk = 1, window = 0;           // the draw that gives the most attention work
+  // The largest self-attention call blocks+attention recomputes (a bucket split under
+  // kRecomputeCallEntries): its score entries per head, and its gathered query + key + value
+  // slots (groups x (lq + 2 lk)).
+  int64_t call_pairs = 0, call_slots = 0;
+  int64_t chunk = 1, window = 0;  // the draw that gives the most attention work
 };
 
 // Fills tokens, valid_tokens, key_slots, computed_pairs, chunk and window of `row` for episodes
 // of `frames` latent frames each (one entry per episode of the row), trying every chunk in
-// [chunk_min, chunk_max] at window_max and keeping the one with the most attention bytes.
+// [chunk_min, chunk_max] at window_max and keeping the one with the most attention bytes (and,
+// for call_pairs, the largest recomputed call of any of them; `heads` sets that split).
 // `row.batch`, `padded_frames`, `height`, `width`, `action_steps` must be set.
 void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
-                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max);
+                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max,
+                      int64_t heads);
 
 struct PlanSettings {
   std::string dtype = "float32";  // float32 | float64 | bfloat16
   bool cuda = false;
   std::string shard = "none";          // none | optimizer | gradients
-  std::string checkpointing = "none";  // none | blocks (the one the total uses)
+  std::string checkpointing = "none";  // none | blocks | blocks+attention (the total's)
   int64_t world = 1;
   int64_t prefetch = 2;             // data.prefetch: rows read ahead
   int64_t bucket_bytes = 25 << 20;  // the process group's bucket size
@@ -77,15 +83,21 @@ struct PlanSettings {
 // (the runtime allowance covers its slack).
 inline constexpr double kCpuHeapFactor = 1.5;
 
-// Activation bytes of one row, split so both checkpointing settings can be shown.
+// Activation bytes of one row, split so every checkpointing setting can be shown.
 struct ActivationBytes {
   int64_t per_block = 0;       // what autograd keeps for one transformer block
   int64_t outside_blocks = 0;  // embeddings, time MLPs, output head
   int64_t block_inputs = 0;    // per block, the inputs a recomputed block keeps (blocks mode)
   int64_t inputs = 0;          // the row's tensors and layout tensors (times the rows in flight)
   int64_t working = 0;         // the backward's largest transient set
-  int64_t none = 0;            // total with activation_checkpointing none
-  int64_t blocks = 0;          // total with activation_checkpointing blocks
+  // blocks+attention: one block without its self-attention scores (but with the head-major q, k,
+  // v the recomputed calls keep), the one call being recomputed (its scores, their gradients, its
+  // gathered keys and the input gradients it hands on), and the backward's transient set: that
+  // call or the cross-attention's / FFN's gradients, whichever is larger.
+  int64_t per_block_attention = 0, attention_call = 0, working_attention = 0;
+  int64_t none = 0;              // total with activation_checkpointing none
+  int64_t blocks = 0;            // total with activation_checkpointing blocks
+  int64_t blocks_attention = 0;  // total with activation_checkpointing blocks+attention
 };
 
 ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& row, const PlanSettings& s);
@@ -103,10 +115,10 @@ struct MemoryPlan {
   ActivationBytes activations;   // live bytes
   int64_t activations_used = 0;  // the configured setting's live bytes
   int64_t heap_overhead = 0;     // (heap_factor - 1) x activations_used
-  int64_t heap_overhead_none = 0, heap_overhead_blocks = 0;
+  int64_t heap_overhead_none = 0, heap_overhead_blocks = 0, heap_overhead_blocks_attention = 0;
   int64_t runtime = 0;
   int64_t total = 0;  // everything above, with the configured checkpointing
-  int64_t total_none = 0, total_blocks = 0;
+  int64_t total_none = 0, total_blocks = 0, total_blocks_attention = 0;
 };
 
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "trainer/model/recompute.h"
+
 namespace baton {
 namespace {
 
@@ -20,6 +22,23 @@ torch::Tensor MaskedSoftmaxAttention(const torch::Tensor& q, const torch::Tensor
   scores = scores.masked_fill(any.logical_not(), 0.0);
   auto probs = torch::softmax(scores, -1) * mask.to(scores.scalar_type());
   return torch::matmul(probs, v);
+}
+
+// One batched call of the block-sparse attention over head-major qh [H, T, D] and kh, vh
+// [H, T + 1, D]: `groups` query groups of lq tokens, each with lk key slots -> [H, groups * lq, D].
+torch::Tensor CallAttention(const torch::Tensor& qh, const torch::Tensor& kh,
+                            const torch::Tensor& vh, const torch::Tensor& queries,
+                            const torch::Tensor& keys, const torch::Tensor& bias, int64_t groups,
+                            int64_t lq, int64_t lk) {
+  const int64_t H = qh.size(0), D = qh.size(2);
+  auto qg = qh.index_select(1, queries).view({H * groups, lq, D});
+  auto kg = kh.index_select(1, keys).view({H * groups, lk, D});
+  auto vg = vh.index_select(1, keys).view({H * groups, lk, D});
+  // The bias broadcasts over the heads in place (bmm's backward does not need its output).
+  auto scores = torch::bmm(qg, kg.transpose(1, 2)).view({H, groups, lq, lk});
+  scores.add_(bias.view({1, groups, lq, lk}));
+  auto probs = torch::softmax(scores, -1).view({H * groups, lq, lk});
+  return torch::bmm(probs, vg).view({H, groups * lq, D});
 }
 
 // Wan's split of the head into rotary pairs for the frame, row and column axes.
@@ -129,7 +148,8 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const LayoutTensors& lt) {
 }
 
 torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v, const LayoutTensors& lt) {
+                                   const torch::Tensor& v, const LayoutTensors& lt,
+                                   int64_t recompute_entries) {
   const int64_t T = q.size(0), H = q.size(1), D = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   // Head-major, so a gather along the tokens is already [H * groups, l, D] for the batched
@@ -140,15 +160,29 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
   };
   auto qh = head_major(q * scale, false), kh = head_major(k, true), vh = head_major(v, true);
   std::vector<torch::Tensor> outs;
+  const bool recompute = recompute_entries > 0 && torch::GradMode::is_enabled();
   for (const auto& c : lt.calls) {
-    auto qg = qh.index_select(1, c.queries).view({H * c.groups, c.lq, D});
-    auto kg = kh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
-    auto vg = vh.index_select(1, c.keys).view({H * c.groups, c.lk, D});
-    // The bias broadcasts over the heads in place (bmm's backward does not need its output).
-    auto scores = torch::bmm(qg, kg.transpose(1, 2)).view({H, c.groups, c.lq, c.lk});
-    scores.add_(c.bias.view({1, c.groups, c.lq, c.lk}));
-    auto probs = torch::softmax(scores, -1).view({H * c.groups, c.lq, c.lk});
-    outs.push_back(torch::bmm(probs, vg).view({H, c.groups * c.lq, D}));
+    if (recompute_entries <= 0) {
+      outs.push_back(CallAttention(qh, kh, vh, c.queries, c.keys, c.bias, c.groups, c.lq, c.lk));
+      continue;
+    }
+    // Split so one call's scores stay under the cap (the same split with grad mode off, so the
+    // recomputation in backward repeats the forward's calls exactly).
+    const int64_t per_call = GroupsPerCall(H, c.lq, c.lk, recompute_entries);
+    for (int64_t g0 = 0; g0 < c.groups; g0 += per_call) {
+      const int64_t n = std::min(per_call, c.groups - g0);
+      const int64_t lq = c.lq, lk = c.lk;
+      const bool whole = n == c.groups;
+      auto queries = whole ? c.queries : c.queries.narrow(0, g0 * lq, n * lq);
+      auto keys = whole ? c.keys : c.keys.narrow(0, g0 * lk, n * lk);
+      auto bias = whole ? c.bias : c.bias.narrow(0, g0, n);
+      auto call = [queries, keys, bias, n, lq, lk](const std::vector<torch::Tensor>& in) {
+        return CallAttention(in[0], in[1], in[2], queries, keys, bias, n, lq, lk);
+      };
+      // Each input is used once per call, and the calls' gradients meet where they do without
+      // recomputation (one sum per input, in the order of the calls).
+      outs.push_back(recompute ? Recompute(call, {qh, kh, vh}) : call({qh, kh, vh}));
+    }
   }
   auto out = torch::zeros({H, T, D}, q.options());
   if (!outs.empty()) {

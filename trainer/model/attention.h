@@ -50,8 +50,14 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const LayoutTensors& lt);
 
 // q, k, v: [T, H, hd] -> [T, H, hd]. Work follows the allowed pairs (block-sparse by sample,
 // chunk and window), one batched call per bucket of the plan.
+// recompute_entries > 0 (train.activation_checkpointing: blocks+attention): each bucket runs as
+// calls of at most that many score entries over all heads (GroupsPerCall), and with grad mode on
+// each call goes through Recompute (recompute.h), so the forward keeps only the head-major q, k, v
+// the calls share and the backward recomputes one call's scores at a time. 0: as above, with the
+// scores of every call kept for the backward.
 torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                   const torch::Tensor& v, const LayoutTensors& lt);
+                                   const torch::Tensor& v, const LayoutTensors& lt,
+                                   int64_t recompute_entries = 0);
 
 // The test oracle: a dense T x T mask from the rule over every token pair. O(T^2).
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,

@@ -12,6 +12,11 @@ int64_t AttentionPlan::computed_pairs() const {
   return n;
 }
 
+int64_t GroupsPerCall(int64_t heads, int64_t lq, int64_t lk, int64_t max_entries) {
+  const int64_t per_group = std::max<int64_t>(1, heads * lq * lk);
+  return std::max<int64_t>(1, max_entries / per_group);
+}
+
 namespace {
 
 struct GroupRef {

@@ -39,6 +39,16 @@ struct AttentionPlan {
 // fewer, more padded calls.
 inline constexpr int64_t kAttentionCallCostPairs = 200000;
 
+// train.activation_checkpointing: blocks+attention recomputes each self-attention call in the
+// backward, one call at a time, so what the backward holds is one call's scores, not the layer's.
+// It splits a bucket into calls of at most this many score entries over all heads (64 Mi: 256 MiB
+// of float32 scores); the plan of `none` and `blocks` is not split.
+inline constexpr int64_t kRecomputeCallEntries = int64_t(1) << 26;
+
+// Groups per call when a bucket of `lq` x `lk` groups is split so that no call computes more than
+// `max_entries` score entries over `heads` heads; at least 1 (a group is never split).
+int64_t GroupsPerCall(int64_t heads, int64_t lq, int64_t lk, int64_t max_entries);
+
 // Buckets every query group of the layout (all samples) by key count, choosing the bucket
 // boundaries that minimise sum(padded pairs) + call_cost_pairs * calls. Queries keep their
 // groups; keys keep their order, padded at the end with -1.

@@ -123,8 +123,9 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x_in, const torch::Tensor&
   auto q = ApplyRope(attn1_->norm_q(attn1_->to_q(h)).view({T, H, hd}), lt);
   auto k = ApplyRope(attn1_->norm_k(attn1_->to_k(h)).view({T, H, hd}), lt);
   auto v = attn1_->to_v(h).view({T, H, hd});
-  auto a = path == AttentionPath::kBlockSparse ? BlockSparseAttention(q, k, v, lt)
-                                               : DenseMaskedAttention(q, k, v, layout);
+  auto a = path == AttentionPath::kBlockSparse
+               ? BlockSparseAttention(q, k, v, lt, d_.recompute_attention_entries)
+               : DenseMaskedAttention(q, k, v, layout);
   x = AddWide(x, attn1_->to_out(a.reshape({T, d_.dim})) * e[2]);
 
   // 2. Cross-attention to the token's own sample's text (no gate, no RoPE); the residual is

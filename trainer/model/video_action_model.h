@@ -32,6 +32,9 @@ struct ModelDims {
   // train.activation_checkpointing: blocks — each block is recomputed in backward (recompute.h).
   // How the model runs, not what it computes: checkpoints and exact resumes ignore it.
   bool recompute_blocks = false;
+  // train.activation_checkpointing: blocks+attention — also each self-attention call, split to at
+  // most this many score entries over all heads (kRecomputeCallEntries); 0 keeps the scores.
+  int64_t recompute_attention_entries = 0;
   int64_t head_dim() const { return dim / heads; }
 };
 

@@ -223,7 +223,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       row.action_steps = shape.action_steps, row.text_len = shape.text_len;
       PlanRowAttention(&row, std::vector<int64_t>(size_t(row.batch), longest), dims.patch,
                        dims.head_dim(), config.objective.chunk_min, config.objective.chunk_max,
-                       config.objective.window_max);
+                       config.objective.window_max, dims.heads);
 
       PlanSettings s;
       s.dtype = dtype;
@@ -261,6 +261,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                     {"valid_tokens", row.valid_tokens},
                     {"key_slots", row.key_slots},
                     {"computed_pairs", row.computed_pairs},
+                    {"recomputed_call_pairs", row.call_pairs},
                     {"chunk", row.chunk},
                     {"window", row.window}};
         j["bytes"] = {{"weights", p.weights},
@@ -275,12 +276,18 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                       {"total", p.total}};
         j["activations"] = {{"none", p.activations.none},
                             {"blocks", p.activations.blocks},
+                            {"blocks+attention", p.activations.blocks_attention},
                             {"per_block", p.activations.per_block},
                             {"outside_blocks", p.activations.outside_blocks},
                             {"inputs", p.activations.inputs},
-                            {"working", p.activations.working}};
+                            {"working", p.activations.working},
+                            {"per_block_attention", p.activations.per_block_attention},
+                            {"attention_call", p.activations.attention_call},
+                            {"working_attention", p.activations.working_attention}};
         j["heap_factor"] = s.heap_factor;
-        j["total_by_checkpointing"] = {{"none", p.total_none}, {"blocks", p.total_blocks}};
+        j["total_by_checkpointing"] = {{"none", p.total_none},
+                                       {"blocks", p.total_blocks},
+                                       {"blocks+attention", p.total_blocks_attention}};
         if (limit > 0) {
           j["limit"] = {{"key", limit_key}, {"gb", limit_gb}, {"bytes", limit}};
           j["fits"] = p.total <= limit;
@@ -303,7 +310,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
           (long long)row.tokens, (long long)row.batch, (long long)row.padded_frames,
           row_source.c_str(), (long long)row.chunk, (long long)row.window);
       auto line = [](const char* what, int64_t bytes, const std::string& note = "") {
-        std::printf("%-28s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
+        std::printf("%-33s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
                     note.c_str());
       };
       line("weights", p.weights);
@@ -313,10 +320,20 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       line("optimizer state", p.optimizer);
       line("collective buffers", p.collective_buffers);
       if (p.autocast_copies > 0) line("autocast bf16 weight copies", p.autocast_copies);
-      const bool blocks = config.train.activation_checkpointing == "blocks";
-      line(blocks ? "activations (blocks)" : "activations (none)", p.activations_used);
-      line(blocks ? "  (with none instead)" : "  (with blocks instead)",
-           blocks ? p.activations.none : p.activations.blocks);
+      // The configured setting's figure, then the other two's.
+      const std::string used = config.train.activation_checkpointing;
+      struct Setting {
+        std::string name;
+        int64_t activations, total;
+      };
+      const std::vector<Setting> settings = {
+          {"none", p.activations.none, p.total_none},
+          {"blocks", p.activations.blocks, p.total_blocks},
+          {"blocks+attention", p.activations.blocks_attention, p.total_blocks_attention}};
+      line(("activations (" + used + ")").c_str(), p.activations_used);
+      for (const auto& o : settings) {
+        if (o.name != used) line(("  (with " + o.name + " instead)").c_str(), o.activations);
+      }
       if (p.heap_overhead > 0) {
         char note[64];
         std::snprintf(note, sizeof note, "  (x%.2f of the activations)", s.heap_factor - 1.0);
@@ -324,8 +341,9 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       }
       line(cuda ? "runtime (CUDA allowance)" : "runtime (libtorch, measured)", p.runtime);
       line("total per rank", p.total);
-      line(blocks ? "  (total with none)" : "  (total with blocks)",
-           blocks ? p.total_none : p.total_blocks);
+      for (const auto& o : settings) {
+        if (o.name != used) line(("  (total with " + o.name + ")").c_str(), o.total);
+      }
       if (limit > 0) {
         std::printf("limit             %s: %g GiB -> %s\n", limit_key.c_str(), limit_gb,
                     p.total <= limit ? "fits" : "DOES NOT FIT");

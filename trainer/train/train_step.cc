@@ -46,7 +46,9 @@ ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
   d.freq_dim = c.model.freq_dim;
   d.rope_theta = c.model.rope_theta;
   d.eps = c.model.eps;
-  d.recompute_blocks = c.train.activation_checkpointing == "blocks";
+  const std::string& checkpointing = c.train.activation_checkpointing;
+  d.recompute_blocks = checkpointing == "blocks" || checkpointing == "blocks+attention";
+  d.recompute_attention_entries = checkpointing == "blocks+attention" ? kRecomputeCallEntries : 0;
   return d;
 }
 
