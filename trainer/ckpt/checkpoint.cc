@@ -70,20 +70,7 @@ class OptimizerFiles {
     const fs::path index = fs::path(dir) / kOptimizerIndexFile;
     std::error_code ec;
     if (!fs::exists(index, ec)) return;
-    auto text = ReadFile(index.string());
-    if (!text.ok()) FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(), "");
-    const auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-      BATON_FAIL(kExitData, index.string() + ": no \"weight_map\" object",
-                 "the checkpoint is damaged; use --resume auto to fall back to an older one");
-    }
-    for (const auto& [key, file] : j["weight_map"].items()) {
-      if (!file.is_string()) {
-        BATON_FAIL(kExitData, index.string() + ": weight_map['" + key + "'] is not a file name",
-                   "the checkpoint is damaged");
-      }
-      map_[key] = file.get<std::string>();
-    }
+    map_ = ReadWeightMap(index.string());
     indexed_ = true;
   }
 

@@ -108,6 +108,25 @@ std::string FindTransformerDir(const std::string& dir) {
              "pass an upstream transformer/ folder (config.json + safetensors) or its parent");
 }
 
+std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) {
+  auto text = ReadFile(index_path);
+  if (!text.ok()) {
+    BATON_FAIL(kExitData, index_path + ": unreadable: " + text.status().message(), "");
+  }
+  const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    BATON_FAIL(kExitData, index_path + ": no \"weight_map\" object",
+               "a diffusers index names each tensor's shard");
+  }
+  std::map<std::string, std::string> map;
+  for (const auto& [k, v] : j["weight_map"].items()) {
+    if (!v.is_string())
+      BATON_FAIL(kExitData, index_path + ": weight_map['" + k + "'] is not a file name", "");
+    map[k] = v.get<std::string>();
+  }
+  return map;
+}
+
 ModelDims ReadUpstreamDims(const std::string& tdir) {
   const std::string path = (fs::path(tdir) / kConfigName).string();
   auto text = ReadFile(path);
@@ -246,18 +265,7 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
   }
   if (!found_index.empty()) {
     where = found_index.string();
-    auto text = ReadFile(where);
-    if (!text.ok()) BATON_FAIL(kExitData, where + ": unreadable: " + text.status().message(), "");
-    const auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-      BATON_FAIL(kExitData, where + ": no \"weight_map\" object",
-                 "a diffusers index names each tensor's shard");
-    }
-    for (const auto& [k, v] : j["weight_map"].items()) {
-      if (!v.is_string())
-        BATON_FAIL(kExitData, where + ": weight_map['" + k + "'] is not a file name", "");
-      key_file[k] = v.get<std::string>();
-    }
+    key_file = ReadWeightMap(where);
   } else {
     fs::path single = fs::path(tdir) / kSingleName;
     if (!fs::is_regular_file(single, ec)) {

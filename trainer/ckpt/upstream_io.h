@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,6 +41,11 @@ std::string FindTransformerDir(const std::string& dir);
 // (patch_size not [1, p, p], in_channels != out_channels, cross_attn_norm false).
 // `action_steps` is left 0 (it comes from the data).
 ModelDims ReadUpstreamDims(const std::string& transformer_dir);
+
+// The "weight_map" of a diffusers-style index (tensor name -> file name, relative to the index);
+// fails fast (65) naming the file when it is unreadable or malformed. Used for weight shards and
+// for the per-rank optimizer files of a sharded checkpoint.
+std::map<std::string, std::string> ReadWeightMap(const std::string& index_path);
 
 // The run's model sizes when it starts from `init.dims`: every model: key the config gave must
 // agree with the folder's (exit 78 naming the key and both values), and so must the dataset's
