@@ -53,12 +53,19 @@ run=$tmp/term2
 write_config "$tmp/term2.yaml" "$run"
 "$bt" train --config "$tmp/term2.yaml" --fault slow_save >>"$tmp/train.log" 2>&1 &
 pid=$!
-for _ in $(seq 300); do grep -q '"step":1,"step_time_s"' "$run/events/local.0.jsonl" 2>/dev/null && break; sleep 0.1; done
+# Steps take milliseconds: poll finely, so the first TERM lands well before the last step.
+for _ in $(seq 3000); do grep -q '"step":1,"step_time_s"' "$run/events/local.0.jsonl" 2>/dev/null && break; sleep 0.01; done
 kill -TERM $pid
+# The stop save is the one that stays .partial (slow_save holds it 3 s before its manifest); a
+# periodic save's .partial is renamed within milliseconds and must not be mistaken for it.
 partial=""
 for _ in $(seq 300); do
   partial=$(find "$run/checkpoints" -maxdepth 1 -name 'checkpoint_step_*.partial' 2>/dev/null | head -n1)
-  [ -n "$partial" ] && break
+  if [ -n "$partial" ]; then
+    sleep 0.3
+    [ -d "$partial" ] && break
+    partial=""
+  fi
   sleep 0.05
 done
 [ -n "$partial" ] || fail "term2: the stop save did not start"
