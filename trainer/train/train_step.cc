@@ -7,6 +7,7 @@
 
 #include "trainer/objective/flow_matching.h"
 #include "trainer/train/autocast.h"
+#include "trainer/train/device_memory.h"
 
 namespace baton {
 
@@ -88,6 +89,8 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   double video_sum = 0, action_sum = 0;
   double tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0, padded_frames = 0;
   for (const auto& batch : micro_batches) {
+    // A CUDA peak is per micro-batch; the CPU's resident peak only ever grows.
+    if (profile) ResetDevicePeak(device_);
     const auto m0 = Clock::now();
     // bf16 runs feed float32 inputs to float32 master weights; autocast does the bf16 compute.
     const bool bf16 = dtype_ == torch::kBFloat16;
@@ -112,7 +115,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
       MicroProfile p;
       p.tokens = mb.layout.tokens;
       p.fwd_bwd_s = std::chrono::duration<double>(Clock::now() - m0).count();
-      p.peak_bytes = PeakRssBytes();
+      p.peak_bytes = DevicePeakBytes(device_);
       st.micro.push_back(p);
     }
   }

@@ -1,0 +1,84 @@
+#include "trainer/train/device_memory.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+
+#ifdef BATON_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace baton {
+
+namespace {
+int64_t PeakRss() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return int64_t(ru.ru_maxrss) * 1024;
+}
+
+#ifdef BATON_CUDA
+c10::DeviceIndex Index(const torch::Device& device) {
+  return device.has_index() ? device.index() : c10::cuda::current_device();
+}
+// Element 0 of every allocator statistic is the aggregate over both pools (StatType::AGGREGATE,
+// whose namespace moved between libtorch releases; its value did not).
+constexpr size_t kAggregate = 0;
+#endif
+}  // namespace
+
+int64_t DevicePeakBytes(const torch::Device& device) {
+#ifdef BATON_CUDA
+  if (device.is_cuda()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(Index(device))
+        .allocated_bytes[kAggregate]
+        .peak;
+  }
+#endif
+  return PeakRss();
+}
+
+int64_t DevicePeakReservedBytes(const torch::Device& device) {
+#ifdef BATON_CUDA
+  if (device.is_cuda()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(Index(device))
+        .reserved_bytes[kAggregate]
+        .peak;
+  }
+#endif
+  return PeakRss();
+}
+
+void ResetDevicePeak(const torch::Device& device) {
+#ifdef BATON_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(Index(device));
+#endif
+}
+
+void SynchronizeDevice(const torch::Device& device) {
+#ifdef BATON_CUDA
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+#endif
+}
+
+std::string DeviceDescription(const torch::Device& device) {
+#ifdef BATON_CUDA
+  if (device.is_cuda()) {
+    const c10::DeviceIndex i = Index(device);
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf, "cuda:%d %s (%.1f GiB, sm_%d%d)", int(i), prop.name,
+                    double(prop.totalGlobalMem) / double(1ull << 30), prop.major, prop.minor);
+      return buf;
+    }
+    return "cuda:" + std::to_string(int(i));
+  }
+#endif
+  return device.str();
+}
+
+}  // namespace baton
