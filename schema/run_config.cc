@@ -644,8 +644,9 @@ void ReadInitFrom(Section& s, ModelSection& x) {
   x.init_from = Resolve(s.ctx(), x.init_from);
   std::error_code ec;
   if (s.ctx().options.check_filesystem && !fs::is_directory(x.init_from, ec)) {
-    s.ctx().Error(s.node()["init_from"], "model.init_from",
-                  "no such folder '" + x.init_from + "' (an upstream transformer/ folder or its parent)");
+    s.ctx().Error(
+        s.node()["init_from"], "model.init_from",
+        "no such folder '" + x.init_from + "' (an upstream transformer/ folder or its parent)");
   }
 }
 
@@ -714,8 +715,9 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       IntKey<S>("warmup_steps", &S::warmup_steps, 0),
       IntKey<S>("resume_warmup_steps", &S::resume_warmup_steps, 0),
       IntKey<S>("grad_accum", &S::grad_accum, 1, 1 << 20),
-      EnumKey<S, std::string>("shard", &S::shard,
-                              {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
+      EnumKey<S, std::string>(
+          "shard", &S::shard,
+          {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
   };
   return keys;
 }
@@ -726,7 +728,8 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       IntKey<S>("every", &S::every, 1),
       IntKey<S>("keep_last", &S::keep_last, 1),
       IntKey<S>("keep_every", &S::keep_every, 0),
-      EnumKey<S, std::string>("export_dtype", &S::export_dtype, {{"fp32", "fp32"}, {"bf16", "bf16"}}),
+      EnumKey<S, std::string>("export_dtype", &S::export_dtype,
+                              {{"fp32", "fp32"}, {"bf16", "bf16"}}),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
   };
   return keys;
@@ -747,6 +750,7 @@ const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
           "activation_checkpointing", &S::activation_checkpointing,
           {{"none", "none"}, {"blocks", "blocks"}, {"blocks+attention", "blocks+attention"}}),
       FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
+      EnumKey<S, bool>("deterministic", &S::deterministic, {{"false", false}, {"true", true}}),
   };
   return keys;
 }

@@ -17,18 +17,18 @@
 namespace baton {
 
 struct RunSection {
-  std::string name;      // defaults to the config file's stem
-  std::string dir;       // run directory; empty = chosen by `baton submit` under $BATON_HOME
-  int64_t steps = 0;     // target optimizer steps (required, >= 1)
-  int64_t seed = 0;      // root of every random stream
+  std::string name;   // defaults to the config file's stem
+  std::string dir;    // run directory; empty = chosen by `baton submit` under $BATON_HOME
+  int64_t steps = 0;  // target optimizer steps (required, >= 1)
+  int64_t seed = 0;   // root of every random stream
 };
 
 struct SlurmSection {
-  std::string partition;           // empty = the cluster's default partition
-  std::string qos;                 // empty = none
-  std::string account;             // empty = none
+  std::string partition;  // empty = the cluster's default partition
+  std::string qos;        // empty = none
+  std::string account;    // empty = none
   int64_t nodes = 1;
-  int64_t ntasks_per_node = 1;     // one trainer rank per task
+  int64_t ntasks_per_node = 1;  // one trainer rank per task
   int64_t gpus_per_node = 0;
   int64_t cpus_per_task = 1;
   // Memory each rank may use, GB (1e9 bytes); 0 = unknown, no check. `baton submit` refuses a
@@ -36,22 +36,22 @@ struct SlurmSection {
   // mem_per_task_gb (also asked of SLURM as --mem-per-cpu share) for a cpu run.
   double gpu_memory_gb = 0;
   double mem_per_task_gb = 0;
-  std::string time = "01:00:00";   // SLURM time limit: [D-]HH:MM:SS, MM:SS or minutes
-  std::string signal = "USR1";     // warning signal sent `signal_lead_s` before the limit
-  int64_t signal_lead_s = 120;     // seconds
-  int64_t max_restarts = 100;      // preemption requeues allowed before the run is FAILED
-  int64_t max_failures = 3;        // crash requeues allowed before the run is FAILED
+  std::string time = "01:00:00";  // SLURM time limit: [D-]HH:MM:SS, MM:SS or minutes
+  std::string signal = "USR1";    // warning signal sent `signal_lead_s` before the limit
+  int64_t signal_lead_s = 120;    // seconds
+  int64_t max_restarts = 100;     // preemption requeues allowed before the run is FAILED
+  int64_t max_failures = 3;       // crash requeues allowed before the run is FAILED
 };
 
 enum class SamplerPlan { kGlobal, kPerRank };
 
 struct DataSection {
-  std::string path;                // dataset folder (required; relative to the config file)
-  int64_t batch_size = 4;          // episodes packed into one micro-step
-  int64_t pad_multiple = 8;        // latent frames: padded F is a multiple of this
-  int64_t pool_factor = 50;        // pool = batch_size * pool_factor episodes sorted by length
+  std::string path;          // dataset folder (required; relative to the config file)
+  int64_t batch_size = 4;    // episodes packed into one micro-step
+  int64_t pad_multiple = 8;  // latent frames: padded F is a multiple of this
+  int64_t pool_factor = 50;  // pool = batch_size * pool_factor episodes sorted by length
   SamplerPlan plan = SamplerPlan::kGlobal;
-  int64_t prefetch = 2;            // batches read ahead on the loader thread
+  int64_t prefetch = 2;  // batches read ahead on the loader thread
 };
 
 struct ModelSection {
@@ -61,25 +61,25 @@ struct ModelSection {
   // The keys below that the config file gave explicitly (with init_from they must agree with
   // the folder's config.json; without it they are just recorded). Not a key itself.
   std::vector<std::string> given;
-  int64_t dim = 64;                // transformer width D
+  int64_t dim = 64;  // transformer width D
   int64_t heads = 4;
   int64_t layers = 2;
   int64_t ffn_dim = 256;
-  int64_t freq_dim = 256;          // sinusoidal timestep embedding size
-  int64_t patch_size = 2;          // spatial patch (H and W)
+  int64_t freq_dim = 256;  // sinusoidal timestep embedding size
+  int64_t patch_size = 2;  // spatial patch (H and W)
   double rope_theta = 10000.0;
-  double eps = 1e-6;               // LayerNorm / RMSNorm epsilon
+  double eps = 1e-6;  // LayerNorm / RMSNorm epsilon
 };
 
 struct ObjectiveSection {
-  double video_shift = 5.0;        // timestep-grid shift for video
-  double action_shift = 1.0;       // timestep-grid shift for actions
-  double clean_noise_prob = 0.5;   // chance the clean video copy is lightly noised
+  double video_shift = 5.0;       // timestep-grid shift for video
+  double action_shift = 1.0;      // timestep-grid shift for actions
+  double clean_noise_prob = 0.5;  // chance the clean video copy is lightly noised
   double video_loss_weight = 1.0;
   double action_loss_weight = 1.0;
-  int64_t chunk_min = 1;           // latent frames per attention chunk, drawn per micro-step
+  int64_t chunk_min = 1;  // latent frames per attention chunk, drawn per micro-step
   int64_t chunk_max = 4;
-  int64_t window_min = 4;          // attention window in frame-id units, drawn per micro-step
+  int64_t window_min = 4;  // attention window in frame-id units, drawn per micro-step
   int64_t window_max = 64;
   // Chance that an episode's text is replaced by the dataset's empty-prompt embedding
   // (meta/empty_text.safetensors), drawn per (seed, step, episode): classifier-free guidance.
@@ -91,24 +91,24 @@ struct OptimSection {
   std::array<double, 2> betas = {0.9, 0.95};
   double weight_decay = 0.1;
   double eps = 1e-8;
-  double grad_clip = 2.0;          // global-norm clip; 0 disables
-  int64_t warmup_steps = 200;      // linear warmup from 0 to lr
+  double grad_clip = 2.0;            // global-norm clip; 0 disables
+  int64_t warmup_steps = 200;        // linear warmup from 0 to lr
   int64_t resume_warmup_steps = 50;  // re-warmup after a weights-only resume; 0 disables
-  int64_t grad_accum = 1;          // micro-steps per optimizer step
+  int64_t grad_accum = 1;            // micro-steps per optimizer step
   // ZeRO-style sharding across data-parallel ranks (docs/trainer.md): none = every rank holds
   // all AdamW state; optimizer = each rank holds the state of ~1/W of the parameters and updates
   // them, the new weights are gathered; gradients = also keeps only that part of the reduced
   // gradients once the step's reduction is done.
-  std::string shard = "none";      // none | optimizer | gradients
+  std::string shard = "none";  // none | optimizer | gradients
 };
 
 struct CheckpointSection {
-  int64_t every = 100;             // optimizer steps between checkpoints
-  int64_t keep_last = 3;           // newest checkpoints kept
-  int64_t keep_every = 0;          // also keep every M-th step's checkpoint; 0 = none
+  int64_t every = 100;     // optimizer steps between checkpoints
+  int64_t keep_last = 3;   // newest checkpoints kept
+  int64_t keep_every = 0;  // also keep every M-th step's checkpoint; 0 = none
   // dtype of transformer/ weights (what upstream loads); a checkpoint whose export dtype is not
   // the master dtype also holds the exact master weights for resume.
-  std::string export_dtype = "fp32";  // fp32 | bf16
+  std::string export_dtype = "fp32";      // fp32 | bf16
   int64_t max_shard_bytes = 10000000000;  // above it transformer/ is sharded (diffusers' "10GB")
 };
 
@@ -116,9 +116,9 @@ enum class DType { kFloat32, kFloat64, kBFloat16 };
 
 struct TrainSection {
   DType dtype = DType::kFloat32;
-  std::string device = "cpu";      // cpu | cuda
-  int64_t log_every = 1;           // steps between progress lines
-  int64_t profile = 0;             // micro-steps to profile (tokens, fwd+bwd time, peak memory)
+  std::string device = "cpu";  // cpu | cuda
+  int64_t log_every = 1;       // steps between progress lines
+  int64_t profile = 0;         // micro-steps to profile (tokens, fwd+bwd time, peak memory)
   // Consecutive steps with a NaN/Inf loss or gradient norm (each skipped, not applied) after
   // which the run stops as diverged (exit 79).
   int64_t max_nonfinite_steps = 3;
@@ -128,10 +128,14 @@ struct TrainSection {
   // The device's peak dense FLOP/s for the run's dtype, in TFLOP/s (e.g. 989 for an H100's bf16):
   // the run page's MFU divides by it. 0: unknown, no MFU. Read by the orchestrator only.
   double device_peak_tflops = 0;
+  // Deterministic kernels only (libtorch's deterministic algorithms, cuBLAS's fixed workspace):
+  // what a bit-identical resume needs on a GPU; an op without such a kernel fails the run by
+  // name. CPU runs are deterministic either way.
+  bool deterministic = false;
 };
 
 struct RunConfig {
-  std::string source;              // the file it was read from (for messages)
+  std::string source;  // the file it was read from (for messages)
   // Notes that do not stop the run ("<file>:<line>:<col>: <key>: <note>"); not part of ToYaml.
   std::vector<std::string> warnings;
   RunSection run;

@@ -40,6 +40,24 @@ for k in ("batches_per_epoch", "padding_waste", "distinct_shapes"):
     assert k in r["sampler"], k
 PY
 checks=$((checks + 1)); echo "ok: verify-packing float64: packed == single to 1e-10, all grads finite"
+# bf16 autocast (float32 weights): the loss and the gradients as one vector within bf16 rounding,
+# the per-tensor figure reported; a GPU asked of a CPU build is a config error naming the build.
+expect_exit 0 "$bt" verify-packing --config "$tmp/f64.yaml" --dtype bfloat16 --json
+python3 - "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["ok"] and r["dtype"] == "bfloat16" and r["tolerance"] == 2e-2 and r["device"] == "cpu", r
+for c in r["checks"]:
+    # Not exact (bf16 rounds), and not wrong: a broken packing gives O(1) differences.
+    assert 1e-7 < c["loss_rel_diff"] <= 2e-2, c
+    assert 1e-6 < c["grad_norm_rel_diff"] <= 2e-2, c
+    assert c["max_grad_rel_diff"] >= c["grad_norm_rel_diff"] * 0.1, c
+PY
+checks=$((checks + 1)); echo "ok: verify-packing bf16: loss and gradients within bf16 rounding, not exact"
+expect_exit 78 "$bt" verify-packing --config "$tmp/f64.yaml" --device cuda
+expect_in "$err" "built without CUDA"
+expect_exit 78 "$bt" one-step --config "$tmp/f64.yaml" --count 4 --device cuda --out "$tmp/x.safetensors"
+checks=$((checks + 1)); echo "ok: --device cuda on a CPU build: exit 78 naming the build"
 
 # One optimizer step over the same 16 episodes: 1 rank batch 4 x accum 4 is the reference.
 expect_exit 0 "$bt" one-step --config "$tmp/f64.yaml" --count 16 --batch-size 4 --out "$tmp/ref.safetensors"

@@ -21,17 +21,17 @@ TEST(AttentionTest, BlockSparseEqualsDenseReferenceForwardAndBackward) {
   const PackedLayout l = MixedLayout();
   const int64_t H = 2, hd = 6;
   torch::manual_seed(0);
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true);
-  auto q = torch::randn({l.tokens, H, hd}, opts), k = torch::randn({l.tokens, H, hd}, opts),
-       v = torch::randn({l.tokens, H, hd}, opts);
-  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64);
+  auto q = test::Leaf({l.tokens, H, hd}), k = test::Leaf({l.tokens, H, hd}),
+       v = test::Leaf({l.tokens, H, hd});
+  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64).to(test::TestDevice());
   auto dense = DenseMaskedAttention(q, k, v, l);
   auto gd = torch::autograd::grad({(dense * w).sum()}, {q, k, v});
 
   std::vector<int64_t> calls;
   for (const int64_t call_cost : {int64_t(0), kAttentionCallCostPairs, int64_t(1) << 40}) {
     SCOPED_TRACE("call cost " + std::to_string(call_cost));
-    LayoutTensors lt = MakeLayoutTensors(l, hd, 10000.0, torch::kCPU, torch::kFloat64, call_cost);
+    LayoutTensors lt =
+        MakeLayoutTensors(l, hd, 10000.0, test::TestDevice(), torch::kFloat64, call_cost);
     calls.push_back(static_cast<int64_t>(lt.calls.size()));
     auto sparse = BlockSparseAttention(q, k, v, lt);
     auto gs = torch::autograd::grad({(sparse * w).sum()}, {q, k, v});
@@ -62,10 +62,9 @@ TEST(AttentionTest, BlockSparseEqualsDenseReferenceForwardAndBackward) {
 // row and the text cross-attention.
 int64_t AttentionOpsPerLayer(const PackedLayout& l, const LayoutTensors& lt) {
   const int64_t H = 2, hd = 6, L = 3;
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true);
-  auto q = torch::randn({l.tokens, H, hd}, opts), k = torch::randn({l.tokens, H, hd}, opts),
-       v = torch::randn({l.tokens, H, hd}, opts);
-  auto ck = torch::randn({l.batch, L, H, hd}, opts), cv = torch::randn({l.batch, L, H, hd}, opts);
+  auto q = test::Leaf({l.tokens, H, hd}), k = test::Leaf({l.tokens, H, hd}),
+       v = test::Leaf({l.tokens, H, hd});
+  auto ck = test::Leaf({l.batch, L, H, hd}), cv = test::Leaf({l.batch, L, H, hd});
   OpCounter counter;
   auto out = BlockSparseAttention(q, k, v, lt) + TextCrossAttention(q, ck, cv, lt);
   out.sum().backward();
@@ -76,13 +75,13 @@ TEST(AttentionTest, PackingReducesAttentionOpsPerLayer) {
   const PackedLayout packed = MixedLayout();
   const int64_t hd = 6;
   const int64_t packed_ops = AttentionOpsPerLayer(
-      packed, MakeLayoutTensors(packed, hd, 10000.0, torch::kCPU, torch::kFloat64));
+      packed, MakeLayoutTensors(packed, hd, 10000.0, test::TestDevice(), torch::kFloat64));
   int64_t single_ops = 0, max_single = 0;
   for (const SampleSpec& s : packed.samples) {
     const PackedLayout one = BuildPackedLayout(packed.padded_frames, packed.patch_rows,
                                                packed.patch_cols, packed.action_steps, {s});
     const int64_t ops = AttentionOpsPerLayer(
-        one, MakeLayoutTensors(one, hd, 10000.0, torch::kCPU, torch::kFloat64));
+        one, MakeLayoutTensors(one, hd, 10000.0, test::TestDevice(), torch::kFloat64));
     single_ops += ops;
     max_single = std::max(max_single, ops);
   }
@@ -101,23 +100,23 @@ TEST(AttentionTest, PackingReducesAttentionOpsPerLayer) {
 TEST(AttentionTest, TextCrossAttentionEqualsPerSampleLoop) {
   const PackedLayout l = MixedLayout();
   const int64_t H = 2, hd = 6, L = 3;
-  LayoutTensors lt = MakeLayoutTensors(l, hd, 10000.0, torch::kCPU, torch::kFloat64);
+  const torch::Device dev = test::TestDevice();
+  LayoutTensors lt = MakeLayoutTensors(l, hd, 10000.0, dev, torch::kFloat64);
   torch::manual_seed(1);
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true);
-  auto q = torch::randn({l.tokens, H, hd}, opts);
-  auto k = torch::randn({l.batch, L, H, hd}, opts), v = torch::randn({l.batch, L, H, hd}, opts);
-  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64);
+  auto q = test::Leaf({l.tokens, H, hd});
+  auto k = test::Leaf({l.batch, L, H, hd}), v = test::Leaf({l.batch, L, H, hd});
+  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64).to(dev);
 
   auto batched = TextCrossAttention(q, k, v, lt);
   auto gb = torch::autograd::grad({(batched * w).sum()}, {q, k, v});
-  auto ref = torch::zeros({l.tokens, H, hd}, torch::kFloat64);
+  auto ref = torch::zeros({l.tokens, H, hd}, torch::TensorOptions(torch::kFloat64).device(dev));
   for (int64_t b = 0; b < l.batch; ++b) {
     std::vector<int64_t> tok;
     for (int64_t t = 0; t < l.tokens; ++t) {
       if (l.seq_id[t] == b) tok.push_back(t);
     }
     if (tok.empty()) continue;
-    auto idx = torch::tensor(tok);
+    auto idx = torch::tensor(tok).to(dev);
     auto qb = q.index_select(0, idx).transpose(0, 1);  // [H, n, hd]
     auto p = torch::softmax(torch::matmul(qb, k[b].permute({1, 2, 0})) / std::sqrt(double(hd)), -1);
     ref = ref.index_copy(0, idx, torch::matmul(p, v[b].transpose(0, 1)).transpose(0, 1));
@@ -140,7 +139,7 @@ class ModelMaskTest : public ::testing::Test {
     tiny_.config.objective.window_min = tiny_.config.objective.window_max = 64;
     auto eps = tiny_.Episodes({1, 2});  // episode 1 is the longest (9 frames)
     mb_ = PrepareMicroBatch(PadCollate(eps, 4), 5, 0, eps[0].shape, tiny_.config.objective,
-                            tiny_.dims, torch::kFloat64, torch::kCPU, tiny_.empty_text);
+                            tiny_.dims, torch::kFloat64, test::TestDevice(), tiny_.empty_text);
     base_ = Run(mb_.inputs);
   }
   ModelOutputs Run(const ModelInputs& in) {
@@ -184,8 +183,10 @@ TEST_F(ModelMaskTest, NoisyVideoOfChunkKIsUnaffectedByLaterCleanChunks) {
 
 TEST_F(ModelMaskTest, CleanOutputsAreIndependentOfNoisyInputs) {
   ModelInputs in = mb_.inputs;
-  in.video_noisy = torch::randn_like(in.video_noisy) * 5;
-  in.action_noisy = torch::randn_like(in.action_noisy) * 5;
+  in.video_noisy =
+      torch::randn(in.video_noisy.sizes(), torch::kFloat64).to(in.video_noisy.options()) * 5;
+  in.action_noisy =
+      torch::randn(in.action_noisy.sizes(), torch::kFloat64).to(in.action_noisy.options()) * 5;
   const ModelOutputs changed = Run(in);
   const PackedLayout& l = mb_.layout;
   double clean_diff = 0, noisy_diff = 0;

@@ -18,7 +18,8 @@ TEST(PackingEquivalenceTest, PackedBatchEqualsSingleEpisodesEqualAndMixedLengths
   VideoActionModel model = tiny.Model();
   // Equal lengths: synthesise by picking episodes of one length; mixed: four different ones.
   std::map<int64_t, std::vector<int64_t>> by_len;
-  for (size_t i = 0; i < tiny.index.episodes.size(); ++i) by_len[tiny.index.episodes[i].frames].push_back(i);
+  for (size_t i = 0; i < tiny.index.episodes.size(); ++i)
+    by_len[tiny.index.episodes[i].frames].push_back(i);
   std::vector<int64_t> mixed;
   for (const auto& [len, ids] : by_len) {
     if (mixed.size() < 4) mixed.push_back(ids[0]);
@@ -53,7 +54,7 @@ StepResult OneStep(test::TinyTrainer& tiny, int64_t batch, int64_t accum) {
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, torch::kFloat64,
-                       torch::kCPU, tiny.empty_text);
+                       test::TestDevice(), tiny.empty_text);
   std::vector<PaddedBatch> micro;
   double frames = 0;
   for (int64_t m = 0; m < accum; ++m) {
@@ -92,13 +93,14 @@ TEST(PackingEquivalenceTest, Bf16ComputeKeepsFloat32MasterWeights) {
   test::TinyTrainer tiny(8, 3, 9);
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);  // float32 parameters
+  model->to(test::TestDevice());
   std::vector<std::pair<std::string, torch::Tensor>> params;
   params = TrainableParameters(model);
   const auto before = params[0].second.detach().clone();
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, torch::kBFloat16,
-                       torch::kCPU, tiny.empty_text);
+                       test::TestDevice(), tiny.empty_text);
   auto eps = tiny.Episodes({0, 1, 2, 3});
   double frames = 0;
   for (const auto& e : eps) frames += double(e.frames);

@@ -28,12 +28,12 @@ StepResult OneStep(test::TinyTrainer& tiny, bool recompute, torch::ScalarType dt
   tiny.dims.recompute_attention_entries = attention_entries;
   torch::manual_seed(3);
   VideoActionModel model(tiny.dims);
-  if (dtype == torch::kFloat64) model->to(torch::kFloat64);
+  model->to(test::TestDevice(), dtype == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32);
   std::vector<std::pair<std::string, torch::Tensor>> params = TrainableParameters(model);
   AdamW opt(params, tiny.config.optim);
   auto group = ProcessGroupHandle::Create(DistEnv{}, false);
   TrainStepper stepper(model, &opt, group.get(), tiny.config, *tiny.index.shape, dtype,
-                       torch::kCPU, tiny.empty_text);
+                       test::TestDevice(), tiny.empty_text);
   std::vector<PaddedBatch> micro;
   double frames = 0;
   for (int64_t m = 0; m < 2; ++m) {
@@ -143,14 +143,13 @@ TEST(RecomputeTest, SplitAttentionCallsEqualTheUnsplitBucket) {
   const int64_t H = 2, hd = 6;
   // Every group padded into one bucket: the largest bucket to split.
   const LayoutTensors lt =
-      MakeLayoutTensors(l, hd, 10000.0, torch::kCPU, torch::kFloat64, int64_t(1) << 40);
+      MakeLayoutTensors(l, hd, 10000.0, test::TestDevice(), torch::kFloat64, int64_t(1) << 40);
   ASSERT_EQ(lt.calls.size(), size_t(1));
   const AttentionCall& c = lt.calls[0];
   torch::manual_seed(4);
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true);
-  auto q = torch::randn({l.tokens, H, hd}, opts), k = torch::randn({l.tokens, H, hd}, opts),
-       v = torch::randn({l.tokens, H, hd}, opts);
-  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64);
+  auto q = test::Leaf({l.tokens, H, hd}), k = test::Leaf({l.tokens, H, hd}),
+       v = test::Leaf({l.tokens, H, hd});
+  auto w = torch::randn({l.tokens, H, hd}, torch::kFloat64).to(test::TestDevice());
   auto kept = BlockSparseAttention(q, k, v, lt);
   auto gk = torch::autograd::grad({(kept * w).sum()}, {q, k, v});
 
@@ -179,13 +178,13 @@ TEST(RecomputeTest, SplitAttentionCallsEqualTheUnsplitBucket) {
 
 TEST(RecomputeTest, RunsTheFunctionAgainInBackwardAndPassesInputGradients) {
   int calls = 0;
-  auto w = torch::randn({3, 3}, torch::kFloat64).requires_grad_(true);
-  auto x = torch::randn({2, 3}, torch::kFloat64).requires_grad_(true);
+  auto w = test::Leaf({3, 3});
+  auto x = test::Leaf({2, 3});
   auto fn = [&](const std::vector<torch::Tensor>& in) {
     ++calls;
     return torch::tanh(in[0].matmul(w)) * in[1];
   };
-  auto scale = torch::full({2, 3}, 2.0, torch::kFloat64);  // needs no gradient
+  auto scale = torch::full({2, 3}, 2.0, torch::kFloat64).to(test::TestDevice());  // no gradient
   auto y = Recompute(fn, {x, scale});
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(y.grad_fn() == nullptr);

@@ -272,6 +272,19 @@ TEST_F(RunConfigTest, ErrorListIsCappedWithACount) {
   EXPECT_EQ(e.substr(e.rfind('\n') + 1), "... and 15 more");
 }
 
+TEST_F(RunConfigTest, DeterministicIsTrueOrFalseAndRoundTrips) {
+  EXPECT_FALSE(Parse(kMinimal)->train.deterministic);
+  auto on = Parse(std::string(kMinimal) + "train: {deterministic: true}\n");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->train.deterministic);
+  auto again = Parse(ToYaml(on.value()));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->train.deterministic);
+  const std::string e = Error(std::string(kMinimal) + "train: {deterministic: sometimes}\n");
+  EXPECT_NE(e.find("train.deterministic"), std::string::npos) << e;
+  EXPECT_NE(e.find("sometimes"), std::string::npos) << e;
+}
+
 TEST_F(RunConfigTest, CudaDeviceDependsOnWhatTheCallerKnows) {
   const std::string yaml = std::string(kMinimal) + "train: {device: cuda}\n";
   RunConfigOptions cpu_build;

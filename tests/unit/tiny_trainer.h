@@ -1,17 +1,50 @@
-// A tiny float64 model and dataset for the trainer's numerical tests.
+// A tiny float64 model and dataset for the trainer's numerical tests, and the device they run
+// on: the CPU, or with BATON_TEST_DEVICE=cuda the GPU (the CUDA variants that
+// scripts/gpu_check.sh runs). Inputs are drawn on the CPU and moved, so both devices see the
+// same numbers.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "schema/run_config.h"
 #include "temp_dir.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/empty_text.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/synth_dataset.h"
 #include "trainer/model/video_action_model.h"
-#include "schema/run_config.h"
+#include "trainer/train/device_select.h"
 
 namespace baton::test {
+
+// BATON_TEST_DEVICE: unset or "cpu", or "cuda" (fails every test that asks when libtorch sees no
+// GPU, rather than quietly testing the CPU twice).
+inline torch::Device TestDevice() {
+  const char* v = std::getenv("BATON_TEST_DEVICE");
+  const std::string name = v == nullptr ? "cpu" : v;
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name == "cuda") {
+    if (!torch::cuda::is_available()) {
+      throw std::runtime_error(
+          "BATON_TEST_DEVICE=cuda but libtorch sees no GPU (or was built without CUDA)");
+    }
+    // The bitwise checks hold on a GPU only with deterministic kernels, as train.deterministic
+    // gives a run; set before the first kernel (cuBLAS reads its workspace setting then).
+    static const bool deterministic = (ApplyDeterminism(true), true);
+    (void)deterministic;
+    return torch::Device(torch::kCUDA, 0);
+  }
+  throw std::runtime_error("BATON_TEST_DEVICE must be cpu or cuda, got '" + name + "'");
+}
+
+// A float64 leaf with the CPU generator's values, on the test device.
+inline torch::Tensor Leaf(std::vector<int64_t> shape) {
+  return torch::randn(shape, torch::kFloat64).to(TestDevice()).requires_grad_(true);
+}
 
 struct TinyTrainer {
   TempDir tmp;
@@ -27,8 +60,9 @@ struct TinyTrainer {
     o.seed = 21;
     o.min_frames = min_frames;
     o.max_frames = max_frames;
-    o.shape = {/*channels=*/2, /*height=*/4, /*width=*/4, /*action_dim=*/4, /*action_steps=*/2,
-               /*text_len=*/3, /*text_dim=*/8};
+    o.shape = {/*channels=*/2,   /*height=*/4,       /*width=*/4,
+               /*action_dim=*/4, /*action_steps=*/2,
+               /*text_len=*/3,   /*text_dim=*/8};
     if (!WriteSynthDataset(o).ok()) std::abort();
     index = LoadDatasetIndex(o.out).value();
     config.data.path = o.out;
@@ -62,7 +96,7 @@ struct TinyTrainer {
   VideoActionModel Model(uint64_t seed = 3) {
     torch::manual_seed(seed);
     VideoActionModel m(dims);
-    m->to(torch::kFloat64);
+    m->to(TestDevice(), torch::kFloat64);
     return m;
   }
 

@@ -18,6 +18,7 @@
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/tools/commands.h"
+#include "trainer/train/device_select.h"
 #include "trainer/train/train_step.h"
 
 namespace baton {
@@ -27,6 +28,7 @@ struct Args {
   std::string config, out;
   int64_t first = 0, count = 16, batch = 4, step = 0;
   int64_t repeat = 1;  // > 1: a benchmark of the step; every rank prints what it holds
+  std::string device;  // empty: the config's train.device
 };
 
 // Bytes of every defined tensor in `ts`.
@@ -50,6 +52,10 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Safetensors file for weights and gradients (rank 0)")
       ->required();
+  cmd->add_option("--device", a->device,
+                  "cpu | cuda (default: the config's train.device); the same initial weights and "
+                  "draws either way, so a GPU step can be compared with a CPU one")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--repeat", a->repeat,
                   "Run the step this many times and print, per rank, the bytes it holds, the "
                   "median step time and the collectives per step (a benchmark)")
@@ -65,7 +71,10 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
             "baton-train one-step: --count must be a multiple of --batch-size x world size\n");
         return kExitUsage;
       }
-      auto group = ProcessGroupHandle::Create(env, false);
+      ApplyDeterminism(config.train.deterministic);
+      const torch::Device device =
+          SelectDevice(a->device.empty() ? config.train.device : a->device, env.local_rank);
+      auto group = ProcessGroupHandle::Create(env, device.is_cuda());
       auto loaded = LoadDatasetIndex(config.data.path);
       if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
       const DatasetIndex index = std::move(loaded).value();
@@ -94,8 +103,8 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       torch::manual_seed(uint64_t(config.run.seed));
       ModelDims dims = MakeModelDims(config, shape);
       dims.zero_init = false;
-      VideoActionModel model(dims);
-      model->to(dtype);
+      VideoActionModel model(dims);  // initialised on the CPU: the same weights on any device
+      model->to(device, dtype);
       const auto named = TrainableParameters(model);
       AdamW opt(named, config.optim);
       torch::Tensor empty_text;
@@ -104,7 +113,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                          .view({shape.text_len, shape.text_dim});
       }
       const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
-      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, torch::kCPU, empty_text,
+      TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, device, empty_text,
                            shard_plan.get());
       StepStats st;
       std::vector<double> seconds;
@@ -147,7 +156,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
           for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), p.detach()),
                                           std::make_pair(std::string("grad."), p.grad())}) {
             if (!t.defined()) continue;  // optim.shard gradients: not this rank's part
-            keep.push_back(t.contiguous());
+            keep.push_back(t.to(torch::kCPU).contiguous());
             refs.push_back({prefix + name, dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32,
                             keep.back().sizes().vec(), keep.back().data_ptr()});
           }

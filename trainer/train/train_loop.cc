@@ -30,6 +30,8 @@
 #include "trainer/dist/process_group.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
+#include "trainer/train/device_memory.h"
+#include "trainer/train/device_select.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/stop_signal.h"
 #include "trainer/train/train_step.h"
@@ -106,11 +108,13 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
             : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
                                                      : torch::kFloat32;
   const bool cuda = config.train.device == "cuda";
-  s.device = torch::Device(cuda ? torch::kCUDA : torch::kCPU);
 
-  // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here).
+  // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here); the GPU of this
+  // rank, before anything touches CUDA.
   s.env = DistEnvFromEnvironment();
   log.SetRank(s.env.rank);
+  ApplyDeterminism(config.train.deterministic);
+  s.device = SelectDevice(config.train.device, s.env.local_rank);
   torch::set_num_threads(CpuThreadsPerRank(s.env));
   s.group = ProcessGroupHandle::Create(s.env, cuda);
 
@@ -325,10 +329,10 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
   std::printf(
       "segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step "
       "%lld), "
-      "%lld rank(s), checkpoint %s%s%s\n",
+      "%lld rank(s) on %s, checkpoint %s%s%s\n",
       ResumeModeName(rp.decision.mode), (long long)rp.step0(), (long long)s.config.run.steps,
       (long long)rp.decision.resume_warmup_steps, (long long)rp.schedule.WarmupUntil() + 1,
-      (long long)s.env.world_size,
+      (long long)s.env.world_size, DeviceDescription(s.device).c_str(),
       rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str(),
       rp.init_from.empty() ? "" : ", weights from ", rp.init_from.c_str());
   std::fflush(stdout);

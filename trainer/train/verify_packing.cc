@@ -4,6 +4,7 @@
 
 #include "trainer/data/pad_collate.h"
 #include "trainer/objective/flow_matching.h"
+#include "trainer/train/autocast.h"
 
 namespace baton {
 
@@ -22,6 +23,8 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   const DatasetShape shape = episodes.at(0).shape;
   const ModelDims dims = model->dims();
   const torch::Device device = model->parameters().front().device();
+  // bfloat16: float32 weights and inputs, bf16 compute under autocast, as training runs it.
+  const bool bf16 = dtype == torch::kBFloat16;
   double frames = 0;
   for (const auto& e : episodes) {
     r.frames.push_back(e.frames);
@@ -29,10 +32,15 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   }
   auto run = [&](const std::vector<EpisodeData>& eps) {
     const PaddedBatch batch = PadCollate(eps, config.data.pad_multiple);
-    MicroBatch mb = PrepareMicroBatch(batch, uint64_t(config.run.seed), step, shape,
-                                      config.objective, dims, dtype, device, empty_text);
-    ModelOutputs out = model->forward(mb.inputs, mb.layout, mb.layout_tensors);
-    LossSums loss = ComputeLoss(out, mb, frames, config.objective);
+    MicroBatch mb =
+        PrepareMicroBatch(batch, uint64_t(config.run.seed), step, shape, config.objective, dims,
+                          bf16 ? torch::kFloat32 : dtype, device, empty_text);
+    LossSums loss;
+    {
+      AutocastBf16 autocast(bf16, device.is_cuda());
+      ModelOutputs out = model->forward(mb.inputs, mb.layout, mb.layout_tensors);
+      loss = ComputeLoss(out, mb, frames, config.objective);
+    }
     loss.total.backward();
     return std::make_pair(loss.total.item<double>(), batch.padded_frames);
   };
@@ -56,9 +64,15 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   for (const auto& e : episodes) r.loss_single += run({e}).first;
   const auto single = grads();
 
-  r.loss_rel_diff = std::abs(r.loss_packed - r.loss_single) /
-                    std::max(std::abs(r.loss_single), 1e-300);
+  r.loss_rel_diff =
+      std::abs(r.loss_packed - r.loss_single) / std::max(std::abs(r.loss_single), 1e-300);
+  double diff_sq = 0, ref_sq = 0;
   for (size_t i = 0; i < packed.size(); ++i) {
+    diff_sq += (packed[i].second.to(torch::kFloat64) - single[i].second.to(torch::kFloat64))
+                   .pow(2)
+                   .sum()
+                   .item<double>();
+    ref_sq += single[i].second.to(torch::kFloat64).pow(2).sum().item<double>();
     ++r.grads_total;
     if (torch::isfinite(packed[i].second).all().item<bool>()) ++r.grads_finite;
     const double d = MaxRelDiff(packed[i].second, single[i].second);
@@ -67,6 +81,7 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
       r.worst_param = packed[i].first;
     }
   }
+  r.grad_norm_rel_diff = std::sqrt(diff_sq / std::max(ref_sq, 1e-300));
   zero();
   return r;
 }

@@ -24,12 +24,16 @@ struct PackingComparison {
   int64_t padded_frames = 0;
   double loss_packed = 0, loss_single = 0;
   double loss_rel_diff = 0;
-  double max_grad_rel_diff = 0;   // max over parameters of max|gp - gs| / max|gs|
+  double max_grad_rel_diff = 0;  // max over parameters of max|gp - gs| / max|gs|
+  // ||gp - gs|| / ||gs|| over all gradients as one vector: the bf16 figure, where a parameter
+  // whose true gradient is zero (a key bias under softmax) holds only rounding noise.
+  double grad_norm_rel_diff = 0;
   std::string worst_param;
   int64_t grads_finite = 0, grads_total = 0;
 };
 
-// Runs the comparison for `episodes` at optimizer step `step` (it keys the draws).
+// Runs the comparison for `episodes` at optimizer step `step` (it keys the draws). `dtype`
+// kBFloat16 means a float32 model computing under bf16 autocast (train.dtype bfloat16).
 PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConfig& config,
                                           const std::vector<EpisodeData>& episodes, int64_t step,
                                           torch::Dtype dtype, const std::string& name,
