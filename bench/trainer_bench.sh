@@ -62,7 +62,7 @@ print(f"  packed / batch 1 = {b4['tokens_per_s'] / b1['tokens_per_s']:.2f}x vali
       f"{b1['padded_tokens'] / (b1['valid_tokens'] + b1['padded_tokens']):.0%} of their tokens)")
 print(f"  attention ops per layer "
       f"{b4['attention_ops_per_layer']} vs {b1['attention_ops_per_layer']} = {b4['attention_ops_per_layer']/b1['attention_ops_per_layer']:.2f}x")
-print(f"  GEMM: torch::mm float32 {g['m']}x{g['k']} @ {g['k']}x{g['n']}: {g['flops_per_s']/1e9:.2f} GFLOP/s ({g['threads']} threads)")
+print(f"  GEMM: torch::mm {g['dtype']} on {g['device']} {g['m']}x{g['k']} @ {g['k']}x{g['n']}: {g['flops_per_s']/1e9:.2f} GFLOP/s ({g['threads']} threads)")
 for r in (b1, b4):
     if "profile" in r:
         print(f"  time per top-level op, one step at batch {r['batch']}:")

@@ -63,6 +63,14 @@ torch::Tensor BlockSparseAttention(const torch::Tensor& q, const torch::Tensor& 
 torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
                                    const torch::Tensor& v, const PackedLayout& layout);
 
+// The oracle's mask, [T, T] bool on the CPU: row i holds the keys query i may attend to.
+torch::Tensor DenseAttentionMask(const PackedLayout& layout);
+
+// DenseMaskedAttention with its mask built once (DenseAttentionMask, moved to q's device), so
+// a benchmark times the attention and not the O(T^2) host loop that builds the mask.
+torch::Tensor DenseMaskedAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                   const torch::Tensor& v, const torch::Tensor& mask);
+
 // Each token attends to its own sample's text only; tokens of padded frames get zeros.
 // q [T, H, hd]; k, v [B, L, H, hd] -> [T, H, hd]. One batched call for all samples.
 torch::Tensor TextCrossAttention(const torch::Tensor& q, const torch::Tensor& k,
