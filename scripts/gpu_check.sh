@@ -314,9 +314,9 @@ throughput() {
     tail -1 "$CHECK_LOG" >"$work/plan$frames.json"
     run "$CHECK_LOG" 240 "$bench" throughput --config "$cfg" --batch 4 --episodes 4 --reps 3 \
       --device $device --peak-tflops "$peak" --no-op-count --gemm $GEMM || status=fail
-    figs+=$("$py" - "$CHECK_LOG" "$work/plan$frames.json" "$frames" "$ckpt" <<'PY'
+    figs+=$("$py" - "$CHECK_LOG" "$work/plan$frames.json" "$frames" "$ckpt" "$device" <<'PY'
 import json, sys
-log, plan_path, frames, ckpt = sys.argv[1:]
+log, plan_path, frames, ckpt, device = sys.argv[1:]
 rows = [json.loads(l) for l in open(log) if l.startswith("{\"case\"")]
 thr = [r for r in rows if r.get("case") == "throughput"]
 gemm = [r for r in rows if r.get("case") == "gemm"]
@@ -326,7 +326,9 @@ except ValueError:
     plan = {}
 t = thr[-1] if thr else {}
 p = plan.get("bytes", {})
-planned = p.get("total", 0) - p.get("runtime", 0)   # the allocator's share: no CUDA context
+# On a GPU the allocator's peak holds no CUDA context: compare it with the plan less its CUDA
+# allowance. On the CPU the peak resident set holds everything the plan counts.
+planned = p.get("total", 0) - (p.get("runtime", 0) if device == "cuda" else 0)
 key = "row%s" % frames
 out = {key + "_tokens": t.get("valid_tokens"), key + "_checkpointing": ckpt,
        key + "_tokens_per_s": t.get("tokens_per_s"), key + "_mfu": t.get("mfu"),
@@ -343,7 +345,7 @@ PY
   done
   figs+="\"peak_tflops\": $peak}"
   record throughput-mfu-memory $status "$(elapsed)" "$figs" \
-    "a packed bf16 training step (forward, backward, AdamW) at dim $W_DIM, $W_HEADS heads, ffn $W_FFN, $W_LAYERS blocks, 40 tokens a frame, 4 episodes a row; MFU against $peak TFLOP/s; peak = the CUDA allocator's peak over the step, plan = baton-train plan-memory without its CUDA-context allowance"
+    "a packed bf16 training step (forward, backward, AdamW) at dim $W_DIM, $W_HEADS heads, ffn $W_FFN, $W_LAYERS blocks, 40 tokens a frame, 4 episodes a row; MFU against $peak TFLOP/s; peak = the CUDA allocator's peak over a step (the process's peak resident set on the CPU), plan = baton-train plan-memory (on a GPU without its CUDA-context allowance, which the allocator does not see)"
 }
 check throughput-mfu-memory 150 throughput
 

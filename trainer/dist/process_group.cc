@@ -1,5 +1,6 @@
 #include "trainer/dist/process_group.h"
 
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -88,8 +89,15 @@ int CpuThreadsPerRank(const DistEnv& env) {
   return int(std::max<int64_t>(1, hw / std::max<int64_t>(1, local)));
 }
 
+// From libtorch 2.0 the Gloo and NCCL groups are c10d::Backends (a c10d::ProcessGroup wraps one
+// per device type); in 1.13 they were ProcessGroups. Both offer the collectives used here with
+// the same signatures, so the handle holds whichever base the release has.
 struct ProcessGroupHandle::Impl {
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<c10d::Backend> pg;
+#else
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
+#endif
 };
 
 ProcessGroupHandle::ProcessGroupHandle() = default;
@@ -254,7 +262,10 @@ void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensor
 
 bool ProcessGroupHandle::AnyRank(bool flag) {
   if (env_.world_size == 1) return flag;
-  std::vector<torch::Tensor> t = {torch::full({1}, flag ? 1.0 : 0.0, torch::kFloat64)};
+  // NCCL reduces device tensors only.
+  std::vector<torch::Tensor> t = {torch::full(
+      {1}, flag ? 1.0 : 0.0,
+      torch::TensorOptions(torch::kFloat64).device(cuda_ ? torch::kCUDA : torch::kCPU))};
   impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
   return t[0].item<double>() > 0.5;
 }
