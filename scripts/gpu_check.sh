@@ -135,9 +135,13 @@ do_build() {
       record build error "$(elapsed)" '{}' "python3 cannot import torch: no CUDA libtorch to build against"
       return 1
     fi
+    # Hopper (sm_90); torch's CMake config reads TORCH_CUDA_ARCH_LIST instead of probing.
     args+=(-DBATON_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
     export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+    [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
     [ -d /usr/local/cuda ] && args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+    local nvcc_path
+    nvcc_path=$(command -v nvcc) && args+=("-DCMAKE_CUDA_COMPILER=$nvcc_path")
   fi
   if [ -d "$deps/usr" ]; then
     args+=(-DBATON_STATIC_DEPS=ON)
@@ -146,11 +150,18 @@ do_build() {
     return 1
   fi
   # The Python wheels' CUDA headers and libraries (cuDNN, NVTX, ...), where torch's CMake config
-  # looks for them.
-  local inc="" lib=""
+  # looks for them. Its cuDNN check needs the files named: the wheel ships only libcudnn.so.N,
+  # which find_library does not take for "cudnn".
+  local inc="" lib="" d f
   for d in $("$py" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
-    for i in "$d"/nvidia/*/include "$d"/nvidia/*/*/include; do [ -d "$i" ] && inc="$inc;$i"; done
-    for l in "$d"/nvidia/*/lib "$d"/nvidia/*/*/lib; do [ -d "$l" ] && lib="$lib;$l"; done
+    for f in "$d"/nvidia/*/include "$d"/nvidia/*/*/include; do [ -d "$f" ] && inc="$inc;$f"; done
+    for f in "$d"/nvidia/*/lib "$d"/nvidia/*/*/lib; do [ -d "$f" ] && lib="$lib;$f"; done
+    for f in "$d"/nvidia/*/include/cudnn.h "$d"/nvidia/*/*/include/cudnn.h; do
+      [ -f "$f" ] && args+=("-DCUDNN_INCLUDE_PATH=$(dirname "$f")") && break
+    done
+    for f in "$d"/nvidia/*/lib/libcudnn.so* "$d"/nvidia/*/*/lib/libcudnn.so*; do
+      [ -f "$f" ] && args+=("-DCUDNN_LIBRARY_PATH=$f") && break
+    done
   done
   local t0=$(date +%s)
   run "$log" 240 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -159,6 +170,9 @@ do_build() {
     "-DCMAKE_INCLUDE_PATH=${inc#;}" "-DCMAKE_LIBRARY_PATH=${lib#;}" "${args[@]}"
   local rc=$? configure_s=$(($(date +%s) - t0))
   if [ $rc -ne 0 ]; then
+    for f in "$build_dir"/CMakeFiles/CMakeError.log "$build_dir"/CMakeFiles/CMakeConfigureLog.yaml; do
+      [ -f "$f" ] && { echo "---- $f (last 200 lines)"; tail -200 "$f"; } >>"$log"
+    done
     record build fail "$(elapsed)" "{\"configure_seconds\": $configure_s}" \
       "CMake configure failed (exit $rc): $(grep -m3 -E 'CMake Error|error' "$log" | tr '\n' ' ' | cut -c1-600)"
     return 1

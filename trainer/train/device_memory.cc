@@ -6,9 +6,9 @@
 #include <string>
 
 #ifdef BATON_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
-#include <cuda_runtime_api.h>
 #endif
 
 namespace baton {
@@ -68,11 +68,11 @@ std::string DeviceDescription(const torch::Device& device) {
 #ifdef BATON_CUDA
   if (device.is_cuda()) {
     const c10::DeviceIndex i = Index(device);
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+    // Through libtorch (not the CUDA runtime directly), so nothing beyond libtorch is linked.
+    if (const cudaDeviceProp* prop = at::cuda::getDeviceProperties(i)) {
       char buf[512];
-      std::snprintf(buf, sizeof buf, "cuda:%d %s (%.1f GiB, sm_%d%d)", int(i), prop.name,
-                    double(prop.totalGlobalMem) / double(1ull << 30), prop.major, prop.minor);
+      std::snprintf(buf, sizeof buf, "cuda:%d %s (%.1f GiB, sm_%d%d)", int(i), prop->name,
+                    double(prop->totalGlobalMem) / double(1ull << 30), prop->major, prop->minor);
       return buf;
     }
     return "cuda:" + std::to_string(int(i));
