@@ -42,10 +42,14 @@ device=$([ $dry = 1 ] && echo cpu || echo cuda)
 py=${PYTHON:-python3}
 results_py="$root/scripts/gpu_check/results.py"
 
-mkdir -p "$out/logs" || { echo "gpu_check.sh: cannot create $out" >&2; exit 2; }
-rm -f "$out/results.jsonl" "$out/report.md" "$out/logs.tar.gz" "$out"/logs/*.log
+mkdir -p "$out" || { echo "gpu_check.sh: cannot create $out" >&2; exit 2; }
+rm -f "$out/results.jsonl" "$out/report.md" "$out/logs.tar.gz" "$out/meta.json"
 work=$(mktemp -d "${TMPDIR:-/tmp}/baton-gpu-check.XXXXXX")
 [ $keep = 1 ] || trap 'rm -rf "$work"' EXIT
+# The logs live in the work folder and travel as one archive, refreshed after every check: the
+# output folder stays at four files, however many commands ran.
+logs=$work/logs
+mkdir -p "$logs"
 start=$(date +%s)
 deadline=$((start + budget))
 failed=0
@@ -61,7 +65,13 @@ record() {
   [ "$2" = fail ] || [ "$2" = error ] && failed=1
   "$py" "$results_py" report "$out/results.jsonl" "$out/meta.json" >"$out/report.md.tmp" &&
     mv "$out/report.md.tmp" "$out/report.md"
+  archive_logs
   printf '%-34s %-7s %5ss  %s\n' "$1" "$2" "$3" "$(echo "$4" | cut -c1-110)"
+}
+
+archive_logs() {
+  cp "$out/meta.json" "$logs/" 2>/dev/null
+  tar -czf "$out/logs.tar.gz.tmp" -C "$work" logs 2>/dev/null && mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
 
 # run LOG TIMEOUT CMD...: the command's output appended to LOG; its exit code returned.
@@ -80,7 +90,7 @@ check() {
     return 0
   fi
   local t0=$(date +%s)
-  CHECK_LOG="$out/logs/$name.log"
+  CHECK_LOG="$logs/$name.log"
   CHECK_T0=$t0
   "$fn"
 }
@@ -195,9 +205,8 @@ do_build() {
 if [ -n "$bin_dir" ]; then
   bin_dir=$(cd "$bin_dir" && pwd)
 else
-  CHECK_LOG="$out/logs/build.log" CHECK_T0=$(date +%s)
+  CHECK_LOG="$logs/build.log" CHECK_T0=$(date +%s)
   if ! do_build; then
-    tar -czf "$out/logs.tar.gz" -C "$out" logs meta.json 2>/dev/null
     echo "gpu_check.sh: the build failed; report in $out/report.md"
     exit 1
   fi
@@ -222,7 +231,7 @@ train: {dtype: $4, device: $device, log_every: 100, deterministic: ${8:-true}, a
 EOF
 }
 "$bt" synth-data --out "$work/tiny" --episodes 32 --seed 7 --frames 5:14 --height 4 --width 4 \
-  --channels 2 --action-dim 4 --action-steps 2 --text-len 2 --text-dim 8 >"$out/logs/inputs.log" 2>&1
+  --channels 2 --action-dim 4 --action-steps 2 --text-len 2 --text-dim 8 >"$logs/inputs.log" 2>&1
 TINY_MODEL="model: {dim: 24, heads: 2, layers: 2, ffn_dim: 48, freq_dim: 16}"
 
 # ---- (1) the unit tests that have a CUDA variant ------------------------------------------------
@@ -401,6 +410,6 @@ else:
 }
 check attention 120 attention
 
-tar -czf "$out/logs.tar.gz" -C "$out" logs meta.json 2>/dev/null
+archive_logs
 echo "report: $out/report.md ($(($(date +%s) - start)) s)"
 exit $failed
