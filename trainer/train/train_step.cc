@@ -33,6 +33,18 @@ int64_t PeakRssBytes() {
   return int64_t(ru.ru_maxrss) * 1024;
 }
 
+LossSums ForwardLoss(VideoActionModel& model, const RunConfig& config, const PaddedBatch& batch,
+                     int64_t step, const DatasetShape& shape, torch::Dtype dtype,
+                     const torch::Device& device, const torch::Tensor& empty_text,
+                     double global_frames, MicroBatch* mb) {
+  const bool bf16 = dtype == torch::kBFloat16;
+  *mb = PrepareMicroBatch(batch, uint64_t(config.run.seed), step, shape, config.objective,
+                          model->dims(), bf16 ? torch::kFloat32 : dtype, device, empty_text);
+  AutocastBf16 autocast(bf16, device.is_cuda());
+  ModelOutputs out = model->forward(mb->inputs, mb->layout, mb->layout_tensors);
+  return ComputeLoss(out, *mb, global_frames, config.objective);
+}
+
 ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
   ModelDims d;
   d.channels = s.channels;
@@ -83,7 +95,6 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
                              double global_frames, double lr, bool profile, bool stop_requested) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const ModelDims dims = model_->dims();
   StepStats st;
   optimizer_->ZeroGrad();
   double video_sum = 0, action_sum = 0;
@@ -92,17 +103,9 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     // A CUDA peak is per micro-batch; the CPU's resident peak only ever grows.
     if (profile) ResetDevicePeak(device_);
     const auto m0 = Clock::now();
-    // bf16 runs feed float32 inputs to float32 master weights; autocast does the bf16 compute.
-    const bool bf16 = dtype_ == torch::kBFloat16;
-    MicroBatch mb =
-        PrepareMicroBatch(batch, uint64_t(config_.run.seed), step, shape_, config_.objective, dims,
-                          bf16 ? torch::kFloat32 : dtype_, device_, empty_text_);
-    LossSums loss;
-    {
-      AutocastBf16 autocast(bf16, device_.is_cuda());
-      ModelOutputs out = model_->forward(mb.inputs, mb.layout, mb.layout_tensors);
-      loss = ComputeLoss(out, mb, global_frames, config_.objective);
-    }
+    MicroBatch mb;
+    LossSums loss = ForwardLoss(model_, config_, batch, step, shape_, dtype_, device_, empty_text_,
+                                global_frames, &mb);
     loss.total.backward();
     video_sum += loss.video.item<double>();
     action_sum += loss.action.item<double>();

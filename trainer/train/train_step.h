@@ -24,6 +24,7 @@
 #include "trainer/dist/process_group.h"
 #include "trainer/dist/shard_plan.h"
 #include "trainer/model/video_action_model.h"
+#include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"
 
 namespace baton {
@@ -83,5 +84,14 @@ ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
 
 // Peak resident set size of this process, bytes.
 int64_t PeakRssBytes();
+
+// One micro-batch's forward and loss as training computes them, for the trainer and the packing
+// check alike: inputs prepared in `dtype`, except bf16, which feeds float32 inputs to the float32
+// master weights and computes under autocast. `mb` receives the prepared batch (its token
+// counts); the caller runs backward.
+LossSums ForwardLoss(VideoActionModel& model, const RunConfig& config, const PaddedBatch& batch,
+                     int64_t step, const DatasetShape& shape, torch::Dtype dtype,
+                     const torch::Device& device, const torch::Tensor& empty_text,
+                     double global_frames, MicroBatch* mb);
 
 }  // namespace baton

@@ -4,7 +4,7 @@
 
 #include "trainer/data/pad_collate.h"
 #include "trainer/objective/flow_matching.h"
-#include "trainer/train/autocast.h"
+#include "trainer/train/train_step.h"
 
 namespace baton {
 
@@ -21,10 +21,7 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   PackingComparison r;
   r.name = name;
   const DatasetShape shape = episodes.at(0).shape;
-  const ModelDims dims = model->dims();
   const torch::Device device = model->parameters().front().device();
-  // bfloat16: float32 weights and inputs, bf16 compute under autocast, as training runs it.
-  const bool bf16 = dtype == torch::kBFloat16;
   double frames = 0;
   for (const auto& e : episodes) {
     r.frames.push_back(e.frames);
@@ -32,15 +29,9 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   }
   auto run = [&](const std::vector<EpisodeData>& eps) {
     const PaddedBatch batch = PadCollate(eps, config.data.pad_multiple);
-    MicroBatch mb =
-        PrepareMicroBatch(batch, uint64_t(config.run.seed), step, shape, config.objective, dims,
-                          bf16 ? torch::kFloat32 : dtype, device, empty_text);
-    LossSums loss;
-    {
-      AutocastBf16 autocast(bf16, device.is_cuda());
-      ModelOutputs out = model->forward(mb.inputs, mb.layout, mb.layout_tensors);
-      loss = ComputeLoss(out, mb, frames, config.objective);
-    }
+    MicroBatch mb;
+    LossSums loss =
+        ForwardLoss(model, config, batch, step, shape, dtype, device, empty_text, frames, &mb);
     loss.total.backward();
     return std::make_pair(loss.total.item<double>(), batch.padded_frames);
   };
