@@ -30,27 +30,24 @@ constexpr size_t kAggregate = 0;
 #endif
 }  // namespace
 
-int64_t DevicePeakBytes(const torch::Device& device) {
+namespace {
+// The allocator's peak of allocated (`reserved` false) or reserved bytes on a CUDA device; the
+// process's peak resident set otherwise.
+int64_t Peak(const torch::Device& device, bool reserved) {
 #ifdef BATON_CUDA
   if (device.is_cuda()) {
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(Index(device))
-        .allocated_bytes[kAggregate]
-        .peak;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(Index(device));
+    return (reserved ? stats.reserved_bytes : stats.allocated_bytes)[kAggregate].peak;
   }
 #endif
+  (void)reserved;
   return PeakRss();
 }
+}  // namespace
 
-int64_t DevicePeakReservedBytes(const torch::Device& device) {
-#ifdef BATON_CUDA
-  if (device.is_cuda()) {
-    return c10::cuda::CUDACachingAllocator::getDeviceStats(Index(device))
-        .reserved_bytes[kAggregate]
-        .peak;
-  }
-#endif
-  return PeakRss();
-}
+int64_t DevicePeakBytes(const torch::Device& device) { return Peak(device, false); }
+
+int64_t DevicePeakReservedBytes(const torch::Device& device) { return Peak(device, true); }
 
 void ResetDevicePeak(const torch::Device& device) {
 #ifdef BATON_CUDA
