@@ -50,9 +50,11 @@ r = json.loads(sys.argv[1])
 f64 = {c["name"]: c for c in json.loads(sys.argv[2])["checks"]}
 assert r["ok"] and r["dtype"] == "bfloat16" and r["tolerance"] == 2e-2 and r["device"] == "cpu", r
 for c in r["checks"]:
-    # bf16 is really on: the loss is float64's to bf16 rounding, not to float32's (~1e-7).
+    # bf16 is really on: the losses are float64's to bf16 rounding (8e-6 to 2e-4 seen), not to
+    # float32's (~5e-8).
     ref = f64[c["name"]]["loss_packed"]
-    assert 1e-5 < abs(c["loss_packed"] - ref) / abs(ref) <= 2e-2, (c, ref)
+    off = max(abs(c[k] - ref) for k in ("loss_packed", "loss_single")) / abs(ref)
+    assert 1e-6 < off <= 2e-2, (c, ref)
     # Not wrong: a broken packing gives O(1) differences. Not exact either: the gradients,
     # summed over every token, differ by bf16 rounding (float32: ~1e-7). The loss alone may agree
     # to float32 rounding where the lengths are equal: it does on libtorch 2.6's CPU (6.6e-8),
