@@ -49,16 +49,24 @@ check "$out" "r['reps'] == 3 and r['heads'] == 3 and r['head_dim'] == 32" \
 expect_exit 0 "$bb" attention --tokens 1024 --path sparse
 check "$out" "'max_rel_diff' not in r and r['reps'] == 1"
 
-# sdpa: libtorch >= 2 runs it (and it must agree), libtorch 1.x refuses with exit 69.
-rc=0
-out=$("$bb" attention --tokens 2048 --path sdpa --check 2>"$tmp/stderr") || rc=$?
-if [ $rc -eq 69 ]; then
-  expect_in "$(cat "$tmp/stderr")" "needs libtorch >= 2"
-  expect_in "$(cat "$tmp/stderr")" "built against libtorch 1."
-else
-  [ $rc -eq 0 ] || fail "sdpa exited $rc: $(cat "$tmp/stderr")"
-  check "$out" "r['path'] == 'sdpa' and 0 <= r['max_rel_diff'] < 1e-5"
-fi
+# sdpa: libtorch >= 2 runs it and it must agree with the block-sparse path, in float32 and in
+# bf16 (the GPU check's dtype); libtorch 1.x refuses with exit 69. A libtorch 2 build that
+# refused would name itself (built against libtorch 2...) and fail the message check.
+for dtype in float32 bfloat16; do
+  bound=1e-5
+  [ "$dtype" = bfloat16 ] && bound=2e-2
+  rc=0
+  out=$("$bb" attention --tokens 2048 --path sdpa --dtype $dtype --check 2>"$tmp/stderr") || rc=$?
+  if [ $rc -eq 69 ]; then
+    expect_in "$(cat "$tmp/stderr")" "needs libtorch >= 2"
+    expect_in "$(cat "$tmp/stderr")" "built against libtorch 1."
+  else
+    [ $rc -eq 0 ] || fail "sdpa $dtype exited $rc: $(cat "$tmp/stderr")"
+    # Not zero: torch's kernel, not the block-sparse path compared with itself.
+    check "$out" "r['path'] == 'sdpa' and r['dtype'] == '$dtype' and r['tokens'] == 1920" \
+      "0 < r['max_rel_diff'] < $bound"
+  fi
+done
 
 # A mask that cannot be allocated is a figure (exit 3), not a crash: under a 6 GiB address
 # space, the dense path's 98k x 98k mask (9.6 GB) cannot exist.

@@ -40,16 +40,26 @@ for k in ("batches_per_epoch", "padding_waste", "distinct_shapes"):
     assert k in r["sampler"], k
 PY
 checks=$((checks + 1)); echo "ok: verify-packing float64: packed == single to 1e-10, all grads finite"
+f64_out=$out
 # bf16 autocast (float32 weights): the loss and the gradients as one vector within bf16 rounding,
 # the per-tensor figure reported; a GPU asked of a CPU build is a config error naming the build.
 expect_exit 0 "$bt" verify-packing --config "$tmp/f64.yaml" --dtype bfloat16 --json
-python3 - "$out" <<'PY'
+python3 - "$out" "$f64_out" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
+f64 = {c["name"]: c for c in json.loads(sys.argv[2])["checks"]}
 assert r["ok"] and r["dtype"] == "bfloat16" and r["tolerance"] == 2e-2 and r["device"] == "cpu", r
 for c in r["checks"]:
-    # Not exact (bf16 rounds), and not wrong: a broken packing gives O(1) differences.
-    assert 1e-7 < c["loss_rel_diff"] <= 2e-2, c
+    # bf16 is really on: the losses are float64's to bf16 rounding (8e-6 to 2e-4 seen), not to
+    # float32's (~5e-8).
+    ref = f64[c["name"]]["loss_packed"]
+    off = max(abs(c[k] - ref) for k in ("loss_packed", "loss_single")) / abs(ref)
+    assert 1e-6 < off <= 2e-2, (c, ref)
+    # Not wrong: a broken packing gives O(1) differences. Not exact either: the gradients,
+    # summed over every token, differ by bf16 rounding (float32: ~1e-7). The loss alone may agree
+    # to float32 rounding where the lengths are equal: it does on libtorch 2.6's CPU (6.6e-8),
+    # not on 1.13's (2.3e-4).
+    assert c["loss_rel_diff"] <= 2e-2, c
     assert 1e-6 < c["grad_norm_rel_diff"] <= 2e-2, c
     assert c["max_grad_rel_diff"] >= c["grad_norm_rel_diff"] * 0.1, c
 PY

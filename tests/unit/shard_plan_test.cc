@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 namespace baton {
@@ -15,7 +16,9 @@ TEST(ShardPlan, EveryParameterHasOneOwnerAndRangesAreContiguous) {
     int64_t sum = 0;
     for (int64_t r = 0; r < w; ++r) {
       for (int64_t i = p.begin[r]; i < p.end[r]; ++i) EXPECT_EQ(p.owner[i], r);
-      if (r > 0) EXPECT_EQ(p.begin[r], p.end[r - 1]) << "w=" << w << " r=" << r;
+      if (r > 0) {
+        EXPECT_EQ(p.begin[r], p.end[r - 1]) << "w=" << w << " r=" << r;
+      }
       sum += p.numel[r];
     }
     EXPECT_EQ(sum, 800);
