@@ -202,7 +202,9 @@ TEST(UpstreamParityTest, UnusedActionTextEmbedderIsFrozenAndUntouchedByAdamW) {
   for (int step = 0; step < 2; ++step)
     stepper.Step({PadCollate(eps, 4)}, step, frames, 1e-2, false);
   for (const auto& p : model->named_parameters()) {
-    if (frozen.count(p.key())) EXPECT_TRUE(torch::equal(p.value(), frozen[p.key()])) << p.key();
+    if (frozen.count(p.key())) {
+      EXPECT_TRUE(torch::equal(p.value(), frozen[p.key()])) << p.key();
+    }
   }
 }
 

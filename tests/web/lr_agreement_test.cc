@@ -79,7 +79,9 @@ TEST(LrAgreement, TrainerCliApiAndExpectedCurveAgreeOverAGrid) {
           // The expected curve is the uninterrupted run's LR; an exact segment follows it.
           for (int64_t s = 0; s < 60; ++s) {
             EXPECT_EQ(schedule.At(s), (LrSchedule{3.0e-4, w, 0, 0}.At(s))) << s;
-            if (seg_k == 0) EXPECT_EQ(schedule.At(s), trainer.At(s)) << s;
+            if (seg_k == 0) {
+              EXPECT_EQ(schedule.At(s), trainer.At(s)) << s;
+            }
           }
         }
       }
