@@ -147,14 +147,9 @@ int RunAttention(const AttentionOptions& o) {
     return 0;
   } catch (const c10::Error& e) {
     if (!IsOutOfMemory(e)) throw;
-    j["error"] = "out of memory";
-    j["device"] = DeviceDescription(*device);
-    j["dtype"] = DtypeName(dtype);
     j["heads"] = H;
     j["head_dim"] = hd;
-    j["peak_bytes"] = DevicePeakBytes(*device);
-    PrintJson(j);
-    return kExitOutOfMemory;
+    return ReportOutOfMemory(j, *device, dtype);
   }
 }
 

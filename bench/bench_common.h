@@ -112,4 +112,16 @@ inline void PrintJson(const nlohmann::ordered_json& j) {
   std::fflush(stdout);
 }
 
+// What a case prints when the device ran out of memory: its own fields (what it was running),
+// then the error, the device, the dtype and the peak it reached. Returns the case's exit code.
+inline int ReportOutOfMemory(nlohmann::ordered_json j, const torch::Device& device,
+                             torch::Dtype dtype) {
+  j["error"] = "out of memory";
+  j["device"] = DeviceDescription(device);
+  j["dtype"] = DtypeName(dtype);
+  j["peak_bytes"] = DevicePeakBytes(device);
+  PrintJson(j);
+  return kExitOutOfMemory;
+}
+
 }  // namespace baton::bench

@@ -233,12 +233,7 @@ int RunThroughput(const ThroughputOptions& o) {
     return 0;
   } catch (const c10::Error& e) {
     if (!IsOutOfMemory(e)) throw;
-    failed["error"] = "out of memory";
-    failed["device"] = DeviceDescription(*device);
-    failed["dtype"] = DtypeName(dtype);
-    failed["peak_bytes"] = DevicePeakBytes(*device);
-    PrintJson(failed);
-    return kExitOutOfMemory;
+    return ReportOutOfMemory(failed, *device, dtype);
   }
 }
 
