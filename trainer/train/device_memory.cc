@@ -13,13 +13,13 @@
 
 namespace baton {
 
-namespace {
-int64_t PeakRss() {
+int64_t PeakRssBytes() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   return int64_t(ru.ru_maxrss) * 1024;
 }
 
+namespace {
 #ifdef BATON_CUDA
 c10::DeviceIndex Index(const torch::Device& device) {
   return device.has_index() ? device.index() : c10::cuda::current_device();
@@ -28,9 +28,7 @@ c10::DeviceIndex Index(const torch::Device& device) {
 // whose namespace moved between libtorch releases; its value did not).
 constexpr size_t kAggregate = 0;
 #endif
-}  // namespace
 
-namespace {
 // The allocator's peak of allocated (`reserved` false) or reserved bytes on a CUDA device; the
 // process's peak resident set otherwise.
 int64_t Peak(const torch::Device& device, bool reserved) {
@@ -41,7 +39,7 @@ int64_t Peak(const torch::Device& device, bool reserved) {
   }
 #endif
   (void)reserved;
-  return PeakRss();
+  return PeakRssBytes();
 }
 }  // namespace
 

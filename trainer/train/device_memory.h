@@ -12,6 +12,9 @@
 
 namespace baton {
 
+// Peak resident set size of this process, bytes (never goes down).
+int64_t PeakRssBytes();
+
 // Peak bytes since the last ResetDevicePeak on a CUDA device; the process's peak resident set
 // on the CPU.
 int64_t DevicePeakBytes(const torch::Device& device);

@@ -1,7 +1,5 @@
 #include "trainer/train/train_step.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
 
@@ -26,12 +24,6 @@ std::vector<torch::Tensor> Params(AdamW& optimizer) {
 }
 
 }  // namespace
-
-int64_t PeakRssBytes() {
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return int64_t(ru.ru_maxrss) * 1024;
-}
 
 LossSums ForwardLoss(VideoActionModel& model, const RunConfig& config, const PaddedBatch& batch,
                      int64_t step, const DatasetShape& shape, torch::Dtype dtype,

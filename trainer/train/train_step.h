@@ -82,9 +82,6 @@ std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank,
 // Model sizes from the config and the dataset.
 ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
 
-// Peak resident set size of this process, bytes.
-int64_t PeakRssBytes();
-
 // One micro-batch's forward and loss as training computes them, for the trainer and the packing
 // check alike: inputs prepared in `dtype`, except bf16, which feeds float32 inputs to the float32
 // master weights and computes under autocast. `mb` receives the prepared batch (its token
