@@ -2,8 +2,11 @@
 // tokens by one of three paths on the same q, k, v and the same mask rule: the block-sparse
 // production path (sparse), the dense T x T oracle (dense), and torch's
 // scaled_dot_product_attention with the oracle's boolean mask (sdpa, libtorch >= 2). Time,
-// peak memory, score entries computed vs allowed, and on request the output's largest
-// difference from the block-sparse path's.
+// peak memory, score entries computed vs allowed, and on request (--check) the output's error
+// against a float64 reference: the block-sparse path in float64 on the same q, k, v (exact to
+// ~1e-16 against the dense oracle, tests/unit/attention_test.cc), normwise over the whole
+// output, beside its bound from the dtype's unit roundoff and the reductions
+// (trainer/train/rounding_bound.h).
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -15,6 +18,7 @@
 #include "trainer/model/attention.h"
 #include "trainer/model/packed_layout.h"
 #include "trainer/train/autocast.h"
+#include "trainer/train/rounding_bound.h"
 #include "trainer/train/train_step.h"
 
 namespace baton::bench {
@@ -40,6 +44,12 @@ torch::Tensor Forward(const std::string& path, const torch::Tensor& q, const tor
 double MaxRelDiff(const torch::Tensor& out, const torch::Tensor& ref) {
   auto o = out.to(torch::kFloat64), r = ref.to(torch::kFloat64);
   return (o - r).abs().max().item<double>() / r.abs().max().item<double>();
+}
+
+// ||out - ref|| / ||ref|| over the whole tensor, in float64.
+double NormRelErr(const torch::Tensor& out, const torch::Tensor& ref) {
+  auto o = out.to(torch::kFloat64), r = ref.to(torch::kFloat64);
+  return (o - r).norm().item<double>() / r.norm().item<double>();
 }
 
 }  // namespace
@@ -140,8 +150,22 @@ int RunAttention(const AttentionOptions& o) {
     j["calls"] = o.path == "sparse" ? int64_t(lt.calls.size()) : int64_t(1);
     if (o.check) {
       torch::NoGradGuard no_grad;
-      AutocastBf16 autocast(bf16, device->is_cuda());
-      j["max_rel_diff"] = MaxRelDiff(last, BlockSparseAttention(q, k, v, lt));
+      // The reference computes exactly what the path computes, on the same (already rounded)
+      // inputs, in float64: its error is the path's rounding alone.
+      const LayoutTensors lt64 =
+          MakeLayoutTensors(layout, hd, 10000.0, *device, torch::kFloat64);
+      auto up = [](const torch::Tensor& x) { return x.detach().to(torch::kFloat64); };
+      const torch::Tensor ref = BlockSparseAttention(up(q), up(k), up(v), lt64);
+      int64_t max_keys = 0;
+      for (const auto& c : lt.calls) max_keys = std::max(max_keys, c.lk);
+      // The chain: q.k over head_dim, softmax over at most max_keys keys, p.v over as many;
+      // the scores, the probabilities and the output each stored once in the dtype.
+      j["unit_roundoff"] = UnitRoundoff(DtypeName(dtype));
+      j["accumulation_roundoff"] = AccumulationRoundoff(DtypeName(dtype));
+      j["max_keys"] = max_keys;
+      j["rel_err"] = NormRelErr(last, ref);
+      j["rel_err_bound"] = RoundingBound(DtypeName(dtype), {hd, max_keys, max_keys}, 3);
+      j["max_rel_diff"] = MaxRelDiff(last, ref);
     }
     PrintJson(j);
     return 0;

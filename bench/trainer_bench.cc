@@ -11,8 +11,10 @@
 //       float32, 1 rep by default; N > 1 adds an untimed warm-up): "seconds" and
 //       "forward_seconds" (medians), "peak_bytes" (CUDA: the allocator's peak over the timed
 //       calls; CPU: peak RSS, with "peak_rss_bytes" and "rss_growth_bytes"), computed and
-//       allowed score entries; --check adds "max_rel_diff", max |out - ref| / max |ref| of the
-//       output against the block-sparse path's. bfloat16 runs under bf16 autocast, as training.
+//       allowed score entries; --check adds the output's error against the block-sparse path in
+//       float64 on the same inputs: "rel_err" (||out - ref|| / ||ref||), its "rel_err_bound" from
+//       "unit_roundoff" and the reductions (head_dim, "max_keys"), and "max_rel_diff"
+//       (max |out - ref| / max |ref|). bfloat16 runs under bf16 autocast, as training.
 //   throughput --config CFG --batch 1,4 [--device cpu|cuda] [--peak-tflops P] [--no-op-count]
 //              [--episodes E] [--reps N] [--gemm G] [--profile]
 //       training tokens/s of the trainer's step over the first E episodes as micro-batches of
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   att->add_option("--window", a.window);
   att->add_option("--chunk", a.chunk);
-  att->add_flag("--check", a.check, "max_rel_diff against the block-sparse path's output");
+  att->add_flag("--check", a.check, "the error against the block-sparse path in float64, with its bound");
 
   ThroughputOptions t;
   auto* thr = app.add_subcommand("throughput", "Training tokens/s at micro-batch sizes, in turns");

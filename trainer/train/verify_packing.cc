@@ -27,12 +27,14 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
     r.frames.push_back(e.frames);
     frames += double(e.frames);
   }
+  int64_t row_tokens = 0;
   auto run = [&](const std::vector<EpisodeData>& eps) {
     const PaddedBatch batch = PadCollate(eps, config.data.pad_multiple);
     MicroBatch mb;
     LossSums loss =
         ForwardLoss(model, config, batch, step, shape, dtype, device, empty_text, frames, &mb);
     loss.total.backward();
+    row_tokens = std::max(row_tokens, mb.layout.tokens);
     return std::make_pair(loss.total.item<double>(), batch.padded_frames);
   };
   auto grads = [&] {
@@ -55,6 +57,7 @@ PackingComparison ComparePackedWithSingle(VideoActionModel& model, const RunConf
   for (const auto& e : episodes) r.loss_single += run({e}).first;
   const auto single = grads();
 
+  r.row_tokens = row_tokens;
   r.loss_rel_diff =
       std::abs(r.loss_packed - r.loss_single) / std::max(std::abs(r.loss_single), 1e-300);
   double diff_sq = 0, ref_sq = 0;

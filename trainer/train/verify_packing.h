@@ -22,6 +22,7 @@ struct PackingComparison {
   std::string name;
   std::vector<int64_t> frames;  // valid frames of each episode
   int64_t padded_frames = 0;
+  int64_t row_tokens = 0;  // tokens of the packed row (its longest reduction)
   double loss_packed = 0, loss_single = 0;
   double loss_rel_diff = 0;
   double max_grad_rel_diff = 0;  // max over parameters of max|gp - gs| / max|gs|
