@@ -152,8 +152,7 @@ int RunAttention(const AttentionOptions& o) {
       torch::NoGradGuard no_grad;
       // The reference computes exactly what the path computes, on the same (already rounded)
       // inputs, in float64: its error is the path's rounding alone.
-      const LayoutTensors lt64 =
-          MakeLayoutTensors(layout, hd, 10000.0, *device, torch::kFloat64);
+      const LayoutTensors lt64 = MakeLayoutTensors(layout, hd, 10000.0, *device, torch::kFloat64);
       auto up = [](const torch::Tensor& x) { return x.detach().to(torch::kFloat64); };
       const torch::Tensor ref = BlockSparseAttention(up(q), up(k), up(v), lt64);
       int64_t max_keys = 0;

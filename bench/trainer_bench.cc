@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   att->add_option("--window", a.window);
   att->add_option("--chunk", a.chunk);
-  att->add_flag("--check", a.check, "the error against the block-sparse path in float64, with its bound");
+  att->add_flag("--check", a.check,
+                "the error against the block-sparse path in float64, with its bound");
 
   ThroughputOptions t;
   auto* thr = app.add_subcommand("throughput", "Training tokens/s at micro-batch sizes, in turns");
