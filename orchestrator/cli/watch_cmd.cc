@@ -26,7 +26,10 @@ struct WatchOptions {
 Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
   BATON_ASSIGN_OR_RETURN(const SyncReport pass,
-                         SyncRuns(store, runs, SyncOptions{&slurm}, UnixTimeNow()));
+                         SyncRuns(store, runs,
+                                  SyncOptions{&slurm, /*continue_after_ingest_error=*/false,
+                                              /*follow_up_ended_runs=*/true},
+                                  UnixTimeNow()));
   const IngestStats& total = pass.ingested;
   PrintWarnings(total.warnings);
   const Status& st = pass.reconcile;

@@ -16,7 +16,11 @@
 //   CANCELLED                      -> open attempt cancelled; run CANCELLED
 //   job unknown to SLURM           -> COMPLETED if the target was reached, else FAILED
 // An attempt whose restart count is below the job's Restarts was requeued by SLURM: it is
-// closed as preempted if it has no end yet. Stateless functions; thread-compatible.
+// closed as preempted if it has no end yet.
+// A terminal run is only followed up: when its last attempt's recorded SLURM state is not final
+// (a RUNNING seen before the launcher's attempt_end, or none) and the run ended less than
+// kSlurmFinalStateFollowUpS ago, SLURM's final state of that start is recorded once SLURM reports
+// it (slurm_state_kind.h). Stateless functions; thread-compatible.
 #pragma once
 
 #include <string>
@@ -27,12 +31,12 @@
 
 namespace baton {
 
-// Reconciles one run (skips terminal runs and runs without a job). Appends a line per change
-// to `changes` when given.
+// Reconciles one run (follows up a terminal one, skips a run without a job). Appends a line per
+// change to `changes` when given.
 [[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
                                   double now, std::vector<std::string>* changes = nullptr);
 
-// Each of `runs`, in order (terminal ones are skipped). Stops at the first kUnavailable (SLURM
+// Each of `runs`, in order (terminal ones are followed up). Stops at the first kUnavailable (SLURM
 // down: asking again for every run would only wait out the timeout again); other per-run errors
 // are collected and the first returned, naming its run, after trying all runs.
 [[nodiscard]] Status ReconcileRuns(Store& store, SlurmClient& slurm,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "test_util.h"
 
@@ -11,6 +12,7 @@ namespace baton {
 namespace {
 
 using test::Append;
+using test::EndLine;
 using test::MakeRun;
 using test::OpenStore;
 using test::StartLine;
@@ -124,15 +126,17 @@ TEST_F(ReconcileTest, FailedJobIsACrash) {
 
 // When SLURM rather than the launcher ends the story, the trainer's own words still end the reason.
 TEST_F(ReconcileTest, AFailedRunsReasonCarriesTheTrainersMessage) {
-  Attempt(0, 0, 2,
-          "{\"type\":\"segment_end\",\"time\":2,\"source\":\"trainer\",\"step\":2,\"reason\":\"error\","
-          "\"exit_code\":70,\"rank\":1,\"message\":\"internal error in libtorch: out of memory\"}\n");
+  Attempt(
+      0, 0, 2,
+      "{\"type\":\"segment_end\",\"time\":2,\"source\":\"trainer\",\"step\":2,\"reason\":\"error\","
+      "\"exit_code\":70,\"rank\":1,\"message\":\"internal error in libtorch: out of memory\"}\n");
   slurm_.SetState(job_, "FAILED");
   slurm_.job(job_)->exit_code = "70:0";
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
-  EXPECT_NE(r.reason.find("FAILED (exit code 70:0) at step 2: internal error in libtorch: out of memory"),
-            std::string::npos)
+  EXPECT_NE(
+      r.reason.find("FAILED (exit code 70:0) at step 2: internal error in libtorch: out of memory"),
+      std::string::npos)
       << r.reason;
 }
 
@@ -158,6 +162,67 @@ TEST_F(ReconcileTest, TerminalRunsAreLeftAlone) {
                   .ok());
   slurm_.SetState(job_, "RUNNING");
   EXPECT_EQ(Reconcile().status, RunStatus::kCancelled);
+}
+
+// The launcher's attempt_end (ingest ends the run) comes before SLURM's end of the job: the
+// last attempt keeps the RUNNING seen while it ran, labelled as such, until SLURM reports the
+// start's final state; then that is recorded and the run stays as ingest left it.
+class FinishedRunTest : public ReconcileTest {
+ protected:
+  void RunToTheEnd() {
+    slurm_.SetState(job_, "RUNNING");
+    Attempt(0, 0, 5);
+    ASSERT_EQ(Reconcile().status, RunStatus::kRunning);
+    std::string tail;
+    for (int s = 5; s < 10; ++s) tail += StepLine(s);
+    Append(tmp_ / ("run/events/" + job_ + ".0.jsonl"), tail + EndLine("done", "completed", 0));
+    ASSERT_TRUE(IngestRun(*store_, run_).ok());
+    ASSERT_EQ(store_->GetRun(run_.id).value().status, RunStatus::kCompleted);
+    ASSERT_EQ(LastAttempt().slurm_state, "RUNNING");
+    ASSERT_EQ(ClassifySlurmState(LastAttempt()), SlurmStateKind::kLastSeen);
+  }
+};
+
+TEST_F(FinishedRunTest, LearnsSlurmsFinalStateOfItsLastStart) {
+  RunToTheEnd();
+  slurm_.SetState(job_, "COMPLETING");
+  EXPECT_EQ(Reconcile().status, RunStatus::kCompleted);
+  EXPECT_EQ(LastAttempt().slurm_state, "RUNNING");  // not over yet in SLURM
+  slurm_.SetState(job_, "COMPLETED", "None");
+  slurm_.job(job_)->exit_code = "0:0";
+  std::vector<std::string> changes;
+  ASSERT_TRUE(ReconcileRun(*store_, slurm_, store_->GetRun(run_.id).value(), 100, &changes).ok());
+  const AttemptRecord a = LastAttempt();
+  EXPECT_EQ(a.slurm_state, "COMPLETED");
+  EXPECT_EQ(a.slurm_exit_code, "0:0");
+  EXPECT_EQ(ClassifySlurmState(a), SlurmStateKind::kFinal);
+  EXPECT_EQ(a.end_reason, "completed");
+  EXPECT_EQ(store_->GetRun(run_.id).value().status, RunStatus::kCompleted);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].find("SLURM's final state COMPLETED (last seen RUNNING)"), std::string::npos)
+      << changes[0];
+}
+
+TEST_F(FinishedRunTest, KeepsTheStateLastSeenWhenSlurmForgotTheJobOrStartedItAgain) {
+  RunToTheEnd();
+  slurm_.Forget(job_);
+  Reconcile();
+  EXPECT_EQ(ClassifySlurmState(LastAttempt()), SlurmStateKind::kLastSeen);
+  slurm_.SetState(job_, "COMPLETED");
+  slurm_.job(job_)->restarts = 1;  // another start's end, not this attempt's
+  Reconcile();
+  EXPECT_EQ(LastAttempt().slurm_state, "RUNNING");
+}
+
+TEST_F(FinishedRunTest, AsksSlurmOnlyForAWhileAfterTheRunEnded) {
+  RunToTheEnd();
+  slurm_.down = true;  // any question to SLURM now fails
+  const double ended = LastAttempt().ended_at.value();
+  EXPECT_EQ(ReconcileRun(*store_, slurm_, store_->GetRun(run_.id).value(), ended + 100).code(),
+            Code::kUnavailable);
+  EXPECT_TRUE(ReconcileRun(*store_, slurm_, store_->GetRun(run_.id).value(),
+                           ended + kSlurmFinalStateFollowUpS + 1)
+                  .ok());
 }
 
 }  // namespace
