@@ -62,6 +62,14 @@ const LAST_SEEN_TIP = 'The state the sync pass last saw while the attempt ran. S
   'finished job only for MinJobAge (and sacct needs an accounting daemon), so its final state ' +
   'was not learnt.';
 
+// The requeue hold after the attempt, when baton watch/serve released it (or SLURM refused).
+function holdNote(a) {
+  if (a.hold_released_at !== null && a.ended_at !== null) {
+    return el('span', { class: 'hold-released' }, ` · hold released after ${fmt.duration(a.hold_released_at - a.ended_at)}`);
+  }
+  return a.hold_release_error ? el('span', { class: 'skipped' }, ' · hold release refused') : null;
+}
+
 // One line with every witness of how the attempt ended (the run page's "why it stopped").
 function evidenceLine(a) {
   const parts = [`#${a.attempt} ${a.end_reason ?? (a.ended_at ? 'ended' : 'running')}`];
@@ -103,7 +111,8 @@ function attemptsTable(attempts, openLog) {
       ? el('span', { class: 'skipped' }, ` · ${fmt.int(a.summary.nonfinite_steps)} skipped`) : null),
     a.resume_mode ?? '–',
     a.warmup_from === null ? '–' : `${a.warmup_from}–${a.warmup_until} (${a.warmup_kind.replace('_', ' ')})`,
-    a.end_reason ?? (a.ended_at ? '–' : 'running'),
+    el('td', { class: 'end', title: a.hold_release_error || null }, a.end_reason ?? (a.ended_at ? '–' : 'running'),
+      holdNote(a)),
     el('td', { class: 'trainer-end' }, trainerEnd(a)),
     el('td', { class: a.trainer_message ? 'trainer-message' : 'trainer-message none' }, a.trainer_message ?? '–'),
     a.signal ?? '–',

@@ -118,6 +118,15 @@ std::string AttemptOutcome(const AttemptRecord& a) {
     }
     if (!a.slurm_exit_code.empty()) out += " ExitCode " + PrintableText(a.slurm_exit_code);
   }
+  // The requeue hold after it (hold_release.h): released by `baton watch`/`serve`, or refused.
+  if (a.hold_released_at && a.ended_at) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " — requeue hold released after %.1f s",
+                  *a.hold_released_at - *a.ended_at);
+    out += buf;
+  } else if (!a.hold_release_error.empty()) {
+    out += " — SLURM refused to release the requeue hold: " + PrintableText(a.hold_release_error);
+  }
   if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
   if (!a.trainer_end_reason.empty()) {
     if (a.trainer_end_reason != SegmentEndReasonName(SegmentEndReason::kCompleted))

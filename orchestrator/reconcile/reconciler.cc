@@ -1,5 +1,6 @@
 #include "orchestrator/reconcile/reconciler.h"
 
+#include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "schema/event_records.h"
 
@@ -59,12 +60,12 @@ Status FollowUpFinalState(Store& store, SlurmClient& slurm, const RunRecord& run
 }  // namespace
 
 Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, double now,
-                    std::vector<std::string>* changes) {
+                    std::vector<std::string>* changes, const ReconcileOptions& options) {
   if (run_in.job_id.empty()) return Status::Ok();
   if (IsTerminal(run_in.status)) return FollowUpFinalState(store, slurm, run_in, now, changes);
   BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run_in.job_id));
 
-  return store.Write([&]() -> Status {
+  BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     // Re-read inside the write transaction: ingest or `baton cancel` may have moved it.
     BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_in.id));
     if (IsTerminal(run.status)) return Status::Ok();
@@ -199,14 +200,20 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
                                            last));
     }
     return Status::Ok();  // a state we do not act on
-  });
+  }));
+  // Outside the transaction: scontrol must not run while this holds the store's write lock.
+  if (options.release_requeue_holds && job && HeldAfterRequeue(*job)) {
+    return ReleaseRequeueHold(store, slurm, run_in, *job, now, changes);
+  }
+  return Status::Ok();
 }
 
 Status ReconcileRuns(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
-                     double now, std::vector<std::string>* changes) {
+                     double now, std::vector<std::string>* changes,
+                     const ReconcileOptions& options) {
   Status first;
   for (const RunRecord& run : runs) {
-    Status st = ReconcileRun(store, slurm, run, now, changes);
+    Status st = ReconcileRun(store, slurm, run, now, changes, options);
     if (st.code() == Code::kUnavailable) return st;
     if (!st.ok() && first.ok()) first = st.Annotate("run " + std::to_string(run.id));
   }

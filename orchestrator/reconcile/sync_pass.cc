@@ -33,7 +33,10 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   };
   BATON_RETURN_IF_ERROR(reread());
   if (options.slurm == nullptr) return report;
-  report.reconcile = ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes);
+  ReconcileOptions reconcile;
+  reconcile.release_requeue_holds = options.release_requeue_holds;
+  report.reconcile =
+      ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes, reconcile);
   if (options.follow_up_ended_runs && report.reconcile.code() != Code::kUnavailable) {
     BATON_ASSIGN_OR_RETURN(std::vector<RunRecord> ended,
                            store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));

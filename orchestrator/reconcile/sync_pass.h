@@ -30,6 +30,9 @@ struct SyncOptions {
   // runs that ended in the last kSlurmFinalStateFollowUpS, for SLURM's final state of their last
   // start (reconciler.h). The query commands follow up only the runs they show.
   bool follow_up_ended_runs = false;
+  // `baton watch` and `baton serve`: end a job's requeue hold after a clean preemption
+  // (hold_release.h; the run's slurm.release_requeue_hold).
+  bool release_requeue_holds = false;
 };
 
 struct SyncReport {
