@@ -571,6 +571,9 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       IntKey<S>("signal_lead_s", &S::signal_lead_s, 1, 65535),
       IntKey<S>("max_restarts", &S::max_restarts, 0),
       IntKey<S>("max_failures", &S::max_failures, 0),
+      EnumKey<S, bool>("release_requeue_hold", &S::release_requeue_hold,
+                       {{"false", false}, {"true", true}}),
+      FloatKey<S>("release_hold_after_s", &S::release_hold_after_s, 1.0, 3600.0),
   };
   return keys;
 }

@@ -41,6 +41,12 @@ struct SlurmSection {
   int64_t signal_lead_s = 120;    // seconds
   int64_t max_restarts = 100;     // preemption requeues allowed before the run is FAILED
   int64_t max_failures = 3;       // crash requeues allowed before the run is FAILED
+  // After a clean preemption (attempt_end written, checkpoint committed) `baton watch` / `baton
+  // serve` end SLURM's requeue hold (~2 min) with `scontrol update StartTime=now`, once
+  // release_hold_after_s have passed since the attempt ended (the new launch credential must be
+  // newer, in whole seconds, than the revoked one). false: wait out the hold.
+  bool release_requeue_hold = true;
+  double release_hold_after_s = 3;
 };
 
 enum class SamplerPlan { kGlobal, kPerRank };

@@ -3,8 +3,9 @@
 #   set-up and build; the single-node SLURM dev cluster; a tiny synthetic dataset; a real training
 #   run submitted with `baton submit configs/demo.yaml`; a preemption by an `urgent` job that
 #   needs every CPU (the launcher forwards the signal, the trainer checkpoints and exits 75, the
-#   launcher requeues the same job id); SLURM's ~2 min requeue hold cut short as
-#   docs/slurm_dev_cluster.md says; an `exact` resume; the run trained to its target; its history.
+#   launcher requeues the same job id); SLURM's ~2 min requeue hold cut short by the `baton watch`
+#   running beside it (slurm.release_requeue_hold); an `exact` resume; the run trained to its
+#   target; its history.
 # Takes a few minutes (mostly the first build). Exit 0 when the run COMPLETED after at least one
 # preemption and an exact resume; non-zero otherwise.
 #   BATON_HOME        where runs and the database live (default ~/.baton)
@@ -65,13 +66,21 @@ run=$(jq -r .run_id <<<"$out")
 job=$(jq -r .job_id <<<"$out")
 run_dir=$(jq -r .run_dir <<<"$out")
 urgent=""
+# baton watch: ingests and reconciles in the background, and releases the requeue hold once the
+# preempted attempt ended cleanly (docs/orchestrator.md).
+watch_log=$(mktemp /tmp/baton-demo-watch.XXXXXX)
+"$baton" watch --interval 2 >"$watch_log" 2>&1 &
+watch_pid=$!
 cleanup() {
   local rc=$?
+  kill "$watch_pid" 2>/dev/null || true
+  wait "$watch_pid" 2>/dev/null || true
   if ((rc != 0)) && [[ -n ${run:-} ]] && [[ $("$baton" show "$run" --json 2>/dev/null | jq -r .status) =~ ^(PENDING|RUNNING|REQUEUED)$ ]]; then
     echo "== cancelling run $run (job $job)" >&2
     "$baton" cancel "$run" >&2 || true
   fi
   [[ -n $urgent ]] && scancel "$urgent" 2>/dev/null || true
+  rm -f "$watch_log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -120,14 +129,11 @@ wait_until "job $job to be requeued" requeued
 say "job $job is PENDING again under the same id (Restarts=1): the trainer checkpointed and exited 75, the launcher ran scontrol requeue"
 grep -h '"reason":"signal"' "$run_dir"/events/"$job".0.jsonl | grep '"type":"checkpoint"' |
   jq -r '"   signal checkpoint: step \(.step), \(.bytes) bytes in \(.seconds * 1000 | floor) ms"' || true
-say "SLURM holds a requeued job ~121 s (until $(job_field "$job" EligibleTime)); cutting it: scontrol update jobid=$job StartTime=now"
-# One second after PENDING, not sooner: slurmd refuses to launch a job whose new credential is
-# not newer (in whole seconds) than the revocation of its previous run ("Job credential revoked").
-sleep 1
-scontrol update jobid="$job" StartTime=now
+say "SLURM holds a requeued job ~121 s (until $(job_field "$job" EligibleTime)); baton watch releases it slurm.release_hold_after_s (3 s) after the attempt ended cleanly"
 running_again() { [[ $(job_field "$job" JobState) == RUNNING || $(job_field "$job" JobState) == COMPLETED ]]; }
 wait_until "job $job to start again after the urgent job" running_again
 say "job $job running again (restart 1) once the urgent job finished"
+grep -h "requeue hold released" "$watch_log" | sed 's/^/   baton watch: /' || say "note: baton watch did not release the hold (see $watch_log)"
 
 say "training to step $target"
 done_() { progress; [[ $status == COMPLETED ]]; }

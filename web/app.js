@@ -2,7 +2,7 @@
 // run, with ?axis=&superseded=&from=&to=&log=) and #/compare?runs=1,4,7 (&axis=). Every view's
 // state is in its URL, so a URL shared is the same view. Each navigation bumps a generation
 // counter so a slow response for an old page never draws over a new one.
-import { el, clear } from './dom.js';
+import { el, fill } from './dom.js';
 import { showRuns } from './runs_page.js';
 import { showRun, destroyCharts } from './run_page.js';
 import { showCompare, destroyCompareCharts } from './compare_page.js';
@@ -36,7 +36,7 @@ async function route() {
     }
   } catch (e) {
     if (!isCurrent()) return;
-    clear(root).append(el('h1', {}, 'Error'),
+    fill(root, el('h1', {}, 'Error'),
       el('p', { class: 'error', id: 'error' }, `${e.status ? e.status + ' ' : ''}${e.message}`),
       el('p', {}, el('a', { href: '#/' }, '‹ all runs')));
     document.body.dataset.ready = 'error';

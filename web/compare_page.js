@@ -4,7 +4,7 @@
 // table of the config keys whose values differ between the runs (only those). Text from the
 // runs (names, config values) goes in as text nodes (dom.js).
 import { getJson } from './api.js';
-import { el, clear, table } from './dom.js';
+import { el, fill, table } from './dom.js';
 import * as fmt from './format.js';
 import { AXES, points, stepMapper, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
@@ -53,7 +53,7 @@ export async function showCompare(root, state, isCurrent) {
   const unique = [...new Set(ids)].slice(0, MAX_RUNS);
   const axis = ['step', 'tokens', 'wall'].includes(state.axis) ? state.axis : 'step';
   if (!unique.length) {
-    clear(root).append(el('h1', {}, 'Compare runs'),
+    fill(root, el('h1', {}, 'Compare runs'),
       el('p', { id: 'compare-empty' }, 'Select runs on the ', el('a', { href: '#/' }, 'runs page'),
         ' or give their ids: #/compare?runs=1,4,7'));
     document.body.dataset.ready = 'compare';
@@ -89,7 +89,7 @@ export async function showCompare(root, state, isCurrent) {
       { id: 'config-diff', class: 'data' })
     : el('p', { id: 'config-diff-none', class: 'muted' }, 'The configs do not differ.');
 
-  clear(root).append(
+  fill(root,
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
     el('h1', {}, `Compare ${runs.length} runs`),
     legend,

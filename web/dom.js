@@ -30,6 +30,14 @@ export function clear(node) {
   return node;
 }
 
+// Replaces node's children, skipping null/undefined/false like el() does (the DOM's own
+// append() would show a null part, say an absent note, as the text "null").
+export function fill(node, ...children) {
+  clear(node);
+  append(node, children);
+  return node;
+}
+
 // A table from column headers and rows of cells (strings or nodes).
 export function table(headers, rows, attrs = {}) {
   return el('table', attrs,

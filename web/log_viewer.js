@@ -2,13 +2,13 @@
 // backwards ("older"), shown as text in a <pre> (never parsed as markup). The server reads only
 // that file inside the run folder (docs/http_api.md).
 import { getJson } from './api.js';
-import { el, clear } from './dom.js';
+import { el, fill } from './dom.js';
 import * as fmt from './format.js';
 
 const PAGE_BYTES = 64 * 1024;
 
 export async function showLog(box, runId, attempt) {
-  clear(box).append(el('p', { class: 'muted' }, 'Loading log…'));
+  fill(box, el('p', { class: 'muted' }, 'Loading log…'));
   const first = await getJson(`runs/${runId}/log`, { attempt, limit: PAGE_BYTES });
   const pre = el('pre', { id: 'log-text', class: 'log' });
   const pages = [first];
@@ -28,7 +28,7 @@ export async function showLog(box, runId, attempt) {
     pages.push(await getJson(`runs/${runId}/log`, { attempt, limit: PAGE_BYTES, before: top.from }));
     render();
   });
-  clear(box).append(el('h3', {}, `Log of attempt #${attempt}`), header, el('div', { class: 'controls' }, older), pre);
+  fill(box, el('h3', {}, `Log of attempt #${attempt}`), header, el('div', { class: 'controls' }, older), pre);
   render();
   pre.scrollTop = pre.scrollHeight;
 }

@@ -7,7 +7,7 @@
 // and episode ids come from the trainer and the data: text nodes only (dom.js).
 import { getJson, apiUrl } from './api.js';
 import { showLog } from './log_viewer.js';
-import { el, clear, table } from './dom.js';
+import { el, clear, fill, table } from './dom.js';
 import * as fmt from './format.js';
 import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
@@ -48,11 +48,26 @@ function trainerEnd(a) {
   return a.exit_code === null ? 'no segment_end' : `no segment_end · exit ${a.exit_code}`;
 }
 
-// SLURM's account: state, Reason (when it says more than None) and ExitCode.
+// SLURM's account: state, Reason (when it says more than None) and ExitCode. The state of an
+// ended attempt is SLURM's final one once the sync pass has learnt it; until then (and for good
+// once SLURM has forgotten the job) it is only the state last seen while the attempt ran, and
+// says so (slurm_state_kind 'last_seen').
 function slurmEnd(a) {
   if (!a.slurm_state) return '–';
   const reason = a.slurm_reason && a.slurm_reason !== 'None' ? ` (${a.slurm_reason})` : '';
-  return `${a.slurm_state}${reason}` + (a.slurm_exit_code ? ` · ExitCode ${a.slurm_exit_code}` : '');
+  const text = `${a.slurm_state}${reason}` + (a.slurm_exit_code ? ` · ExitCode ${a.slurm_exit_code}` : '');
+  return a.slurm_state_kind === 'last_seen' ? `last seen ${text} (final state not known)` : text;
+}
+const LAST_SEEN_TIP = 'The state the sync pass last saw while the attempt ran. SLURM keeps a ' +
+  'finished job only for MinJobAge (and sacct needs an accounting daemon), so its final state ' +
+  'was not learnt.';
+
+// The requeue hold after the attempt, when baton watch/serve released it (or SLURM refused).
+function holdNote(a) {
+  if (a.hold_released_at !== null && a.ended_at !== null) {
+    return el('span', { class: 'hold-released' }, ` · hold released after ${fmt.duration(a.hold_released_at - a.ended_at)}`);
+  }
+  return a.hold_release_error ? el('span', { class: 'skipped' }, ' · hold release refused') : null;
 }
 
 // One line with every witness of how the attempt ended (the run page's "why it stopped").
@@ -75,28 +90,40 @@ function whyItStopped(run, attempts, openLog) {
     last.log ? el('button', { class: 'log-button', onclick: () => openLog(last.attempt) }, `log of #${last.attempt}`) : null);
 }
 
+// Text with a line-break opportunity after each `sep` (node lists, paths), so a cell wraps there
+// rather than inside a name.
+function breakable(text, sep) {
+  return text.split(sep).flatMap((part, i, all) => (i < all.length - 1 ? [part + sep, el('wbr')] : [part]));
+}
+
+// One row per attempt. Its number carries the log button, its step range the count of steps
+// skipped as non-finite: fewer columns, so the table fits the page (app.css).
 function attemptsTable(attempts, openLog) {
   const rows = attempts.map((a) => [
-    `#${a.attempt}`, a.job_id, String(a.restart_count), a.nodes || '–',
-    a.effective_first_step === null ? '–' : `${a.effective_first_step}–${a.effective_last_step}` +
+    el('td', { class: 'nowrap' }, `#${a.attempt}`, a.log
+      ? [' ', el('button', { class: 'log-button', dataset: { attempt: a.attempt }, onclick: () => openLog(a.attempt) }, 'log')]
+      : null),
+    el('td', { title: `job ${a.job_id}, restart ${a.restart_count}` }, `${a.job_id}.${a.restart_count}`),
+    el('td', { class: 'nodes' }, a.nodes ? breakable(a.nodes, ',') : '–'),
+    el('td', {}, a.effective_first_step === null ? '–' : `${a.effective_first_step}–${a.effective_last_step}` +
       (a.summary.superseded_steps ? ` (+${a.summary.superseded_steps} redone)` : ''),
+    a.summary.nonfinite_steps
+      ? el('span', { class: 'skipped' }, ` · ${fmt.int(a.summary.nonfinite_steps)} skipped`) : null),
     a.resume_mode ?? '–',
     a.warmup_from === null ? '–' : `${a.warmup_from}–${a.warmup_until} (${a.warmup_kind.replace('_', ' ')})`,
-    a.end_reason ?? (a.ended_at ? '–' : 'running'),
+    el('td', { class: 'end', title: a.hold_release_error || null }, a.end_reason ?? (a.ended_at ? '–' : 'running'),
+      holdNote(a)),
     el('td', { class: 'trainer-end' }, trainerEnd(a)),
-    el('td', { class: 'trainer-message' }, a.trainer_message ?? '–'),
+    el('td', { class: a.trainer_message ? 'trainer-message' : 'trainer-message none' }, a.trainer_message ?? '–'),
     a.signal ?? '–',
-    el('td', { class: 'slurm-end' }, slurmEnd(a)),
-    el('td', { class: 'init-from' }, a.init_from || a.checkpoint || '–'),
-    a.log ? el('td', {}, el('button', { class: 'log-button', dataset: { attempt: a.attempt }, onclick: () => openLog(a.attempt) }, 'log'))
-      : '–',
-    a.summary.nonfinite_steps ? el('td', { class: 'num skipped' }, fmt.int(a.summary.nonfinite_steps)) : '–',
+    el('td', { class: 'slurm-end', title: a.slurm_state_kind === 'last_seen' ? LAST_SEEN_TIP : null }, slurmEnd(a)),
+    el('td', { class: 'init-from' }, a.init_from || a.checkpoint ? breakable(a.init_from || a.checkpoint, '/') : '–'),
     fmt.duration(a.duration_s),
     fmt.num(a.summary.tokens_per_s), fmt.num(a.summary.s_per_step), fmt.pct(a.summary.padding_waste),
   ]);
-  return table(['#', 'Job', 'Restart', 'Nodes', 'Steps (effective)', 'Resume', 'Warmup', 'End',
-    'Trainer', 'Message', 'Signal', 'SLURM', 'Weights from', 'Log', 'Skipped', 'Duration',
-    'tokens/s', 's/step', 'Padding'], rows,
+  return table(['# · log', 'Job.restart', 'Nodes', 'Steps (effective)', 'Resume', 'Warmup', 'End',
+    'Trainer', 'Message', 'Signal', 'SLURM', 'Weights from', 'Duration', 'tokens/s', 's/step',
+    'Padding'], rows,
   { id: 'attempts-table', class: 'data' });
 }
 
@@ -222,7 +249,7 @@ export async function showRun(root, id, state, isCurrent) {
     ? el('p', { class: 'meta', id: 'zoom-note' }, `zoomed to steps ${view.from ?? 0}–${view.to ?? 'end'}: ` +
       `${fmt.int(series.rows)} steps, ${series.rows <= MAX_POINTS ? 'every one shown' : 'min/max of each bucket shown'}`)
     : null;
-  clear(root).append(
+  fill(root,
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
     el('h1', {}, el('span', { id: 'run-name' }, run.name), ' ', statusBadge(run)),
     el('p', { class: 'meta' }, `run ${run.id} · job ${run.job_id ?? '–'} · step ${fmt.int(run.steps_done)}${target}` +

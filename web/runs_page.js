@@ -4,7 +4,7 @@
 // server, all in the URL (#/?status=FAILED&name=lr&partition=a100&from=2026-01-01&to=...);
 // a checkbox per run selects runs for #/compare. Refreshes itself while a run on it is live.
 import { getJson } from './api.js';
-import { el, clear, table } from './dom.js';
+import { el, fill, table } from './dom.js';
 import * as fmt from './format.js';
 
 const PAGE = 50;          // runs per page
@@ -116,7 +116,7 @@ export async function showRuns(root, state, isCurrent) {
     el('span', {}, total === 0 ? 'no runs' : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${fmt.int(total)}`),
     el('button', { disabled: offset + PAGE >= total, onclick: () => go({ offset: offset + PAGE }) }, 'Next ›'));
   const t = table(headers, data.runs.map((r) => row(r, selected, toggle)), { id: 'runs-table', class: 'data' });
-  clear(root).append(el('h1', {}, 'Runs'), form, t, pager);
+  fill(root, el('h1', {}, 'Runs'), form, t, pager);
   for (const fill of root.querySelectorAll('.fill')) fill.style.width = fill.dataset.pct + '%';
 
   const live = data.runs.some((r) => r.live);

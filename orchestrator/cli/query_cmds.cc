@@ -16,6 +16,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/attempt_log.h"
 #include "orchestrator/http/run_timeline.h"
+#include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/attempt_evidence.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
@@ -108,11 +109,23 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   const std::string signal = AttemptSignal(a);
   if (!signal.empty()) out += " — signal " + PrintableText(signal);
   if (!a.slurm_state.empty()) {
-    out += " — SLURM " + PrintableText(a.slurm_state);
+    // An ended attempt's RUNNING is only what the sync pass last saw (slurm_state_kind.h).
+    out += ClassifySlurmState(a) == SlurmStateKind::kLastSeen
+               ? " — SLURM last seen " + PrintableText(a.slurm_state) + " (final state not known)"
+               : " — SLURM " + PrintableText(a.slurm_state);
     if (!a.slurm_reason.empty() && a.slurm_reason != "None") {
       out += " (" + PrintableText(a.slurm_reason) + ")";
     }
     if (!a.slurm_exit_code.empty()) out += " ExitCode " + PrintableText(a.slurm_exit_code);
+  }
+  // The requeue hold after it (hold_release.h): released by `baton watch`/`serve`, or refused.
+  if (a.hold_released_at && a.ended_at) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " — requeue hold released after %.1f s",
+                  *a.hold_released_at - *a.ended_at);
+    out += buf;
+  } else if (!a.hold_release_error.empty()) {
+    out += " — SLURM refused to release the requeue hold: " + PrintableText(a.hold_release_error);
   }
   if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
   if (!a.trainer_end_reason.empty()) {
@@ -174,6 +187,8 @@ json CliAttemptsJson(const std::vector<AttemptRecord>& attempts) {
   for (size_t i = 0; i < attempts.size(); ++i) {
     json j = AttemptJson(attempts[i]);
     j["attempt"] = i;
+    const char* kind = SlurmStateKindName(ClassifySlurmState(attempts[i]));
+    j["slurm_state_kind"] = kind ? json(kind) : json(nullptr);
     list.push_back(std::move(j));
   }
   return list;

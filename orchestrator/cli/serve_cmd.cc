@@ -73,10 +73,12 @@ class StopFlag {
 Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
                          all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns());
-  BATON_ASSIGN_OR_RETURN(
-      const SyncReport pass,
-      SyncRuns(store, runs, SyncOptions{slurm, /*continue_after_ingest_error=*/true},
-               UnixTimeNow()));
+  BATON_ASSIGN_OR_RETURN(const SyncReport pass,
+                         SyncRuns(store, runs,
+                                  SyncOptions{slurm, /*continue_after_ingest_error=*/true,
+                                              /*follow_up_ended_runs=*/true,
+                                              /*release_requeue_holds=*/true},
+                                  UnixTimeNow()));
   for (const std::string& w : pass.ingested.warnings) {
     std::cerr << "baton serve: warning: " << w << "\n";
   }

@@ -26,7 +26,11 @@ struct WatchOptions {
 Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
   BATON_ASSIGN_OR_RETURN(const SyncReport pass,
-                         SyncRuns(store, runs, SyncOptions{&slurm}, UnixTimeNow()));
+                         SyncRuns(store, runs,
+                                  SyncOptions{&slurm, /*continue_after_ingest_error=*/false,
+                                              /*follow_up_ended_runs=*/true,
+                                              /*release_requeue_holds=*/true},
+                                  UnixTimeNow()));
   const IngestStats& total = pass.ingested;
   PrintWarnings(total.warnings);
   const Status& st = pass.reconcile;
@@ -43,6 +47,7 @@ Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
               << std::endl;
   } else {
     for (const std::string& c : pass.changes) std::cout << c << "\n";
+    std::cout << std::flush;  // a change (a released hold) is in the log when it happens
     if (total.records > 0) {
       std::cout << "ingested " << total.records << " records (" << total.steps << " steps) from "
                 << runs.size() << " active runs" << std::endl;

@@ -8,6 +8,7 @@
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/series_rollup_reader.h"
+#include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
@@ -84,7 +85,9 @@ json SegmentJson(const TimelineSegment& s) {
                              ? double(st.padded_tokens) / double(st.tokens + st.padded_tokens)
                              : std::nan("");
   json out = AttemptJson(a);
+  const char* slurm_kind = SlurmStateKindName(ClassifySlurmState(a));
   out.update(json{{"attempt", s.index},
+                  {"slurm_state_kind", slurm_kind ? json(slurm_kind) : json(nullptr)},
                   {"label", s.label},
                   {"step0", s.step0},
                   {"effective_first_step", JsonNumber(st.first_step)},

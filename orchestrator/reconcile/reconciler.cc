@@ -1,5 +1,7 @@
 #include "orchestrator/reconcile/reconciler.h"
 
+#include "orchestrator/reconcile/hold_release.h"
+#include "orchestrator/reconcile/slurm_state_kind.h"
 #include "schema/event_records.h"
 
 namespace baton {
@@ -24,14 +26,46 @@ std::string WithTrainerMessage(std::string reason, const AttemptRecord* a) {
   return reason;
 }
 
+// A finished run's last attempt whose recorded SLURM state is not final yet (slurm_state_kind.h):
+// SLURM's final state of that start, once SLURM reports it, within kSlurmFinalStateFollowUpS of
+// the run's end. The run's status and the attempt's end stay as ingest or reconcile left them.
+Status FollowUpFinalState(Store& store, SlurmClient& slurm, const RunRecord& run, double now,
+                          std::vector<std::string>* changes) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
+  if (attempts.empty() || IsFinalSlurmState(attempts.back().slurm_state)) return Status::Ok();
+  const AttemptRecord& last = attempts.back();
+  const double ended = last.ended_at.value_or(run.updated_at);
+  if (last.job_id != run.job_id || now - ended > kSlurmFinalStateFollowUpS) return Status::Ok();
+  BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run.job_id));
+  // Gone (aged out of scontrol), a later start, or not over yet (COMPLETING): nothing to learn
+  // now; what was recorded stays, and says it is only the state last seen.
+  if (!job || job->job_id != last.job_id || job->restarts != last.restart_count ||
+      !IsFinalSlurmState(job->state))
+    return Status::Ok();
+  return store.Write([&]() -> Status {
+    BATON_ASSIGN_OR_RETURN(AttemptRecord a, store.GetAttempt(last.id));
+    if (IsFinalSlurmState(a.slurm_state)) return Status::Ok();
+    if (changes) {
+      changes->push_back("run " + std::to_string(run.id) + ": attempt " + a.job_id + "." +
+                         std::to_string(a.restart_count) + ": SLURM's final state " + job->state +
+                         (a.slurm_state.empty() ? "" : " (last seen " + a.slurm_state + ")"));
+    }
+    a.slurm_state = job->state;
+    a.slurm_reason = job->reason;
+    a.slurm_exit_code = job->exit_code;
+    return store.UpdateAttemptInTx(a);
+  });
+}
+
 }  // namespace
 
 Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, double now,
-                    std::vector<std::string>* changes) {
-  if (IsTerminal(run_in.status) || run_in.job_id.empty()) return Status::Ok();
+                    std::vector<std::string>* changes, const ReconcileOptions& options) {
+  if (run_in.job_id.empty()) return Status::Ok();
+  if (IsTerminal(run_in.status)) return FollowUpFinalState(store, slurm, run_in, now, changes);
   BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run_in.job_id));
 
-  return store.Write([&]() -> Status {
+  BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     // Re-read inside the write transaction: ingest or `baton cancel` may have moved it.
     BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_in.id));
     if (IsTerminal(run.status)) return Status::Ok();
@@ -166,14 +200,20 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
                                            last));
     }
     return Status::Ok();  // a state we do not act on
-  });
+  }));
+  // Outside the transaction: scontrol must not run while this holds the store's write lock.
+  if (options.release_requeue_holds && job && HeldAfterRequeue(*job)) {
+    return ReleaseRequeueHold(store, slurm, run_in, *job, now, changes);
+  }
+  return Status::Ok();
 }
 
 Status ReconcileRuns(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
-                     double now, std::vector<std::string>* changes) {
+                     double now, std::vector<std::string>* changes,
+                     const ReconcileOptions& options) {
   Status first;
   for (const RunRecord& run : runs) {
-    Status st = ReconcileRun(store, slurm, run, now, changes);
+    Status st = ReconcileRun(store, slurm, run, now, changes, options);
     if (st.code() == Code::kUnavailable) return st;
     if (!st.ok() && first.ok()) first = st.Annotate("run " + std::to_string(run.id));
   }

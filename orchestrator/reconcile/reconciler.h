@@ -16,7 +16,13 @@
 //   CANCELLED                      -> open attempt cancelled; run CANCELLED
 //   job unknown to SLURM           -> COMPLETED if the target was reached, else FAILED
 // An attempt whose restart count is below the job's Restarts was requeued by SLURM: it is
-// closed as preempted if it has no end yet. Stateless functions; thread-compatible.
+// closed as preempted if it has no end yet.
+// A terminal run is only followed up: when its last attempt's recorded SLURM state is not final
+// (a RUNNING seen before the launcher's attempt_end, or none) and the run ended less than
+// kSlurmFinalStateFollowUpS ago, SLURM's final state of that start is recorded once SLURM reports
+// it (slurm_state_kind.h).
+// With ReconcileOptions::release_requeue_holds, a job held after a clean preemption has its hold
+// released (hold_release.h). Stateless functions; thread-compatible.
 #pragma once
 
 #include <string>
@@ -27,16 +33,24 @@
 
 namespace baton {
 
-// Reconciles one run (skips terminal runs and runs without a job). Appends a line per change
-// to `changes` when given.
-[[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
-                                  double now, std::vector<std::string>* changes = nullptr);
+struct ReconcileOptions {
+  // `baton watch` and `baton serve`: end the requeue hold of a job after a clean preemption
+  // (hold_release.h). The query commands only look.
+  bool release_requeue_holds = false;
+};
 
-// Each of `runs`, in order (terminal ones are skipped). Stops at the first kUnavailable (SLURM
+// Reconciles one run (follows up a terminal one, skips a run without a job). Appends a line per
+// change to `changes` when given.
+[[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
+                                  double now, std::vector<std::string>* changes = nullptr,
+                                  const ReconcileOptions& options = {});
+
+// Each of `runs`, in order (terminal ones are followed up). Stops at the first kUnavailable (SLURM
 // down: asking again for every run would only wait out the timeout again); other per-run errors
 // are collected and the first returned, naming its run, after trying all runs.
 [[nodiscard]] Status ReconcileRuns(Store& store, SlurmClient& slurm,
                                    const std::vector<RunRecord>& runs, double now,
-                                   std::vector<std::string>* changes = nullptr);
+                                   std::vector<std::string>* changes = nullptr,
+                                   const ReconcileOptions& options = {});
 
 }  // namespace baton

@@ -1,6 +1,10 @@
 #include "orchestrator/reconcile/sync_pass.h"
 
+#include <algorithm>
+#include <set>
+
 #include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/reconcile/slurm_state_kind.h"
 
 namespace baton {
 
@@ -29,7 +33,21 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   };
   BATON_RETURN_IF_ERROR(reread());
   if (options.slurm == nullptr) return report;
-  report.reconcile = ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes);
+  ReconcileOptions reconcile;
+  reconcile.release_requeue_holds = options.release_requeue_holds;
+  report.reconcile =
+      ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes, reconcile);
+  if (options.follow_up_ended_runs && report.reconcile.code() != Code::kUnavailable) {
+    BATON_ASSIGN_OR_RETURN(std::vector<RunRecord> ended,
+                           store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
+    std::set<int64_t> given;
+    for (const RunRecord& run : runs) given.insert(run.id);
+    ended.erase(std::remove_if(ended.begin(), ended.end(),
+                               [&](const RunRecord& r) { return given.count(r.id) > 0; }),
+                ended.end());
+    Status st = ReconcileRuns(store, *options.slurm, ended, now, &report.changes);
+    if (report.reconcile.ok()) report.reconcile = st;
+  }
   BATON_RETURN_IF_ERROR(reread());
   return report;
 }

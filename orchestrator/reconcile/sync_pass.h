@@ -3,7 +3,8 @@
 //
 // Ingest first, then reconcile (reconciler.h says why). Every given run's event files are
 // ingested, finished runs too (their last lines, attempt_end, may still be unread); then each run
-// still active after that is reconciled with SLURM, in the order given. SLURM being down stops
+// still active after that is reconciled with SLURM, in the order given (a finished one is only
+// followed up for SLURM's final state, reconciler.h). SLURM being down stops
 // asking it for the rest of the pass and is reported, not returned: what is already ingested is
 // still worth showing. Stateless; thread-compatible (one Store per thread).
 #pragma once
@@ -25,6 +26,13 @@ struct SyncOptions {
   // answer from half its input), unless this is set: then it is a warning and the other runs
   // still sync (a server keeps serving what it has).
   bool continue_after_ingest_error = false;
+  // `baton watch` and `baton serve`, which are given only the active runs: also follow up the
+  // runs that ended in the last kSlurmFinalStateFollowUpS, for SLURM's final state of their last
+  // start (reconciler.h). The query commands follow up only the runs they show.
+  bool follow_up_ended_runs = false;
+  // `baton watch` and `baton serve`: end a job's requeue hold after a clean preemption
+  // (hold_release.h; the run's slurm.release_requeue_hold).
+  bool release_requeue_holds = false;
 };
 
 struct SyncReport {

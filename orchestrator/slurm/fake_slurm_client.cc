@@ -49,6 +49,20 @@ Status FakeSlurmClient::Cancel(const std::string& job_id) {
   return Status::Ok();
 }
 
+Status FakeSlurmClient::ReleaseHold(const std::string& job_id) {
+  if (down) return DownError("scontrol update");
+  if (!refuse_release.empty()) {
+    return Status::Config("'scontrol update JobId=" + job_id +
+                          " StartTime=now' was refused: " + refuse_release);
+  }
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end())
+    return Status::Config("scontrol update JobId=" + job_id + ": Invalid job id specified");
+  if (it->second.reason == "BeginTime") it->second.reason = "None";
+  released.push_back(job_id);
+  return Status::Ok();
+}
+
 void FakeSlurmClient::SetState(const std::string& job_id, const std::string& state,
                                const std::string& reason) {
   JobInfo& j = jobs_[job_id];

@@ -19,6 +19,7 @@ class FakeSlurmClient : public SlurmClient {
   Result<std::optional<JobInfo>> GetJob(const std::string& job_id) override;
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
+  Status ReleaseHold(const std::string& job_id) override;
 
   // Test controls.
   void SetState(const std::string& job_id, const std::string& state,
@@ -31,6 +32,8 @@ class FakeSlurmClient : public SlurmClient {
   std::vector<std::string> submitted;  // script paths, in order
   std::vector<std::string> requeued;   // job ids
   std::vector<std::string> cancelled;  // job ids
+  std::vector<std::string> released;   // job ids whose requeue hold was released
+  std::string refuse_release;          // non-empty: scontrol update refuses with this
 
  private:
   Status DownError(const char* command) const;

@@ -97,4 +97,14 @@ Status RealSlurmClient::Cancel(const std::string& job_id) {
   return Status::Ok();
 }
 
+Status RealSlurmClient::ReleaseHold(const std::string& job_id) {
+  const std::vector<std::string> argv = {"scontrol", "update", "JobId=" + job_id, "StartTime=now"};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();  // missing, timed out, controller down
+  if (r->exit_code != 0) {
+    return Status::Config("'" + CommandLine(argv) + "' was refused: " + Trim(r->err));
+  }
+  return Status::Ok();
+}
+
 }  // namespace baton

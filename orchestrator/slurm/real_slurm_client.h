@@ -19,6 +19,7 @@ class RealSlurmClient : public SlurmClient {
   Result<std::optional<JobInfo>> GetJob(const std::string& job_id) override;
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
+  Status ReleaseHold(const std::string& job_id) override;
 
  private:
   double timeout_s_;

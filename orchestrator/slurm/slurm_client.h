@@ -46,6 +46,11 @@ class SlurmClient {
 
   // scancel JOB.
   [[nodiscard]] virtual Status Cancel(const std::string& job_id) = 0;
+
+  // scontrol update JobId=JOB StartTime=now: ends the hold SLURM puts on a requeued job
+  // (BeginTime = requeue + ~2 min). kUnavailable when SLURM cannot be reached; kConfig when it
+  // answers but refuses (a site that does not let owners move their start time).
+  [[nodiscard]] virtual Status ReleaseHold(const std::string& job_id) = 0;
 };
 
 // Parses one line of `scontrol -o show job` ("JobId=12 JobName=x ... JobState=RUNNING ...").

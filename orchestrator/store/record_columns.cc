@@ -82,6 +82,8 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("slurm_reason", &R::slurm_reason),
       Col("slurm_exit_code", &R::slurm_exit_code),
       Col("init_from", &R::init_from),
+      Col("hold_released_at", &R::hold_released_at),
+      Col("hold_release_error", &R::hold_release_error),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);
   return kTable;

@@ -53,6 +53,8 @@ json AttemptJson(const AttemptRecord& a) {
               {"trainer_signal", JsonTextOrNull(a.trainer_signal)},
               {"slurm_reason", JsonTextOrNull(a.slurm_reason)},
               {"slurm_exit_code", JsonTextOrNull(a.slurm_exit_code)},
+              {"hold_released_at", JsonNumber(a.hold_released_at)},
+              {"hold_release_error", JsonTextOrNull(a.hold_release_error)},
               {"signal", JsonTextOrNull(AttemptSignal(a))},
               {"log", AttemptLogPath(a) ? json(*AttemptLogPath(a)) : json(nullptr)}};
 }

@@ -32,9 +32,9 @@ nlohmann::json RunJson(const RunRecord& r);
 // {job_id, restart_count, nodes, started_at, ended_at, slurm_state, exit_code, action,
 // end_reason, trainer_end_reason, trainer_message, trainer_exit_code, resume_mode, checkpoint,
 // step0, last_step, resume_warmup_steps, warmup_until, world_size, trainer_signal, slurm_reason,
-// slurm_exit_code, init_from, signal, log}: the attempt as recorded, plus the signal that ended
-// it and its log file relative to the run folder (attempt_evidence.h). How an answer numbers
-// attempts ("attempt") is its own.
+// slurm_exit_code, init_from, hold_released_at, hold_release_error, signal, log}: the attempt as
+// recorded, plus the signal that ended it and its log file relative to the run folder
+// (attempt_evidence.h). How an answer numbers attempts ("attempt") is its own.
 nlohmann::json AttemptJson(const AttemptRecord& a);
 
 // {step, path, bytes, seconds, reason, valid, time}.

@@ -69,6 +69,10 @@ struct AttemptRecord {
   std::string slurm_exit_code;  // SLURM's ExitCode "status:signal", or ''
   // The upstream transformer/ folder the weights came from (segment_start init_from), or ''.
   std::string init_from;
+  // The requeue hold after this attempt (schema version 7): when the sync pass released it
+  // (scontrol update StartTime=now), or SLURM's refusal ('' = none).
+  std::optional<double> hold_released_at;
+  std::string hold_release_error;
 };
 
 // One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).

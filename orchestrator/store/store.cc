@@ -229,6 +229,14 @@ Result<std::vector<RunRecord>> Store::ListActiveRuns() {
   return RunTable().ReadAll(*s);
 }
 
+Result<std::vector<RunRecord>> Store::ListRunsEndedSince(double since) {
+  static const std::string kSql = RunTable().Select(
+      "WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED') AND updated_at >= ?1 ORDER BY id");
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
+  s->Bind(1, since);
+  return RunTable().ReadAll(*s);
+}
+
 // -------------------------------------------------------------------------------- attempts
 
 Result<int64_t> Store::EnsureAttemptInTx(int64_t run_id, const std::string& job_id,

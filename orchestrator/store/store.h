@@ -94,6 +94,9 @@ class Store {
   [[nodiscard]] Result<std::vector<RunRecord>> ListRuns(int64_t limit = 1000, int64_t offset = 0);
   // Runs whose status is not terminal (what watch ingests and reconciles).
   [[nodiscard]] Result<std::vector<RunRecord>> ListActiveRuns();
+  // Terminal runs whose status last changed at or after `since` (what watch and serve follow up
+  // for SLURM's final state, reconciler.h).
+  [[nodiscard]] Result<std::vector<RunRecord>> ListRunsEndedSince(double since);
 
   // ---- attempts
   // The attempt id for (run, job, restart), inserting an empty row when new.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "test_util.h"
 
@@ -41,6 +42,40 @@ class SyncPassTest : public ::testing::Test {
   FakeSlurmClient slurm_;
   std::vector<RunRecord> runs_;
 };
+
+// watch and serve are given the active runs only: a run whose attempt_end came while SLURM
+// still said RUNNING is followed up in later passes for SLURM's final state of that start.
+TEST_F(SyncPassTest, WatchAndServeFollowUpARunThatEndedForSlurmsFinalState) {
+  Events(0, 2);
+  slurm_.SetState(runs_[0].job_id, "RUNNING");
+  slurm_.SetState(runs_[1].job_id, "RUNNING");
+  ASSERT_TRUE(SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 50).ok());
+  Append(runs_[0].run_dir + "/events/" + runs_[0].job_id + ".0.jsonl",
+         StepLine(3) + StepLine(4) + EndLine("done", "completed", 0));
+  Result<SyncReport> ended = SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 60);
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  ASSERT_EQ(ended->runs[0].status, RunStatus::kCompleted);
+  auto last = [&] { return store_->ListAttempts(runs_[0].id).value().back(); };
+  ASSERT_EQ(ClassifySlurmState(last()), SlurmStateKind::kLastSeen);
+
+  slurm_.SetState(runs_[0].job_id, "COMPLETED");
+  const std::vector<RunRecord> active = store_->ListActiveRuns().value();
+  ASSERT_EQ(active.size(), 1u);
+  // A query command's pass over other runs leaves it alone ...
+  ASSERT_TRUE(SyncRuns(*store_, active, SyncOptions{&slurm_}, 70).ok());
+  EXPECT_EQ(last().slurm_state, "RUNNING");
+  // ... the watch/serve pass follows it up.
+  SyncOptions watch{&slurm_};
+  watch.follow_up_ended_runs = true;
+  Result<SyncReport> pass = SyncRuns(*store_, active, watch, 80);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_TRUE(pass->reconcile.ok()) << pass->reconcile.ToString();
+  EXPECT_EQ(last().slurm_state, "COMPLETED");
+  EXPECT_EQ(ClassifySlurmState(last()), SlurmStateKind::kFinal);
+  EXPECT_EQ(pass->runs.size(), 1u);  // the runs it was given, as before
+  ASSERT_EQ(pass->changes.size(), 1u);
+  EXPECT_NE(pass->changes[0].find("SLURM's final state COMPLETED"), std::string::npos);
+}
 
 TEST_F(SyncPassTest, IngestsThenReconcilesAndReturnsTheRunsAsTheyAreNow) {
   Events(0, 4);  // reached its target; the launcher was killed before attempt_end

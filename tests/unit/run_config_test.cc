@@ -285,6 +285,30 @@ TEST_F(RunConfigTest, DeterministicIsTrueOrFalseAndRoundTrips) {
   EXPECT_NE(e.find("sometimes"), std::string::npos) << e;
 }
 
+TEST_F(RunConfigTest, RequeueHoldReleaseKeys) {
+  const RunConfig defaults = Parse(kMinimal).value();
+  EXPECT_TRUE(defaults.slurm.release_requeue_hold);
+  EXPECT_DOUBLE_EQ(defaults.slurm.release_hold_after_s, 3.0);
+  auto off = Parse(std::string(kMinimal) +
+                   "slurm: {release_requeue_hold: false, release_hold_after_s: 10}\n");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->slurm.release_requeue_hold);
+  auto again = Parse(ToYaml(off.value()));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->slurm.release_requeue_hold);
+  EXPECT_DOUBLE_EQ(again->slurm.release_hold_after_s, 10.0);
+  // Under a second the new launch credential may not be newer than the revoked one.
+  std::string e = Error(std::string(kMinimal) + "slurm: {release_hold_after_s: 0.5}\n");
+  EXPECT_NE(e.find("slurm.release_hold_after_s: value 0.5 is out of range (must be in [1"),
+            std::string::npos)
+      << e;
+  e = Error(std::string(kMinimal) + "slurm: {release_hold_after_s: 1e9}\n");
+  EXPECT_NE(e.find("slurm.release_hold_after_s"), std::string::npos) << e;
+  e = Error(std::string(kMinimal) + "slurm: {release_requeue_hold: maybe}\n");
+  EXPECT_NE(e.find("slurm.release_requeue_hold"), std::string::npos) << e;
+  EXPECT_NE(e.find("maybe"), std::string::npos) << e;
+}
+
 TEST_F(RunConfigTest, CudaDeviceDependsOnWhatTheCallerKnows) {
   const std::string yaml = std::string(kMinimal) + "train: {device: cuda}\n";
   RunConfigOptions cpu_build;

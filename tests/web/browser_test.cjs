@@ -9,7 +9,9 @@
 // the URL; the failed run's page says why it stopped and its log viewer shows the job log's
 // tail as text (its screenshot has the light text on the dark panel), pages back, and refuses a
 // log outside the run folder; the runs page filters by status, name, partition and date; a run
-// with ~1 M step rows loads its page in under 1 s. Screenshots go to $ARTIFACTS.
+// with ~1 M step rows loads its page in under 1 s. The run page shows no stray null/undefined
+// text, its attempts table fits the window (1400 and 1280 px), and an ended attempt whose SLURM
+// state is only the RUNNING last seen says so. Screenshots go to $ARTIFACTS.
 const path = require('path');
 const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
 const { decodePng, countColour } = require('./png_pixels.cjs');
@@ -24,6 +26,47 @@ const failures = [];
 function check(ok, what) {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
   if (!ok) failures.push(what);
+}
+
+// Text nodes of the page (but the config and the log, which are data) that hold a JavaScript
+// null, undefined or NaN: a value that reached the page as text instead of being left out.
+async function strayText(page) {
+  return page.evaluate(() => {
+    const found = [];
+    const walk = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      if (n.parentElement.closest('#config, #log-text')) continue;
+      if (/\b(null|undefined|NaN)\b/.test(n.textContent)) found.push(n.textContent);
+    }
+    return found;
+  });
+}
+
+// The attempts table's right edge lies within main's content box and the page does not scroll
+// sideways, at the test's viewport and at 1280 px.
+async function checkTableFits(page, what) {
+  const initial = page.viewportSize();
+  for (const width of [initial.width, 1280]) {
+    await page.setViewportSize({ width, height: initial.height });
+    // The charts follow a new width on their next resize pass: give them a moment to.
+    await page.waitForFunction(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth,
+      null, { timeout: 3000 }).catch(() => {});
+    const m = await page.evaluate(() => {
+      const main = document.querySelector('main');
+      const box = main.getBoundingClientRect();
+      const padRight = parseFloat(getComputedStyle(main).paddingRight);
+      const rect = document.getElementById('attempts-table').getBoundingClientRect();
+      const cells = [...document.querySelectorAll('#attempts-table tr:first-child > *')];
+      return {
+        tableRight: rect.right, contentRight: box.right - padRight,
+        lastCellRight: cells.length ? cells[cells.length - 1].getBoundingClientRect().right : 0,
+        scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth,
+      };
+    });
+    check(m.tableRight <= m.contentRight + 0.5 && m.lastCellRight <= m.contentRight + 0.5 &&
+      m.scrollWidth <= m.clientWidth, `${what}: the attempts table fits a ${width} px window (${JSON.stringify(m)})`);
+  }
+  await page.setViewportSize(initial);
 }
 
 (async () => {
@@ -89,6 +132,16 @@ function check(ok, what) {
     const attemptRows = await page.$$eval('#attempts-table tbody tr', (r) => r.length);
     check(attemptRows === 3, 'attempts table has 3 rows');
     check(await page.$$eval('#checkpoints-table tbody tr', (r) => r.length) === 5, 'checkpoints table has 5 rows');
+    const stray = await strayText(page);
+    check(stray.length === 0, `no stray null/undefined/NaN text on the run page (${JSON.stringify(stray)})`);
+    await checkTableFits(page, 'demo run');
+    // The sync pass saw attempt #3 RUNNING while it ran and never after: not a final state.
+    const slurmCells = await page.$$eval('#attempts-table tbody td.slurm-end', (tds) => tds.map((td) => td.textContent));
+    check(JSON.stringify(slurmCells) === JSON.stringify(['REQUEUED', 'REQUEUED', 'last seen RUNNING (final state not known)']),
+      `the completed attempt's SLURM state is labelled as the one last seen, not its final state (${slurmCells})`);
+    const ended = await page.$eval('#why-stopped', (e) => e.textContent);
+    check(/How it ended/.test(ended) && !ended.includes('SLURM RUNNING') &&
+      ended.includes('SLURM last seen RUNNING (final state not known)'), `how it ended: no bare "SLURM RUNNING" (${ended})`);
     for (const id of ['chart-loss', 'chart-grad', 'chart-throughput', 'chart-padding']) {
       const n = await page.evaluate((id) => Chart.getChart(id).data.datasets[0].data.length, id);
       check(n > 100, `${id} has points (${n})`);
@@ -153,6 +206,7 @@ function check(ok, what) {
     check(ends.length === 2 && ends[1].message.startsWith('3 consecutive steps with a NaN/Inf loss') &&
       ends[1].message.endsWith(`episodes ep_000012, ${MARKUP_EPISODE}`), `the trainer's message verbatim (${ends[1] && ends[1].message})`);
     check(await page.$$eval('main img', (e) => e.length) === 0, 'markup in messages and episode ids is not parsed (no <img>)');
+    await checkTableFits(page, 'run with the trainer\'s messages');
     await page.screenshot({ path: path.join(artifacts, 'run_page_nonfinite.png'), fullPage: true });
 
     // ---- why it stopped, and the job log's tail (the failed nonfinite-demo run)
@@ -267,6 +321,8 @@ function check(ok, what) {
     await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
     check(await page.$eval('#run-name', (e) => e.textContent) === XSS, 'XSS run name rendered as text on its page');
     check(await page.$$eval('main script', (s) => s.length) === 0, 'no injected <script> on the run page');
+    const strayLive = await strayText(page);
+    check(strayLive.length === 0, `no stray null/undefined/NaN text on a live run's page (${JSON.stringify(strayLive)})`);
 
     // ---- unknown run: the error is shown, not a blank page
     await page.goto(base + '#/runs/987654');

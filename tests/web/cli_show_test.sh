@@ -2,7 +2,8 @@
 # `baton show` / `baton attempts` over the run history the web tests use (baton_web_fixture:
 # real event files + ingest): how each attempt ended, with the trainer's message; the skipped
 # non-finite steps with their episode ids; the same in --json; control characters in a message
-# escaped, never sent to the terminal raw. No SLURM (--no-sync).
+# escaped, never sent to the terminal raw; an ended attempt's SLURM state that is only the one
+# last seen while it ran is labelled so. No SLURM (--no-sync).
 #   cli_show_test.sh BATON FIXTURE
 set -euo pipefail
 baton=$1 fixture=$2
@@ -39,8 +40,19 @@ expect "attempts: the same endings" "$attempts" "1 (3003.1): failed: diverged �
 
 demo_show=$("$baton" show "$demo" --no-sync)
 expect_not "a run without skipped steps has no skipped line" "$demo_show" "non-finite"
-expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal SIGTERM (trainer: signal)"
+expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal SIGTERM — SLURM REQUEUED (trainer: signal)"
 expect "a completed attempt" "$demo_show" "2 (1001.2): done: completed — exit 0"
+# The sync pass saw attempt 2 RUNNING while it ran, and never after it ended: that is not the
+# attempt's final SLURM state, and show says so; the requeued ones have SLURM's REQUEUED.
+expect_not "an ended attempt's RUNNING is not shown as its SLURM state" "$demo_show" "SLURM RUNNING"
+expect "it is shown as the state last seen" "$demo_show" "2 (1001.2): done: completed — exit 0 — SLURM last seen RUNNING (final state not known)"
+expect "a requeued attempt has SLURM's REQUEUED" "$demo_show" "1 (1001.1): requeued: preempted — exit 75 — signal SIGTERM — SLURM REQUEUED"
+demo_json=$("$baton" show "$demo" --no-sync --json)
+if jq -e '[.attempts[] | [.slurm_state, .slurm_state_kind]] == [["REQUEUED", "final"], ["REQUEUED", "final"], ["RUNNING", "last_seen"]]' >/dev/null <<<"$demo_json"; then
+  ok "--json: slurm_state_kind says final or last_seen"
+else
+  fail "--json: slurm_state_kind"; jq -c '[.attempts[] | [.slurm_state, .slurm_state_kind]]' <<<"$demo_json"
+fi
 
 json=$("$baton" show "$nf" --no-sync --json)
 check_json() { if jq -e "$2" >/dev/null <<<"$json"; then ok "$1"; else fail "$1 ($2)"; fi; }

@@ -8,7 +8,9 @@
 //   #2 job 1001.1  exact @ 300   steps 300..449, checkpoint 400, preempted
 //   #3 job 1001.2  weights_only @ 400 (K = 20), steps 400..599, checkpoint 600, completed
 // so steps 300..349 and 400..449 are re-done (100 superseded rows), 100 + 19 effective steps
-// ran under warmup, and each requeue held the job 120 s.
+// ran under warmup, and each requeue held the job 120 s. A sync pass saw each attempt RUNNING
+// half-way, and none ran after the last one ended: #1 and #2 record SLURM's REQUEUED, #3 only the
+// RUNNING last seen (SLURM's final state was never learnt).
 //
 // The non-finite run ("nonfinite-demo", NonfiniteRunSpec) has two attempts of one job:
 //   #1 job 3003.0  fresh         steps 0..29, step 15 skipped (a finite loss with a NaN
@@ -27,6 +29,8 @@
 #include <vector>
 
 #include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/reconciler.h"
+#include "orchestrator/slurm/fake_slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/events.h"
 
@@ -54,6 +58,10 @@ struct AttemptSpec {
   std::string trainer_reason;
   std::string trainer_message;  // segment_end message ('' = none)
   int exit_code = -1;           // segment_end and attempt_end exit code; -1 = 0 done, 75 otherwise
+  // The job state a sync pass saw half-way through the attempt ('' = none ran meanwhile): the
+  // fixture then ingests the events up to there and reconciles with that state, as `baton show`
+  // or `baton serve` polling a live run does.
+  std::string slurm_seen;
 };
 
 struct RunSpec {
@@ -89,6 +97,7 @@ inline RunSpec DemoRunSpec(const std::string& name = "preempted-demo", int64_t s
                  {400 * scale}, "requeue", "preempted", after(a1)};
   AttemptSpec a3{"1001",        2,      "weights_only", 400 * scale, 600 * scale, 20,
                  {600 * scale}, "done", "completed",    after(a2)};
+  for (AttemptSpec* a : {&a1, &a2, &a3}) a->slurm_seen = "RUNNING";
   r.attempts = {a1, a2, a3};
   return r;
 }
@@ -277,11 +286,27 @@ inline Result<int64_t> CreateRunThroughIngest(Store& store, const std::string& r
     return store.SetRunJobInTx(id, job, created);
   });
   if (!st.ok()) return st;
-  for (const AttemptSpec& a : r.attempts) {
-    BATON_RETURN_IF_ERROR(WriteAttemptEvents(run_dir, r, a));
-  }
   Result<RunRecord> run = store.GetRun(id);
   if (!run.ok()) return run.status();
+  for (const AttemptSpec& a : r.attempts) {
+    if (!a.slurm_seen.empty()) {
+      // The first half of the attempt's steps (its file is rewritten whole below, the same
+      // lines first), ingested, then reconciled while SLURM says `slurm_seen`.
+      AttemptSpec half = a;
+      half.end_step = a.step0 + (a.end_step - a.step0) / 2;
+      half.action.clear();
+      BATON_RETURN_IF_ERROR(WriteAttemptEvents(run_dir, r, half));
+      Result<IngestStats> ingested = IngestRun(store, *run, options);
+      if (!ingested.ok()) return ingested.status();
+      FakeSlurmClient slurm;
+      slurm.SetState(a.job_id, a.slurm_seen);
+      slurm.job(a.job_id)->restarts = a.restart_count;
+      const double now = a.start_time + 1 + double(half.end_step - a.step0) * r.step_time_s;
+      BATON_ASSIGN_OR_RETURN(RunRecord live, store.GetRun(id));
+      BATON_RETURN_IF_ERROR(ReconcileRun(store, slurm, live, now));
+    }
+    BATON_RETURN_IF_ERROR(WriteAttemptEvents(run_dir, r, a));
+  }
   Result<IngestStats> ingested = IngestRun(store, *run, options);
   if (!ingested.ok()) return ingested.status();
   return id;

@@ -1,0 +1,37 @@
+#include "orchestrator/reconcile/slurm_state_kind.h"
+
+namespace baton {
+
+const char* SlurmStateKindName(SlurmStateKind kind) {
+  switch (kind) {
+    case SlurmStateKind::kNone:
+      return nullptr;
+    case SlurmStateKind::kCurrent:
+      return "current";
+    case SlurmStateKind::kFinal:
+      return "final";
+    case SlurmStateKind::kLastSeen:
+      return "last_seen";
+  }
+  return nullptr;
+}
+
+bool IsFinalSlurmState(const std::string& state) {
+  for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL",
+                        "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REQUEUED", "UNKNOWN"}) {
+    if (state == s) return true;
+  }
+  return false;
+}
+
+bool AttemptEnded(const AttemptRecord& a) {
+  return !a.action.empty() || !a.end_reason.empty() || a.ended_at.has_value();
+}
+
+SlurmStateKind ClassifySlurmState(const AttemptRecord& a) {
+  if (a.slurm_state.empty()) return SlurmStateKind::kNone;
+  if (IsFinalSlurmState(a.slurm_state)) return SlurmStateKind::kFinal;
+  return AttemptEnded(a) ? SlurmStateKind::kLastSeen : SlurmStateKind::kCurrent;
+}
+
+}  // namespace baton

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Integration test on the real dev cluster (slurm/dev_cluster.sh up): the requeue hold released
+# by `baton watch`. A run on `debug` is preempted by a job on `urgent` that needs every CPU; the
+# trainer (tests/orchestrator/fake_trainer.sh) checkpoints on the signal and exits 75, the launcher
+# requeues the job, SLURM holds it (BeginTime, ~2 min) and `baton watch` running beside it ends
+# the hold slurm.release_hold_after_s (3 s) after the attempt ended: the next attempt's first step
+# comes within 20 s of the preemption. Then the same run with slurm.release_requeue_hold: false:
+# the hold stands (still PENDING on BeginTime 15 s after the requeue; the run is cancelled there).
+# usage: integration_hold_release.sh BATON SOURCE_DIR
+# Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
+set -euo pipefail
+source "$(dirname "$0")/../lib/slurm.sh"
+baton=$(realpath "$1")
+src=$(realpath "$2")
+
+TMP=$(mktemp -d /tmp/baton-hold-it.XXXXXX)
+chmod 0755 "$TMP"
+JOBS=()
+watch_pid=""
+export BATON_HOME=$TMP/home
+export BATON_TRAIN_BIN=$src/tests/orchestrator/fake_trainer.sh
+export FAKE_TRAINER_BATON=$baton
+export FAKE_STEP_SLEEP=0.3
+
+cleanup() {
+    local j
+    [[ -n $watch_pid ]] && { kill "$watch_pid" 2>/dev/null || true; wait "$watch_pid" 2>/dev/null || true; }
+    for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+ok() { printf 'ok    %s\n' "$*"; }
+fail() {
+    printf 'FAIL  %s\n' "$*" >&2
+    "$baton" show "${run:-x}" --no-sync >&2 2>&1 || true
+    [[ -f $TMP/watch.log ]] && { echo "--- baton watch" >&2; cat "$TMP/watch.log" >&2; }
+    exit 1
+}
+show_field() { "$baton" show "$run" --no-sync --json | jq -r "$1"; }
+
+require_cluster_up
+CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
+wait_cluster_idle 120
+ok "cluster up and idle, ${CPUS} CPUs"
+mkdir -p "$TMP/data"
+
+# submit NAME EXTRA_SLURM_KEYS: sets run and job.
+submit() {
+    cat >"$TMP/$1.yaml" <<YAML
+run: {name: $1, steps: 40, seed: 0}
+data: {path: data}
+slurm: {partition: debug, cpus_per_task: $CPUS, time: "5:00", signal: USR1, signal_lead_s: 60$2}
+checkpoint: {every: 5}
+YAML
+    local out
+    out=$("$baton" submit "$TMP/$1.yaml" --json)
+    run=$(jq -r .run_id <<<"$out")
+    job=$(jq -r .job_id <<<"$out")
+    JOBS+=("$job")
+}
+# preempt: waits for step 6, then starts the urgent job; sets t_preempt (SECONDS).
+preempt() {
+    progress() { local s; s=$(show_field .last_step); [[ $s != null ]] && ((s >= 6)); }
+    wait_for 60 "run $run to pass step 6" progress
+    local urgent
+    urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J it-urgent -o /dev/null --wrap 'sleep 3')
+    JOBS+=("$urgent")
+    t_preempt=$SECONDS
+    requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == 1 ]]; }
+    wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued
+}
+
+# ------------------------------------------------------------------ released by baton watch
+submit it-hold ""
+# After the first submit: the database exists (two processes creating it at once collide).
+"$baton" watch --interval 1 >"$TMP/watch.log" 2>&1 &
+watch_pid=$!
+ok "submitted run $run as job $job; baton watch running"
+preempt
+ok "job $job preempted and requeued by the launcher"
+first_step_again() {
+    [[ $("$baton" attempts "$run" --no-sync --json | jq '.[1].last_step // 0') -gt 0 ]]
+}
+wait_for 60 "the next attempt's first step" first_step_again
+took=$((SECONDS - t_preempt))
+((took <= 20)) || fail "the next attempt's first step came $took s after the preemption (want <= 20)"
+ok "the next attempt's first step came $took s after the preemption"
+logged() { grep -q "run $run: job $job: requeue hold released (scontrol update JobId=$job StartTime=now)" "$TMP/watch.log"; }
+wait_for 5 "baton watch to log the release" logged
+ok "baton watch logged the release: $(grep -o 'requeue hold released.*' "$TMP/watch.log" | head -1)"
+attempts=$("$baton" attempts "$run" --no-sync --json)
+after=$(jq '.[0].hold_released_at - .[0].ended_at' <<<"$attempts")
+awk -v a="$after" 'BEGIN { exit !(a >= 3 && a < 10) }' ||
+    fail "attempt 0's hold released $after s after it ended (want >= slurm.release_hold_after_s 3): $attempts"
+"$baton" attempts "$run" --no-sync | grep -q "requeue hold released after" ||
+    fail "baton attempts does not show the release"
+ok "the release is in the attempt history, $after s after attempt 0 ended"
+completed() { [[ $(show_field .status) == COMPLETED ]]; }
+wait_for 90 "run $run to complete" completed
+[[ $(jq -r '.[1].resume_mode' <<<"$("$baton" attempts "$run" --no-sync --json)") == exact ]] ||
+    fail "attempt 1 did not resume exact"
+ok "run $run COMPLETED, resumed exact"
+
+# ------------------------------------------------------------------ slurm.release_requeue_hold: false
+submit it-hold-off ", release_requeue_hold: false"
+ok "submitted run $run as job $job with slurm.release_requeue_hold: false"
+preempt
+sleep 15
+[[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Reason) == BeginTime ]] ||
+    fail "job $job is $(job_field "$job" JobState) ($(job_field "$job" Reason)) 15 s after the requeue; the hold should stand"
+[[ $("$baton" attempts "$run" --no-sync --json | jq '.[0].hold_released_at') == null ]] ||
+    fail "a release was recorded for a run that turned it off"
+! grep -q "run $run: .*requeue hold released" "$TMP/watch.log" || fail "baton watch released a hold it was told to keep"
+ok "the hold stands with the release off (PENDING, BeginTime, 15 s after the requeue)"
+"$baton" cancel "$run" >/dev/null
+echo "PASS integration_hold_release"
