@@ -221,7 +221,7 @@ TEST(PickleScan, TensorsMustLieInsideTheirStorage) {
 TEST(PickleScan, OnlyTheGlobalsOfTensorsAreAccepted) {
   EXPECT_NE(ScanError(kHead + "cos\nsystem\n.").find("global 'os.system' is not one torch.save"),
             std::string::npos);
-  EXPECT_NE(ScanError(kHead + "ctorch\nFloatStorage\n).R.").find("REDUCE of 'torch FloatStorage'"),
+  EXPECT_NE(ScanError(kHead + "ctorch\nFloatStorage\n)R.").find("REDUCE of 'torch FloatStorage'"),
             std::string::npos);
   EXPECT_NE(ScanError("\x80\x04N.").find("protocol 4"), std::string::npos);
   EXPECT_NE(ScanError(kHead + "\x8a\x09" + std::string(9, '\1') + ".").find("LONG1 of 9 bytes"),

@@ -212,11 +212,11 @@ class Scanner {
   }
   // `item` goes inside `into`: it is sealed, and `into` grows by its depth.
   Status Seal(PickleValue& into, const Ptr& item) {
+    if (IsContainer(*item)) item->sealed = true;  // first: a container put into itself is caught
     if (into.sealed) {
       return Err(std::string("changes ") + KindName(into.kind) +
                  " that is already inside another container (a cycle or a shared container)");
     }
-    if (IsContainer(*item)) item->sealed = true;
     const int depth = IsContainer(*item) ? item->depth + 1 : 1;
     if (depth > into.depth) into.depth = depth;
     if (into.depth > kPickleMaxDepth) {
