@@ -266,6 +266,22 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
   }
   report.fingerprint = fp.Hex();
 
+  // Read before --out is touched: a bad embedding leaves no trace there.
+  auto empty = ReadPthTensor(empty_emb);
+  if (!empty.ok()) {
+    return Status::Data(
+        empty.status().message() +
+        " (the empty-prompt embedding; pass --empty-emb FILE if it lives elsewhere)");
+  }
+  if (empty->shape.size() != 2 || empty->shape[0] != p.text_len || empty->shape[1] < 1) {
+    return Status::Data(empty_emb + ": empty-prompt embedding " + ShapeString(empty->shape) +
+                        ", expected [" + std::to_string(p.text_len) + ", Dt]");
+  }
+  if (const int64_t bad = CountNonFinite(empty.value()); bad > 0) {
+    return Status::Data(empty_emb + ": empty-prompt embedding holds " + std::to_string(bad) +
+                        " NaN/Inf value(s)");
+  }
+
   const fs::path out(o.out);
   const fs::path index_path = out / "meta" / "episodes.jsonl";
   const fs::path report_path = out / "meta" / "import_report.json";
@@ -311,21 +327,6 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
   fs::create_directories(out / "episodes", ec);
   if (o.dedupe_text) fs::create_directories(out / "texts", ec);
   if (ec) return Status::Io(o.out + ": cannot create folders: " + ec.message());
-
-  auto empty = ReadPthTensor(empty_emb);
-  if (!empty.ok()) {
-    return Status::Data(
-        empty.status().message() +
-        " (the empty-prompt embedding; pass --empty-emb FILE if it lives elsewhere)");
-  }
-  if (empty->shape.size() != 2 || empty->shape[0] != p.text_len || empty->shape[1] < 1) {
-    return Status::Data(empty_emb + ": empty-prompt embedding " + ShapeString(empty->shape) +
-                        ", expected [" + std::to_string(p.text_len) + ", Dt]");
-  }
-  if (const int64_t bad = CountNonFinite(empty.value()); bad > 0) {
-    return Status::Data(empty_emb + ": empty-prompt embedding holds " + std::to_string(bad) +
-                        " NaN/Inf value(s)");
-  }
 
   // 3. The segments, a worker per episode at a time.
   std::vector<std::vector<SegmentResult>> results(units.size());
