@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "schema/atomic_file.h"
@@ -559,9 +560,16 @@ Result<ImportReport> ImportLeRobot(const ImportOptions& o, const ImportProfile& 
       }
     }
   };
-  const int workers = std::max(1, o.workers);
+  const size_t workers =
+      std::min(size_t(std::max(1, o.workers)), std::max<size_t>(1, units.size()));
   std::vector<std::thread> pool;
-  for (int w = 1; w < workers; ++w) pool.emplace_back(work);
+  for (size_t w = 1; w < workers; ++w) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no more threads: the ones there do the work
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   if (!first_error.ok()) return first_error;
