@@ -15,7 +15,7 @@ import pickle
 import sys
 import zipfile
 
-import torch
+torch = None  # imported by the commands that need it (it takes seconds)
 
 
 def write_zip(path, pkl, storages=()):
@@ -49,7 +49,10 @@ class Pickler(pickle.Pickler):
 
 
 def main():
+    global torch
     cmd, path = sys.argv[1], sys.argv[2]
+    if cmd not in ("pickle", "nest"):
+        import torch
     if cmd == "set":
         d = torch.load(path)
         d[sys.argv[3]] = eval(sys.argv[4], {"d": d, "torch": torch, "math": math})
