@@ -71,9 +71,15 @@ hostile set "$c/$high" latent_width "2**20"
 expect_exit 65 imp
 expect_in "$err" "episode_000000_0_45.pth: key 'latent': shape [48, 4] is not [F*h*w, C]"
 no_dataset
-# negative h and w: named in the latent file, not the output
+# negative h and w that multiply to the rows and fit the layout (it gave 64 naming the output
+# episode file): named in the latent file
 fresh
 hostile set "$c/$high" latent_height "-4"
+hostile set "$c/$high" latent_width "-4"
+for cam in "$left" "${left/left_wrist/right_wrist}"; do
+  hostile set "$c/$cam" latent_height "-2"
+  hostile set "$c/$cam" latent_width "-2"
+done
 expect_exit 65 imp
 expect_in "$err" "episode_000000_0_45.pth: key 'latent_height': -4 (a latent size is >= 1)"
 no_dataset
