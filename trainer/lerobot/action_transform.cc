@@ -32,12 +32,16 @@ bool CheckFrameIds(const ImportProfile& p, const std::vector<int64_t>& f, int64_
                "frame_ids holds " + std::to_string(f.size()) + " frame(s); the stride needs 2"};
     return false;
   }
-  if (f.front() < start || f.back() >= end) {
-    *failed = {"frame_ids_out_of_range", "frame_ids span [" + std::to_string(f.front()) + ", " +
-                                             std::to_string(f.back()) + "], outside the segment [" +
-                                             std::to_string(start) + ", " + std::to_string(end) +
-                                             ")"};
-    return false;
+  // Every id inside the segment before any difference is taken: then no step overflows.
+  for (size_t k = 0; k < f.size(); ++k) {
+    if (f[k] < start || f[k] >= end) {
+      *failed = {"frame_ids_out_of_range",
+                 "frame_ids[" + std::to_string(k) + "] = " + std::to_string(f[k]) + " (span [" +
+                     std::to_string(f.front()) + ", " + std::to_string(f.back()) +
+                     "]) lies outside the segment [" + std::to_string(start) + ", " +
+                     std::to_string(end) + ")"};
+      return false;
+    }
   }
   *stride = f[1] - f[0];
   for (size_t k = 1; k < f.size(); ++k) {
@@ -48,9 +52,9 @@ bool CheckFrameIds(const ImportProfile& p, const std::vector<int64_t>& f, int64_
       return false;
     }
   }
-  if (4 * *stride != p.action_per_frame) {
-    *failed = {"stride_mismatch", "4 x stride " + std::to_string(*stride) + " = " +
-                                      std::to_string(4 * *stride) +
+  // action_per_frame is a multiple of 4 (the profile checks it); 4 * stride could overflow.
+  if (*stride != p.action_per_frame / 4) {
+    *failed = {"stride_mismatch", "4 x stride " + std::to_string(*stride) +
                                       " differs from the profile's action_per_frame " +
                                       std::to_string(p.action_per_frame)};
     return false;
@@ -87,7 +91,16 @@ bool TransformActions(const ImportProfile& p, const std::vector<double>& rows, i
   // Rows used: [first, first + (F - 1) * N), made relative to row `first` where the profile says.
   const int64_t used_rows = (F - 1) * N;
   std::vector<double> raw(rows.begin() + first * width, rows.begin() + (first + used_rows) * width);
-  for (int64_t c : p.relative_pose_columns) {
+  for (size_t k = 0; k < raw.size(); ++k) {
+    if (!std::isfinite(raw[k])) {
+      *failed = {"nonfinite_action", "action row " + std::to_string(first + int64_t(k) / width) +
+                                         " column " + std::to_string(int64_t(k) % width) + " is " +
+                                         std::to_string(raw[k])};
+      return false;
+    }
+  }
+  // No rows used (F = 1): nothing to make relative, and row `first` may not exist.
+  for (int64_t c : used_rows > 0 ? p.relative_pose_columns : std::vector<int64_t>{}) {
     const double* r0 = &rows[size_t(first * width + c)];
     const Quat q0 = Normalised({r0[3], r0[4], r0[5], r0[6]});
     // scipy's Rotation.inv() negates w (not x, y, z): the same rotation, and the sign of every
@@ -120,6 +133,14 @@ bool TransformActions(const ImportProfile& p, const std::vector<double>& rows, i
       const size_t at = size_t((c * F + f) * N + n);
       out->actions[at] = float(a);
       out->mask[at] = 1.0f;
+    }
+  }
+  for (size_t k = 0; k < out->actions.size(); ++k) {
+    if (!std::isfinite(out->actions[k])) {  // a zero quaternion normalises to NaN
+      *failed = {"nonfinite_action", "the transform gives " + std::to_string(out->actions[k]) +
+                                         " on channel " + std::to_string(int64_t(k) / (F * N)) +
+                                         " (a zero-length quaternion?)"};
+      return false;
     }
   }
   return true;

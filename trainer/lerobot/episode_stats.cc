@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/lerobot/input_file.h"
 #include "trainer/parquet/parquet_file.h"
 
 namespace baton {
@@ -49,6 +50,7 @@ void Float32RowStats(const std::vector<double>& v, int64_t rows, int64_t width, 
 
 Result<std::vector<ColumnStats>> ComputeParquetStats(const std::string& parquet_path,
                                                      std::vector<std::string>* skipped) {
+  if (Status st = CheckRegularFile(parquet_path); !st.ok()) return st;
   auto file = parquet::ParquetFile::Open(parquet_path);
   if (!file.ok()) return file.status();
   std::vector<ColumnStats> out;

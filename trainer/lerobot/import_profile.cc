@@ -1,12 +1,19 @@
 #include "trainer/lerobot/import_profile.h"
 
+#include <cmath>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
 
-#include "schema/atomic_file.h"
+#include "trainer/lerobot/input_file.h"
 
 namespace baton {
+namespace {
+constexpr uint64_t kMaxProfileBytes = 1 << 20;
+// Sizes far beyond any robot's or text encoder's: what the importer may allocate per segment
+// stays proportional to the bytes it reads.
+constexpr int64_t kMaxActionDim = 4096, kMaxActionPerFrame = 4096, kMaxTextLen = 1 << 20;
+}  // namespace
 
 std::vector<int64_t> ImportProfile::InverseChannels() const {
   std::vector<int64_t> inv(size_t(action_dim), -1);
@@ -17,7 +24,7 @@ std::vector<int64_t> ImportProfile::InverseChannels() const {
 }
 
 Result<ImportProfile> LoadImportProfile(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadRegularFile(path, kMaxProfileBytes);
   if (!text.ok()) return Status::Config(text.status().message());
   ImportProfile p;
   p.name = path;
@@ -50,11 +57,19 @@ Result<ImportProfile> LoadImportProfile(const std::string& path) {
     }
     p.obs_cam_keys = y["obs_cam_keys"].as<std::vector<std::string>>();
     if (p.obs_cam_keys.empty()) return bad("obs_cam_keys", "needs at least one camera");
+    for (const auto& cam : p.obs_cam_keys) {  // a folder name under latents/chunk-XXX/
+      if (cam.empty() || cam == "." || cam == ".." || cam.find('/') != std::string::npos ||
+          cam.find('\0') != std::string::npos) {
+        return bad("obs_cam_keys", "'" + cam + "' is not a plain folder name");
+      }
+    }
     if (p.layout == CameraLayout::kRobotwinTShape && p.obs_cam_keys.size() < 2) {
       return bad("obs_cam_keys", "robotwin_tshape needs the main camera and at least one wrist");
     }
     if (y["action_dim"]) p.action_dim = y["action_dim"].as<int64_t>();
-    if (p.action_dim < 1) return bad("action_dim", "must be >= 1");
+    if (p.action_dim < 1 || p.action_dim > kMaxActionDim) {
+      return bad("action_dim", "must be in [1, " + std::to_string(kMaxActionDim) + "]");
+    }
     p.used_action_channel_ids = y["used_action_channel_ids"].as<std::vector<int64_t>>();
     std::set<int64_t> seen;
     for (int64_t c : p.used_action_channel_ids) {
@@ -66,20 +81,25 @@ Result<ImportProfile> LoadImportProfile(const std::string& path) {
     }
     if (p.used_action_channel_ids.empty()) return bad("used_action_channel_ids", "empty");
     p.action_per_frame = y["action_per_frame"].as<int64_t>();
-    if (p.action_per_frame < 4 || p.action_per_frame % 4 != 0) {
-      return bad("action_per_frame", "must be 4 x the frame stride (a positive multiple of 4)");
+    if (p.action_per_frame < 4 || p.action_per_frame % 4 != 0 ||
+        p.action_per_frame > kMaxActionPerFrame) {
+      return bad("action_per_frame",
+                 "must be 4 x the frame stride (a positive multiple of 4, at most " +
+                     std::to_string(kMaxActionPerFrame) + ")");
     }
     if (y["relative_pose_columns"]) {
       p.relative_pose_columns = y["relative_pose_columns"].as<std::vector<int64_t>>();
     }
     for (int64_t c : p.relative_pose_columns) {
-      if (c < 0 || c + 7 > int64_t(p.used_action_channel_ids.size())) {
+      if (c < 0 || c > int64_t(p.used_action_channel_ids.size()) - 7) {
         return bad("relative_pose_columns",
                    std::to_string(c) + ": a pose takes 7 raw columns (xyz + quaternion xyzw)");
       }
     }
     if (y["text_len"]) p.text_len = y["text_len"].as<int64_t>();
-    if (p.text_len < 1) return bad("text_len", "must be >= 1");
+    if (p.text_len < 1 || p.text_len > kMaxTextLen) {
+      return bad("text_len", "must be in [1, " + std::to_string(kMaxTextLen) + "]");
+    }
     const YAML::Node ns = y["norm_stat"];
     if (!ns.IsMap() || !ns["q01"] || !ns["q99"]) return bad("norm_stat", "needs q01 and q99");
     p.q01 = ns["q01"].as<std::vector<double>>();
@@ -87,6 +107,11 @@ Result<ImportProfile> LoadImportProfile(const std::string& path) {
     if (int64_t(p.q01.size()) != p.action_dim || int64_t(p.q99.size()) != p.action_dim) {
       return bad("norm_stat",
                  "q01 and q99 need action_dim (" + std::to_string(p.action_dim) + ") values each");
+    }
+    for (size_t c = 0; c < p.q01.size(); ++c) {
+      if (!std::isfinite(p.q01[c]) || !std::isfinite(p.q99[c])) {
+        return bad("norm_stat", "channel " + std::to_string(c) + ": q01/q99 not finite");
+      }
     }
   } catch (const YAML::Exception& e) {
     return Status::Config(path + ": " + e.what());

@@ -11,7 +11,10 @@ bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, 
   for (size_t k = 0; k < cams.size(); ++k) {
     const PthSegment& s = cams[k];
     const std::string cam = p.obs_cam_keys[k];
-    if (s.latent.shape[0] != s.latent_num_frames * s.latent_height * s.latent_width) {
+    int64_t fh = 0, fhw = 0;
+    if (s.latent_num_frames < 1 || s.latent_height < 1 || s.latent_width < 1 ||
+        __builtin_mul_overflow(s.latent_num_frames, s.latent_height, &fh) ||
+        __builtin_mul_overflow(fh, s.latent_width, &fhw) || s.latent.shape[0] != fhw) {
       *failed = {"latent_shape", cam + ": latent " + ShapeString(s.latent.shape) +
                                      " is not F*h*w = " + std::to_string(s.latent_num_frames) +
                                      "*" + std::to_string(s.latent_height) + "*" +
@@ -65,6 +68,18 @@ bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, 
       W += cams[k].latent_width;
     }
     H = c0.latent_height;
+  }
+  // The canvas holds exactly the cameras' elements (each h*w <= its rows), so it is bounded by
+  // the bytes read; checked all the same.
+  int64_t total = 0, canvas = 0;
+  for (const auto& cam : cams) total += cam.latent.numel();
+  if (__builtin_mul_overflow(C * F, H, &canvas) || __builtin_mul_overflow(canvas, W, &canvas) ||
+      canvas != total) {
+    *failed = {"layout_mismatch", "the canvas [" + std::to_string(C) + ", " + std::to_string(F) +
+                                      ", " + std::to_string(H) + ", " + std::to_string(W) +
+                                      "] does not hold the cameras' " + std::to_string(total) +
+                                      " elements"};
+    return false;
   }
   const size_t es = StDTypeSize(c0.latent.dtype);
   out->dtype = c0.latent.dtype;

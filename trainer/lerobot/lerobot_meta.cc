@@ -1,16 +1,22 @@
 #include "trainer/lerobot/lerobot_meta.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
-#include "schema/atomic_file.h"
+#include "trainer/lerobot/input_file.h"
 
 namespace baton {
 namespace fs = std::filesystem;
+
+namespace {
+constexpr uint64_t kMaxInfoBytes = 16ull << 20;
+constexpr uint64_t kMaxEpisodesBytes = 1ull << 30;
+}  // namespace
 
 std::string ExpandLeRobotTemplate(const std::string& tmpl,
                                   const std::vector<std::pair<std::string, int64_t>>& values) {
@@ -90,8 +96,8 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
   LeRobotDataset d;
   d.root = fs::path(root).lexically_normal().string();
   const std::string info_path = (fs::path(root) / "meta" / "info.json").string();
-  auto info_text = ReadFile(info_path);
-  if (!info_text.ok()) return Status::Data(info_path + ": " + info_text.status().message());
+  auto info_text = ReadRegularFile(info_path, kMaxInfoBytes);
+  if (!info_text.ok()) return Status::Data(info_text.status().message());
   try {
     const auto j = nlohmann::json::parse(info_text.value());
     if (!j.is_object() || !j.contains("codebase_version") || !j["codebase_version"].is_string()) {
@@ -112,18 +118,34 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
     }
     if (d.chunks_size < 1) return Status::Data(info_path + ": chunks_size must be >= 1");
     if (j.contains("fps") && j["fps"].is_number()) d.fps = j["fps"].get<double>();
+    if (j.contains("total_episodes") && j["total_episodes"].is_number_integer()) {
+      d.total_episodes = j["total_episodes"].get<int64_t>();
+    }
     if (!j.contains("data_path") || !j["data_path"].is_string()) {
       return Status::Data(info_path + ": missing 'data_path'");
     }
     d.data_path = j["data_path"].get<std::string>();
+    // Confined to the dataset folder: the template is a relative path with no `..` step.
+    const fs::path dp(d.data_path);
+    bool escapes = dp.empty() || dp.is_absolute() || dp.has_root_name() || dp.has_root_directory();
+    for (const auto& part : dp) escapes = escapes || part == "..";
+    if (escapes) {
+      return Status::Data(info_path + ": data_path '" + d.data_path +
+                          "' leaves the dataset folder (a relative path without '..' is expected)");
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status::Data(info_path + ": not valid JSON: " + e.what());
   }
 
   const std::string ep_path = (fs::path(root) / "meta" / "episodes.jsonl").string();
-  std::ifstream in(ep_path);
-  if (!in)
-    return Status::Data(ep_path + ": missing (a LeRobot v2.1 dataset lists its episodes here)");
+  auto ep_text = ReadRegularFile(ep_path, kMaxEpisodesBytes);
+  if (!ep_text.ok()) {
+    if (ep_text.status().code() == Code::kNotFound) {
+      return Status::Data(ep_path + ": missing (a LeRobot v2.1 dataset lists its episodes here)");
+    }
+    return Status::Data(ep_text.status().message());
+  }
+  std::istringstream in(ep_text.value());
   std::string line;
   int64_t line_no = 0;
   std::set<int64_t> seen;
@@ -182,6 +204,39 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
   std::sort(d.episodes.begin(), d.episodes.end(),
             [](const LeRobotEpisode& a, const LeRobotEpisode& b) { return a.index < b.index; });
   return d;
+}
+
+Status CheckLeRobotTotals(const LeRobotDataset& d) {
+  const std::string info_path = (fs::path(d.root) / "meta" / "info.json").string();
+  const std::string ep_path = (fs::path(d.root) / "meta" / "episodes.jsonl").string();
+  if (!(d.fps > 0) || !std::isfinite(d.fps)) {
+    return Status::Data(info_path + ": 'fps' missing or not a positive number");
+  }
+  if (d.total_episodes < 0) {
+    return Status::Data(info_path + ": 'total_episodes' missing or not an integer >= 0");
+  }
+  const int64_t listed = int64_t(d.episodes.size());
+  if (listed != d.total_episodes) {
+    return Status::Data(ep_path + ": lists " + std::to_string(listed) + " episodes, " + info_path +
+                        " says total_episodes " + std::to_string(d.total_episodes) +
+                        " (a line removed or added?)");
+  }
+  for (const auto& e : d.episodes) {
+    if (e.index >= d.total_episodes) {
+      return Status::Data(ep_path + ": episode_index " + std::to_string(e.index) +
+                          " is outside [0, total_episodes " + std::to_string(d.total_episodes) +
+                          ")");
+    }
+  }
+  // Both files edited alike: an episode's parquet that neither lists.
+  std::error_code ec;
+  const std::string next = d.ParquetPath(d.total_episodes);
+  if (fs::exists(next, ec)) {
+    return Status::Data(next + ": an episode parquet beyond total_episodes " +
+                        std::to_string(d.total_episodes) + " that " + ep_path +
+                        " does not list (a line removed?)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace baton

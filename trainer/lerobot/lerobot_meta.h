@@ -36,7 +36,8 @@ struct LeRobotDataset {
   std::string root;
   std::string version;  // codebase_version, "v2.1"
   int64_t chunks_size = 1000;
-  double fps = 0;
+  double fps = 0;                        // 0 when info.json has none
+  int64_t total_episodes = -1;           // -1 when info.json has none
   std::string data_path;                 // the info.json template
   std::vector<LeRobotEpisode> episodes;  // sorted by index
 
@@ -50,7 +51,15 @@ struct LeRobotDataset {
 // loader finds its sub-datasets.
 std::vector<std::string> FindLeRobotRoots(const std::string& src);
 
+// Regular files only (a FIFO or device is refused unopened); `data_path` is confined to the
+// folder: relative, without `..` (symlinks inside the folder are followed, as the Hub's caches
+// link files to blobs).
 Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root);
+
+// What the importer checks beyond one episode: a positive `fps`, and `total_episodes` equal to
+// the episodes listed, each index below it, and no parquet for index total_episodes (a removed
+// line). A trimmed dataset (lerobot-stats's fixture) fails this and is still readable.
+Status CheckLeRobotTotals(const LeRobotDataset& d);
 
 // Expands a LeRobot path template: {name} and {name:0Nd} with integer values.
 std::string ExpandLeRobotTemplate(const std::string& tmpl,

@@ -1,7 +1,9 @@
 // PthSegment: what the importer takes from one of upstream's per-camera latent files
 // (`latents/chunk-XXX/<cam>/episode_XXXXXX_<start>_<end>.pth`, a torch.save dict) and from
-// `empty_emb.pt`, as plain bytes so the rest of the importer needs no libtorch. The reading
-// itself (pth_segment.cc) is libtorch's pickle loader on the zip format.
+// `empty_emb.pt`, as plain bytes. Read without libtorch: libtorch's unpickler trusts its input
+// (an opcode on an empty stack crashes it, a tensor larger than its storage reads the heap), so
+// the file goes through the bounded scan of pickle_scan.h, which checks every opcode, size and
+// extent, and the values come from that scan. Torch-free; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +31,13 @@ struct PthSegment {
   std::vector<int64_t> frame_ids;  // a list or an int64 tensor in the file
 };
 
-// Reads `latent`, `latent_num_frames`, `latent_height`, `latent_width`, and when `with_text`
-// also `text_emb` and `frame_ids`. Code::kData naming the file and key for anything unreadable.
+// Reads `latent`, `latent_num_frames`, `latent_height`, `latent_width` (each >= 1, F*h*w the
+// latent's rows), and when `with_text` also `text_emb` and `frame_ids`. Code::kData naming the
+// file and key for anything unreadable; kNotFound when the file is absent.
 Result<PthSegment> ReadPthSegment(const std::string& path, bool with_text);
+
+// NaN and Inf elements of a float tensor (BF16, F16, F32).
+int64_t CountNonFinite(const RawTensor& t);
 
 // empty_emb.pt: a tensor (or a dict holding exactly one tensor).
 Result<RawTensor> ReadPthTensor(const std::string& path);

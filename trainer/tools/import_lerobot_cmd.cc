@@ -38,8 +38,8 @@ void RegisterImportLeRobot(CLI::App& app, CommandFn* selected) {
   cmd->add_flag("--json", a->json, "Print the import report as one JSON object");
   cmd->callback([=] {
     *selected = [=]() -> int {
-      if (a->opt.workers < 1) {
-        std::cerr << "baton-train import-lerobot: --workers must be >= 1\n";
+      if (a->opt.workers < 1 || a->opt.workers > 1024) {
+        std::cerr << "baton-train import-lerobot: --workers must be in [1, 1024]\n";
         return kExitUsage;
       }
       auto fail = [](const Status& st) {
