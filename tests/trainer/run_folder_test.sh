@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The run folder deleted or replaced under a live run (docs/bad_input.md, "Checkpoints"): the
+# trainer stops at the next step boundary with a named error (65) on every rank, and recreates
+# nothing — no checkpoints/ in a folder nobody looks at, no training on into an unlinked events
+# file. usage: run_folder_test.sh BATON_TRAIN
+source "$(dirname "$0")/common.sh"
+make_dataset "$tmp/ds" 8 3:5
+# Each trainer bounded in time: one that trains on after the change would run for minutes.
+printf '#!/bin/sh\nexec timeout 120 "%s" "$@"\n' "$bt" >"$tmp/bt_bounded"
+chmod +x "$tmp/bt_bounded"
+
+# run_until_checkpoint WORLD RUN_DIR CHANGE: starts a run that would take minutes, applies CHANGE
+# (a shell command) once a checkpoint is logged, and leaves the exit code in $rc.
+run_until_checkpoint() {
+  local world=$1 dir=$2 change=$3
+  STEPS=20000 EVERY=5 ACCUM=1 write_config "$tmp/run.yaml" "$dir"
+  : >"$tmp/train.log"
+  (bt=$tmp/bt_bounded train_ranks "$world" --config "$tmp/run.yaml") &
+  local pid=$!
+  for _ in $(seq 1200); do
+    grep -qs '"type":"checkpoint"' "$dir/events/local.0.jsonl" && break
+    sleep 0.05
+  done
+  grep -qs '"type":"checkpoint"' "$dir/events/local.0.jsonl" || fail "no checkpoint logged: $(tail -5 "$tmp/train.log")"
+  eval "$change"
+  rc=0; wait "$pid" || rc=$?
+}
+
+# 1. Deleted (1 rank).
+run_until_checkpoint 1 "$tmp/r1" 'rm -rf "$tmp/r1"'
+[ "$rc" -eq 65 ] || fail "a deleted run folder: exit $rc, expected 65: $(tail -5 "$tmp/train.log")"
+grep -q "the run folder $tmp/r1 is gone" "$tmp/train.log" || fail "no named error: $(tail -5 "$tmp/train.log")"
+[ ! -e "$tmp/r1" ] || fail "the trainer recreated $(find "$tmp/r1")"
+checks=$((checks + 1)); echo "ok: a deleted run folder stops the run with 65 and is not recreated"
+
+# 2. Replaced by another folder of that name (2 ranks: both stop with the same code).
+run_until_checkpoint 2 "$tmp/r2" 'mv "$tmp/r2" "$tmp/r2.moved" && mkdir "$tmp/r2"'
+[ "$rc" -eq 65 ] || fail "a replaced run folder: exit $rc, expected 65: $(tail -5 "$tmp/train.log")"
+grep -q "the run folder $tmp/r2 was replaced" "$tmp/train.log" || fail "no named error: $(tail -5 "$tmp/train.log")"
+[ -z "$(ls -A "$tmp/r2")" ] || fail "the trainer wrote into the new folder: $(find "$tmp/r2")"
+ls "$tmp/r2.moved/checkpoints" | grep -q checkpoint_step_ || fail "the moved folder lost its checkpoints"
+checks=$((checks + 1)); echo "ok: a replaced run folder stops both ranks with 65; the new one stays empty"
+
+echo "run_folder_test: $checks checks passed"
