@@ -291,6 +291,9 @@ ModelDims ReconcileInitDims(const ModelDims& init, const std::string& init_dir,
   ModelDims d = init;
   d.action_steps = data.action_steps;
   d.zero_init = data.zero_init;
+  // How the run computes, not what: train.activation_checkpointing applies to these sizes too.
+  d.recompute_blocks = data.recompute_blocks;
+  d.recompute_attention_entries = data.recompute_attention_entries;
   return d;
 }
 
