@@ -624,6 +624,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     // where nobody looks): every rank stops with the same error.
     const std::string changed = folder.Changed();
     if (s.group->AnyRank(!changed.empty())) {
+      log.OnlyOpenFile();
       BATON_FAIL(kExitData,
                  (changed.empty() ? "another rank found that " + s.run_dir + " changed" : changed) +
                      "; stopping before the save of step " + std::to_string(done),
