@@ -9,9 +9,9 @@ make_dataset "$tmp/ds" 8 3:5
 printf '#!/bin/sh\nexec timeout 120 "%s" "$@"\n' "$bt" >"$tmp/bt_bounded"
 chmod +x "$tmp/bt_bounded"
 
-# run_until_checkpoint WORLD RUN_DIR CHANGE: starts a run that would take minutes, applies CHANGE
+# run_and_change WORLD RUN_DIR CHANGE: starts a run that would take minutes, applies CHANGE
 # (a shell command) once a step is logged, and leaves the exit code in $rc.
-run_until_checkpoint() {
+run_and_change() {
   local world=$1 dir=$2 change=$3
   # The first save comes long after the change (a check before a save cannot see a change made
   # during it); the old trainer trained on for minutes and recreated checkpoints/ at it.
@@ -29,14 +29,14 @@ run_until_checkpoint() {
 }
 
 # 1. Deleted (1 rank).
-run_until_checkpoint 1 "$tmp/r1" 'rm -rf "$tmp/r1"'
+run_and_change 1 "$tmp/r1" 'rm -rf "$tmp/r1"'
 [ "$rc" -eq 65 ] || fail "a deleted run folder: exit $rc, expected 65: $(tail -5 "$tmp/train.log")"
 grep -q "the run folder $tmp/r1 is gone" "$tmp/train.log" || fail "no named error: $(tail -5 "$tmp/train.log")"
 [ ! -e "$tmp/r1" ] || fail "the trainer recreated $(find "$tmp/r1")"
 checks=$((checks + 1)); echo "ok: a deleted run folder stops the run with 65 and is not recreated"
 
 # 2. Replaced by another folder of that name (2 ranks: both stop with the same code).
-run_until_checkpoint 2 "$tmp/r2" 'mv "$tmp/r2" "$tmp/r2.moved" && mkdir "$tmp/r2"'
+run_and_change 2 "$tmp/r2" 'mv "$tmp/r2" "$tmp/r2.moved" && mkdir "$tmp/r2"'
 [ "$rc" -eq 65 ] || fail "a replaced run folder: exit $rc, expected 65: $(tail -5 "$tmp/train.log")"
 grep -q "the run folder $tmp/r2 was replaced" "$tmp/train.log" || fail "no named error: $(tail -5 "$tmp/train.log")"
 [ -z "$(ls -A "$tmp/r2")" ] || fail "the trainer wrote into the new folder: $(find "$tmp/r2")"
