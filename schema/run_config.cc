@@ -646,7 +646,8 @@ void ReadInitFrom(Section& s, ModelSection& x) {
   if (!s.String("init_from", &x.init_from) || x.init_from.empty()) return;
   x.init_from = Resolve(s.ctx(), x.init_from);
   std::error_code ec;
-  if (s.ctx().options.check_filesystem && !fs::is_directory(x.init_from, ec)) {
+  if (s.ctx().options.check_filesystem && s.ctx().options.check_init_from &&
+      !fs::is_directory(x.init_from, ec)) {
     s.ctx().Error(
         s.node()["init_from"], "model.init_from",
         "no such folder '" + x.init_from + "' (an upstream transformer/ folder or its parent)");

@@ -168,6 +168,10 @@ struct RunConfigOptions {
   // For reading a run's frozen run.yaml later (the UI, the CLI), when the dataset may be gone;
   // submit, launch and the trainer keep the checks.
   bool check_filesystem = true;
+  // false: model.init_from need not exist. It is read only at a run's fresh start (a resume
+  // takes the sizes and weights from its own checkpoint), so the trainer checks it then itself,
+  // and the launcher of a requeued run must not fail on an upstream folder purged since submit.
+  bool check_init_from = true;
 };
 
 // A run config is a few KiB; a bigger file is the wrong file, refused before it is parsed.

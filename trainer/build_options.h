@@ -14,6 +14,8 @@ inline RunConfigOptions TrainerConfigOptions() {
 #else
   o.cuda = RunConfigOptions::Cuda::kNo;
 #endif
+  // Read (and its absence reported, 78) only when a fresh start loads it: a resume does not.
+  o.check_init_from = false;
   return o;
 }
 

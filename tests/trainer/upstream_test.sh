@@ -4,7 +4,8 @@
 # tests/upstream/upstream_fixture.py; `baton-train forward` against an independent float64
 # transcription of upstream's forward; init -> export -> re-init with identical outputs; the
 # exported folders' keys, shapes and config keys read back by a small Python safetensors reader;
-# the frozen action text projection; sharding; bf16 export with exact resume; --step0; text
+# the frozen action text projection; sharding; bf16 export with exact resume (also once the init
+# folder is gone); --step0; text
 # dropout's empty prompt; `ckpt upgrade`; and the 65/78 refusals naming key and file.
 # usage: upstream_test.sh BATON_TRAIN [BATON]
 source "$(dirname "$0")/common.sh"
@@ -136,6 +137,25 @@ for f in master_weights.safetensors optimizer.safetensors transformer/diffusion_
   expect_exit 0 "$bt" tensor-diff "$tmp/full/checkpoints/checkpoint_step_4/$f" \
     "$tmp/cut/checkpoints/checkpoint_step_4/$f" --bitwise
 done
+
+# A requeued run needs only its own checkpoint: with the init folder gone (moved or purged) after
+# a preemption, the resume takes the sizes from checkpoint_step_2/transformer/config.json and
+# ends bit for bit where the uninterrupted run does.
+cp -r "$tmp/up" "$tmp/up_gone"
+up_config "$tmp/gone.yaml" "$tmp/gone" 4 1.0e-2 0 "model: {init_from: $tmp/up_gone}" \
+  "checkpoint: {every: 100, keep_last: 3, export_dtype: bf16}"
+expect_exit 75 "$bt" train --config "$tmp/gone.yaml" --stop-after 2
+rm -rf "$tmp/up_gone"
+expect_exit 0 "$bt" train --config "$tmp/gone.yaml"
+[ "$(grep -c '"mode":"exact"' "$tmp/gone/events/local.0.jsonl")" -eq 1 ] || fail "the resume was not exact"
+for f in master_weights.safetensors optimizer.safetensors transformer/diffusion_pytorch_model.safetensors; do
+  expect_exit 0 "$bt" tensor-diff "$tmp/full/checkpoints/checkpoint_step_4/$f" \
+    "$tmp/gone/checkpoints/checkpoint_step_4/$f" --bitwise
+done
+ok "the resume after the init folder was removed is exact"
+# A fresh start still needs the folder: 78 naming it.
+expect_exit 78 "$bt" train --config "$tmp/gone.yaml" --run-dir "$tmp/gone_fresh"
+expect_in "$err" "$tmp/up_gone: neither $tmp/up_gone/config.json nor"
 
 # ---- 5. --step0 N --resume-warmup K continues an upstream run's LR curve. ----------------------
 up_config "$tmp/e.yaml" "$tmp/e" 12 1.0e-3 5 "model: {init_from: $tmp/up}"

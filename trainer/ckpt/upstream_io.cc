@@ -1,6 +1,7 @@
 #include "trainer/ckpt/upstream_io.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -28,6 +29,10 @@ bool IgnoredUpstreamKey(const std::string& key) {
 }
 
 std::string Join(const std::vector<int64_t>& v) { return ShapeString(v); }
+
+// Every size config.json gives is at most this (and so is the model width and the patch
+// feature count): products of two of them fit in int64 without checks.
+constexpr int64_t kMaxUpstreamSize = (int64_t(1) << 31) - 1;
 
 }  // namespace
 
@@ -122,7 +127,19 @@ std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) 
   for (const auto& [k, v] : j["weight_map"].items()) {
     if (!v.is_string())
       BATON_FAIL(kExitData, index_path + ": weight_map['" + k + "'] is not a file name", "");
-    map[k] = v.get<std::string>();
+    // Confined to the index's folder: a relative path with no `..` (diffusers writes bare file
+    // names). A symlink inside the folder is followed, as the Hugging Face cache needs.
+    const std::string name = v.get<std::string>();
+    const fs::path rel(name);
+    bool inside = !name.empty() && rel.is_relative() && !rel.has_root_name();
+    for (const auto& part : rel) inside = inside && part != ".." && part != "." && !part.empty();
+    if (!inside) {
+      BATON_FAIL(kExitData,
+                 index_path + ": weight_map['" + k + "'] = \"" + name +
+                     "\" is not a file inside the index's folder",
+                 "an index names shards beside it; a path with .. or an absolute one is refused");
+    }
+    map[k] = name;
   }
   return map;
 }
@@ -133,13 +150,29 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
   if (!text.ok()) BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(), "");
   const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) BATON_FAIL(kExitData, path + ": not a JSON object", "");
+  // Sizes are bounded here so that no product below can overflow; whether the weights really
+  // have them is CheckTransformerWeights' job, before anything of that size is allocated.
   auto int_key = [&](const char* key, int64_t def) -> int64_t {
     if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1) {
-      BATON_FAIL(kExitData, path + ": " + key + " must be a positive integer, got " + j[key].dump(),
+    if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 ||
+        j[key].get<int64_t>() > kMaxUpstreamSize) {
+      BATON_FAIL(kExitData,
+                 path + ": " + key + " must be an integer in [1, " +
+                     std::to_string(kMaxUpstreamSize) + "], got " + j[key].dump(),
                  "");
     }
     return j[key].get<int64_t>();
+  };
+  // The product of two bounded sizes, itself bounded (both factors are <= 2^31, so the int64
+  // product is exact).
+  auto product = [&](int64_t a, int64_t b, const std::string& what) {
+    if (a * b > kMaxUpstreamSize) {
+      BATON_FAIL(kExitData,
+                 path + ": " + what + " = " + std::to_string(a * b) + " exceeds " +
+                     std::to_string(kMaxUpstreamSize),
+                 "no weights file can hold a model of that width");
+    }
+    return a * b;
   };
   ModelDims d;
   d.zero_init = false;
@@ -148,18 +181,21 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
   if (j.contains("patch_size")) {
     const auto& p = j["patch_size"];
     bool ok = p.is_array() && p.size() == 3;
-    for (size_t i = 0; ok && i < 3; ++i) ok = p[i].is_number_integer();
+    for (size_t i = 0; ok && i < 3; ++i) {
+      ok = p[i].is_number_integer() && p[i].get<int64_t>() >= 1 &&
+           p[i].get<int64_t>() <= kMaxUpstreamSize;
+    }
     if (!ok) BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(), "");
     patch = {p[0].get<int64_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()};
   }
-  if (patch[0] != 1 || patch[1] != patch[2] || patch[1] < 1) {
+  if (patch[0] != 1 || patch[1] != patch[2]) {
     BATON_FAIL(kExitData, path + ": patch_size " + Join(patch) + " is not [1, p, p]",
                "baton builds square spatial patches of one latent frame");
   }
   d.patch = patch[1];
   d.heads = int_key("num_attention_heads", 24);
   const int64_t hd = int_key("attention_head_dim", 128);
-  d.dim = d.heads * hd;
+  d.dim = product(d.heads, hd, "num_attention_heads x attention_head_dim");
   d.channels = int_key("in_channels", 48);
   const int64_t out = int_key("out_channels", 48);
   if (out != d.channels) {
@@ -168,6 +204,8 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
                    std::to_string(d.channels),
                "baton predicts the flow of its own latents: both must be equal");
   }
+  product(product(d.channels, d.patch, "in_channels x patch_size[1]"), d.patch,
+          "in_channels x patch_size[1] x patch_size[2]");
   d.action_dim = int_key("action_dim", 30);
   d.text_dim = int_key("text_dim", 4096);
   d.freq_dim = int_key("freq_dim", 256);
@@ -179,14 +217,25 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
                path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
                "baton's blocks always have the affine norm2 before cross-attention");
   }
+  // The ranges of the run config's model.eps and model.rope_theta: outside them the forward is
+  // NaN (theta 0) or meaningless (an eps that swamps every activation).
   if (j.contains("eps")) {
-    if (!j["eps"].is_number() || j["eps"].get<double>() <= 0) {
-      BATON_FAIL(kExitData, path + ": eps must be a positive number, got " + j["eps"].dump(), "");
+    const auto& e = j["eps"];
+    if (!e.is_number() || !std::isfinite(e.get<double>()) || e.get<double>() <= 0 ||
+        e.get<double>() > 1) {
+      BATON_FAIL(kExitData, path + ": eps must be a number in (0, 1], got " + e.dump(),
+                 "upstream's models use 1e-6");
     }
-    d.eps = j["eps"].get<double>();
+    d.eps = e.get<double>();
   }
-  if (j.contains("_baton_rope_theta") && j["_baton_rope_theta"].is_number()) {
-    d.rope_theta = j["_baton_rope_theta"].get<double>();
+  if (j.contains("_baton_rope_theta") && !j["_baton_rope_theta"].is_null()) {
+    const auto& t = j["_baton_rope_theta"];
+    if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 1) {
+      BATON_FAIL(kExitData,
+                 path + ": _baton_rope_theta must be a finite number >= 1, got " + t.dump(),
+                 "upstream's RoPE uses 10000 (leave the key out for that)");
+    }
+    d.rope_theta = t.get<double>();
   }
   if (hd % 6 == 4 || hd % 2 != 0 || hd < 6) {
     BATON_FAIL(kExitData,
@@ -235,20 +284,73 @@ ModelDims ReconcileInitDims(const ModelDims& init, const std::string& init_dir,
   if (!diffs.empty()) {
     std::string lines;
     for (const auto& d : diffs) lines += "\n    " + d;
-    BATON_FAIL(kExitConfig,
-               "model.init_from " + init_dir + "/config.json disagrees with the run:" + lines,
+    BATON_FAIL(kExitConfig, init_dir + "/config.json disagrees with the run:" + lines,
                "remove the model: keys (the sizes come from config.json) or fix them; a dataset "
                "of other sizes needs another checkpoint");
   }
   ModelDims d = init;
   d.action_steps = data.action_steps;
   d.zero_init = data.zero_init;
+  // How the run computes, not what: train.activation_checkpointing applies to these sizes too.
+  d.recompute_blocks = data.recompute_blocks;
+  d.recompute_attention_entries = data.recompute_attention_entries;
   return d;
 }
 
-int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model) {
-  std::map<std::string, std::string> key_file;  // key -> shard file name
-  std::string where;                            // for messages: the index or the file
+std::vector<std::pair<std::string, std::vector<int64_t>>> UpstreamParameterShapes(
+    const ModelDims& d) {
+  const int64_t D = d.dim, pp = d.channels * d.patch * d.patch, A = d.action_dim;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  auto lin = [&](const std::string& name, int64_t in, int64_t o) {
+    out.push_back({name + ".weight", {o, in}});
+    out.push_back({name + ".bias", {o}});
+  };
+  lin("patch_embedding_mlp", pp, D);
+  lin("action_embedder", A, D);
+  for (const std::string c : {"condition_embedder", "condition_embedder_action"}) {
+    lin(c + ".time_embedder.linear_1", d.freq_dim, D);
+    lin(c + ".time_embedder.linear_2", D, D);
+    lin(c + ".time_proj", D, 6 * D);
+    lin(c + ".text_embedder.linear_1", d.text_dim, D);
+    lin(c + ".text_embedder.linear_2", D, D);
+  }
+  for (int64_t i = 0; i < d.layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".";
+    for (const std::string a : {"attn1", "attn2"}) {
+      for (const char* proj : {".to_q", ".to_k", ".to_v", ".to_out.0"}) lin(b + a + proj, D, D);
+      out.push_back({b + a + ".norm_q.weight", {D}});
+      out.push_back({b + a + ".norm_k.weight", {D}});
+    }
+    out.push_back({b + "norm2.weight", {D}});
+    out.push_back({b + "norm2.bias", {D}});
+    lin(b + "ffn.net.0.proj", D, d.ffn_dim);
+    lin(b + "ffn.net.2", d.ffn_dim, D);
+    out.push_back({b + "scale_shift_table", {1, 6, D}});
+  }
+  lin("proj_out", D, pp);
+  lin("action_proj_out", D, A);
+  out.push_back({"scale_shift_table", {1, 2, D}});
+  return out;
+}
+
+namespace {
+
+// The weights of a transformer/ folder: every file opened (headers and maps, no tensor data
+// read) and the file of every key, with the index and the shards agreeing both ways.
+struct WeightFolder {
+  std::string tdir;
+  std::string where;  // the index or the single file, for messages
+  bool indexed = false;
+  std::map<std::string, std::string> key_file;  // key -> the path of its file
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> files;  // path -> file
+  const StTensorInfo& Info(const std::string& key) const {
+    return *files.at(key_file.at(key))->Find(key);
+  }
+};
+
+WeightFolder OpenWeightFolder(const std::string& tdir) {
+  WeightFolder w;
+  w.tdir = tdir;
   const fs::path index = fs::path(tdir) / kIndexName;
   std::error_code ec;
   fs::path found_index;
@@ -263,87 +365,201 @@ int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model)
       }
     }
   }
-  if (!found_index.empty()) {
-    where = found_index.string();
-    key_file = ReadWeightMap(where);
-  } else {
-    fs::path single = fs::path(tdir) / kSingleName;
-    if (!fs::is_regular_file(single, ec)) {
-      std::vector<fs::path> any;
-      for (const auto& e : fs::directory_iterator(tdir, ec)) {
-        if (e.path().extension() == ".safetensors") any.push_back(e.path());
-      }
-      if (any.size() != 1) {
-        BATON_FAIL(kExitData,
-                   tdir + ": no " + kSingleName + " and no *.safetensors.index.json" +
-                       (any.empty() ? "" : " (and several .safetensors files)"),
-                   "an upstream transformer/ folder holds one weights file or shards + an index");
-      }
-      single = any[0];
-    }
-    where = single.string();
-  }
-
-  std::map<std::string, std::shared_ptr<const SafetensorsFile>> files;
-  auto open = [&](const std::string& name) -> const SafetensorsFile& {
-    auto it = files.find(name);
-    if (it != files.end()) return *it->second;
-    const std::string path = found_index.empty() ? name : (fs::path(tdir) / name).string();
+  auto open = [&](const std::string& path) {
+    if (w.files.count(path)) return;
     auto r = SafetensorsFile::Open(path);
     if (!r.ok()) {
       BATON_FAIL(kExitData,
-                 r.status().ToString() + (found_index.empty() ? "" : " (named by " + where + ")"),
+                 r.status().ToString() + (w.indexed ? " (named by " + w.where + ")" : ""),
                  "the checkpoint folder is incomplete or damaged");
     }
-    return *(files[name] = r.value());
+    w.files[path] = r.value();
   };
-  if (found_index.empty()) {
-    const SafetensorsFile& f = open(where);
-    for (const auto& t : f.tensors()) key_file[t.name] = where;
+  if (!found_index.empty()) {
+    w.indexed = true;
+    w.where = found_index.string();
+    for (const auto& [key, name] : ReadWeightMap(w.where)) {
+      w.key_file[key] = (fs::path(tdir) / name).string();
+    }
+    for (const auto& [key, path] : w.key_file) open(path);
+    for (const auto& [key, path] : w.key_file) {
+      if (w.files[path]->Find(key) == nullptr) {
+        BATON_FAIL(kExitData,
+                   path + ": tensor '" + key + "' is missing (" + w.where + " puts it here)",
+                   "the shards and the index disagree");
+      }
+    }
+    // A tensor the index does not name would be silently dropped by upstream's loader too:
+    // refused, so that what is trained is what the folder holds.
+    for (const auto& [path, f] : w.files) {
+      for (const auto& t : f->tensors()) {
+        auto it = w.key_file.find(t.name);
+        if (it == w.key_file.end()) {
+          BATON_FAIL(kExitData, path + ": tensor '" + t.name + "' is not in " + w.where,
+                     "the shards and the index disagree");
+        }
+        if (it->second != path) {
+          BATON_FAIL(kExitData,
+                     path + ": tensor '" + t.name + "' is also here, but " + w.where +
+                         " puts it in " + it->second,
+                     "the shards and the index disagree");
+        }
+      }
+    }
+    return w;
   }
+  fs::path single = fs::path(tdir) / kSingleName;
+  if (!fs::is_regular_file(single, ec)) {
+    std::vector<fs::path> any;
+    for (const auto& e : fs::directory_iterator(tdir, ec)) {
+      if (e.path().extension() == ".safetensors") any.push_back(e.path());
+    }
+    if (any.size() != 1) {
+      BATON_FAIL(kExitData,
+                 tdir + ": no " + kSingleName + " and no *.safetensors.index.json" +
+                     (any.empty() ? "" : " (and several .safetensors files)"),
+                 "an upstream transformer/ folder holds one weights file or shards + an index");
+    }
+    single = any[0];
+  }
+  w.where = single.string();
+  open(w.where);
+  for (const auto& t : w.files[w.where]->tensors()) w.key_file[t.name] = w.where;
+  return w;
+}
 
-  torch::NoGradGuard no_grad;
-  std::set<std::string> mine;
-  int64_t bytes = 0;
-  for (auto& p : model->named_parameters()) {
-    const std::string& key = p.key();
-    mine.insert(key);
-    auto it = key_file.find(key);
-    if (it == key_file.end()) {
-      BATON_FAIL(kExitData, where + ": tensor '" + key + "' is missing",
+// config.json's sizes against the tensors' shapes, using only the headers. First one size at a
+// time, naming the config.json key (so an absurd size is reported as such), then every key of
+// the model; afterwards the model these sizes build is no larger than the tensors the files hold.
+void CheckShapes(const WeightFolder& w, const ModelDims& d) {
+  const std::string config = (fs::path(w.tdir) / kConfigName).string();
+  // num_layers against the blocks the files hold (bounded by their headers).
+  std::set<int64_t> blocks;
+  for (const auto& [key, path] : w.key_file) {
+    if (key.rfind("blocks.", 0) != 0) continue;
+    const size_t dot = key.find('.', 7);
+    const std::string n = key.substr(7, dot == std::string::npos ? std::string::npos : dot - 7);
+    if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) {
+      BATON_FAIL(kExitData, path + ": unexpected tensor '" + key + "'",
+                 "block keys are blocks.<layer>.<name>");
+    }
+    blocks.insert(std::stoll(n));
+  }
+  if (int64_t(blocks.size()) != d.layers ||
+      (!blocks.empty() && *blocks.rbegin() != int64_t(blocks.size()) - 1)) {
+    BATON_FAIL(kExitData,
+               config + ": num_layers " + std::to_string(d.layers) + " but " + w.where + " holds " +
+                   std::to_string(blocks.size()) + " block(s)" +
+                   (blocks.empty() ? std::string()
+                                   : " numbered " + std::to_string(*blocks.begin()) + ".." +
+                                         std::to_string(*blocks.rbegin())),
+               "the weights and config.json belong to different models");
+  }
+  struct Size {
+    const char* config_key;
+    int64_t value;
+    const char* tensor;
+    size_t axis;
+  };
+  const Size sizes[] = {
+      {"num_attention_heads x attention_head_dim", d.dim, "patch_embedding_mlp.weight", 0},
+      {"in_channels x patch_size[1] x patch_size[2]", d.channels * d.patch * d.patch,
+       "patch_embedding_mlp.weight", 1},
+      {"action_dim", d.action_dim, "action_embedder.weight", 1},
+      {"freq_dim", d.freq_dim, "condition_embedder.time_embedder.linear_1.weight", 1},
+      {"text_dim", d.text_dim, "condition_embedder.text_embedder.linear_1.weight", 1},
+      {"ffn_dim", d.ffn_dim, "blocks.0.ffn.net.0.proj.weight", 0},
+  };
+  for (const Size& s : sizes) {
+    if (!w.key_file.count(s.tensor)) {
+      BATON_FAIL(kExitData, w.where + ": tensor '" + s.tensor + "' is missing",
                  "every upstream key must be present (config.json gives the sizes)");
     }
-    const SafetensorsFile& f = open(it->second);
-    const StTensorInfo* t = f.Find(key);
-    if (t == nullptr) {
+    const StTensorInfo& t = w.Info(s.tensor);
+    if (t.shape.size() != 2 || t.shape[s.axis] != s.value) {
       BATON_FAIL(kExitData,
-                 f.path() + ": tensor '" + key + "' is missing (" + where + " puts it here)",
-                 "the shards and the index disagree");
+                 config + ": " + s.config_key + " is " + std::to_string(s.value) + " but " +
+                     w.key_file.at(s.tensor) + ": tensor '" + s.tensor + "' has shape " +
+                     ShapeString(t.shape),
+                 "the weights and config.json belong to different models");
     }
-    const std::vector<int64_t> want = p.value().sizes().vec();
-    if (t->shape != want) {
+  }
+  const auto expected = UpstreamParameterShapes(d);
+  std::set<std::string> known;
+  for (const auto& e : expected) known.insert(e.first);
+  for (const auto& [key, file] : w.key_file) {
+    if (known.count(key) || IgnoredUpstreamKey(key)) continue;
+    BATON_FAIL(kExitData, file + ": unexpected tensor '" + key + "'",
+               "not a key of the model config.json describes (only patch_embedding.* is ignored)");
+  }
+  for (const auto& [key, want] : expected) {
+    auto it = w.key_file.find(key);
+    if (it == w.key_file.end()) {
+      BATON_FAIL(kExitData, w.where + ": tensor '" + key + "' is missing",
+                 "every upstream key must be present (config.json gives the sizes)");
+    }
+    const StTensorInfo& t = w.Info(key);
+    if (t.shape != want) {
       BATON_FAIL(kExitData,
-                 f.path() + ": tensor '" + key + "' has shape " + ShapeString(t->shape) +
+                 it->second + ": tensor '" + key + "' has shape " + ShapeString(t.shape) +
                      " but config.json's sizes give " + ShapeString(want),
                  "the weights and config.json belong to different models");
     }
-    if (t->dtype != StDType::kF32 && t->dtype != StDType::kBF16 && t->dtype != StDType::kF16 &&
-        t->dtype != StDType::kF64) {
+    if (t.dtype != StDType::kF32 && t.dtype != StDType::kBF16 && t.dtype != StDType::kF16 &&
+        t.dtype != StDType::kF64) {
       BATON_FAIL(
           kExitData,
-          f.path() + ": tensor '" + key + "' has dtype " + StDTypeName(t->dtype) + ", not a float",
+          it->second + ": tensor '" + key + "' has dtype " + StDTypeName(t.dtype) + ", not a float",
           "");
     }
-    auto src = torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype));
-    p.value().copy_(src.to(p.value().scalar_type()));
-    bytes += int64_t(t->end - t->begin);
   }
-  for (const auto& [key, file] : key_file) {
-    if (mine.count(key) || IgnoredUpstreamKey(key)) continue;
-    BATON_FAIL(kExitData,
-               (found_index.empty() ? where : (fs::path(tdir) / file).string()) +
-                   ": unexpected tensor '" + key + "'",
-               "not a key of the model config.json describes (only patch_embedding.* is ignored)");
+}
+
+}  // namespace
+
+void CheckTransformerWeights(const std::string& tdir, const ModelDims& dims) {
+  CheckShapes(OpenWeightFolder(tdir), dims);
+}
+
+int64_t LoadTransformerWeights(const std::string& tdir, VideoActionModel& model) {
+  const WeightFolder w = OpenWeightFolder(tdir);
+  CheckShapes(w, model->dims());
+  torch::NoGradGuard no_grad;
+  const auto expected = UpstreamParameterShapes(model->dims());
+  const auto params = model->named_parameters();
+  if (expected.size() != params.size()) {
+    BATON_FAIL(kExitInternal,
+               "the model has " + std::to_string(params.size()) + " parameters but " +
+                   std::to_string(expected.size()) + " upstream keys",
+               "UpstreamParameterShapes and VideoActionModel disagree");
+  }
+  int64_t bytes = 0;
+  for (auto& p : model->named_parameters()) {
+    const std::string& key = p.key();
+    auto it = w.key_file.find(key);
+    const std::vector<int64_t> want = p.value().sizes().vec();
+    if (it == w.key_file.end() || w.Info(key).shape != want) {
+      BATON_FAIL(
+          kExitInternal,
+          "parameter '" + key + "' " + ShapeString(want) + " is not an upstream key of that shape",
+          "UpstreamParameterShapes and VideoActionModel disagree");
+    }
+    const SafetensorsFile& f = *w.files.at(it->second);
+    const StTensorInfo& t = w.Info(key);
+    auto src = torch::from_blob(const_cast<uint8_t*>(f.Data(t)), t.shape, ToTorchDtype(t.dtype));
+    p.value().copy_(src.to(p.value().scalar_type()));
+    // Checked in the model's dtype: a float64 value beyond float32's range is as bad as an Inf.
+    if (!torch::isfinite(p.value()).all().item<bool>()) {
+      const int64_t bad = (~torch::isfinite(p.value())).sum().item<int64_t>();
+      BATON_FAIL(kExitData,
+                 f.path() + ": tensor '" + key + "' holds " + std::to_string(bad) +
+                     " NaN/Inf value(s)" +
+                     (t.dtype == StDType::kF64 && p.value().scalar_type() != torch::kFloat64
+                          ? " (in " + std::string(c10::toString(p.value().scalar_type())) + ")"
+                          : ""),
+                 "the checkpoint is damaged or diverged; start from another one");
+    }
+    bytes += int64_t(t.end - t.begin);
   }
   return bytes;
 }

@@ -10,6 +10,7 @@
 // one did except for what version 2 fixed on purpose (action RoPE positions, masked action
 // inputs). transformer/ is written as fp32 like a default save.
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -107,42 +108,110 @@ Renamed Rename(const std::string& old, const ModelDims& d) {
   }
   if (old == "head_video.weight" || old == "head_video.bias") {
     const int64_t C = d.channels, P = d.patch * d.patch;
-    // Row c * P + k (version 1) -> row k * C + c (upstream's proj_out).
-    auto perm = torch::arange(C * P, torch::kInt64).view({C, P}).t().reshape({-1});
     return {{old == "head_video.weight" ? "proj_out.weight" : "proj_out.bias"},
-            [perm](const torch::Tensor& t) { return t.index_select(0, perm); }};
+            [C, P, old](const torch::Tensor& t) {
+              if (t.dim() < 1 || t.size(0) != C * P) {
+                BATON_FAIL(kExitData,
+                           "version-1 tensor '" + old + "' has shape " +
+                               ShapeString(t.sizes().vec()) + " but config.json's sizes give " +
+                               std::to_string(C * P) + " rows (in_channels x patch_size^2)",
+                           "the weights and config.json belong to different models");
+              }
+              // Row c * P + k (version 1) -> row k * C + c (upstream's proj_out).
+              auto perm = torch::arange(C * P, torch::kInt64).view({C, P}).t().reshape({-1});
+              return t.index_select(0, perm);
+            }};
   }
   BATON_FAIL(kExitData, "version-1 tensor '" + old + "' has no version-2 name",
              "the checkpoint was not written by baton's version-1 model");
 }
 
+// Sizes are bounded before anything of their size exists (the model, the proj_out permutation);
+// whether the tensors have them is checked after the renaming, against UpstreamParameterShapes.
+constexpr int64_t kMaxSize = (int64_t(1) << 31) - 1;
+
 ModelDims DimsFromV1Config(const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(), "");
   const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+  if (!j.is_object()) BATON_FAIL(kExitData, path + ": not a JSON object", "");
+  auto size = [&](const char* key) -> int64_t {
+    if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1 ||
+        j[key].get<int64_t>() > kMaxSize) {
+      BATON_FAIL(kExitData,
+                 path + ": not a version-1 baton model config: " + key +
+                     " must be an integer in [1, " + std::to_string(kMaxSize) + "], got " +
+                     (j.contains(key) ? j[key].dump() : "nothing"),
+                 "");
+    }
+    return j[key].get<int64_t>();
+  };
+  auto real = [&](const char* key, double lo, double hi) -> double {
+    if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()) ||
+        j[key].get<double>() < lo || j[key].get<double>() > hi || j[key].get<double>() == 0) {
+      BATON_FAIL(kExitData,
+                 path + ": not a version-1 baton model config: " + key + " out of range, got " +
+                     (j.contains(key) ? j[key].dump() : "nothing"),
+                 "");
+    }
+    return j[key].get<double>();
+  };
   ModelDims d;
-  try {
-    d.channels = j.at("in_channels").get<int64_t>();
-    d.patch = j.at("patch_size").get<int64_t>();
-    d.action_dim = j.at("action_dim").get<int64_t>();
-    d.action_steps = j.at("action_steps").get<int64_t>();
-    d.text_dim = j.at("text_dim").get<int64_t>();
-    d.dim = j.at("dim").get<int64_t>();
-    d.heads = j.at("num_heads").get<int64_t>();
-    d.layers = j.at("num_layers").get<int64_t>();
-    d.ffn_dim = j.at("ffn_dim").get<int64_t>();
-    d.freq_dim = j.at("freq_dim").get<int64_t>();
-    d.rope_theta = j.at("rope_theta").get<double>();
-    d.eps = j.at("eps").get<double>();
-  } catch (const std::exception& e) {
-    BATON_FAIL(kExitData, path + ": not a version-1 baton model config: " + e.what(), "");
+  d.channels = size("in_channels");
+  d.patch = size("patch_size");
+  d.action_dim = size("action_dim");
+  d.action_steps = size("action_steps");
+  d.text_dim = size("text_dim");
+  d.dim = size("dim");
+  d.heads = size("num_heads");
+  d.layers = size("num_layers");
+  d.ffn_dim = size("ffn_dim");
+  d.freq_dim = size("freq_dim");
+  d.rope_theta = real("rope_theta", 1.0, 1e300);
+  d.eps = real("eps", 0.0, 1.0);
+  if (d.dim % d.heads != 0 || d.channels * d.patch > kMaxSize ||
+      d.channels * d.patch * d.patch > kMaxSize) {
+    BATON_FAIL(kExitData,
+               path + ": dim " + std::to_string(d.dim) + " / num_heads " + std::to_string(d.heads) +
+                   " / in_channels x patch_size^2 do not make a model",
+               "");
   }
   d.zero_init = false;
   return d;
 }
 
+// Refuses what a save refuses: a checkpoint vouches for finite state, and an upgrade makes one.
+void CheckFinite(const TensorMap& map, const std::string& path) {
+  for (const auto& [name, t] : map) {
+    if (!t.is_floating_point()) continue;
+    const int64_t bad = (~torch::isfinite(t)).sum().item<int64_t>();
+    if (bad > 0) {
+      BATON_FAIL(
+          kExitData,
+          path + ": tensor '" + name + "' holds " + std::to_string(bad) + " NaN/Inf value(s)",
+          "a checkpoint holds finite state only; upgrade one from before the divergence");
+    }
+  }
+}
+
+// Removes the partial folder unless the upgrade got through: a refused or failed upgrade leaves
+// the folder as it found it.
+struct PartialGuard {
+  fs::path path;
+  bool keep = false;
+  ~PartialGuard() {
+    if (keep) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 int Upgrade(const std::string& dir_in) {
-  const std::string dir = fs::path(dir_in).lexically_normal().string();
+  // The folder itself however it is named ("ckpt/", ".", relative): the partial and the kept
+  // version-1 copy are its siblings, never inside it.
+  fs::path dir_path = fs::absolute(dir_in).lexically_normal();
+  if (!dir_path.has_filename()) dir_path = dir_path.parent_path();
+  const std::string dir = dir_path.string();
   auto m = ReadManifest(dir);
   if (!m.ok()) FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(), "");
   if (m->format_version == kCheckpointFormatVersion) {
@@ -156,6 +225,18 @@ int Upgrade(const std::string& dir_in) {
                    ": only full version-1 checkpoints can be upgraded",
                "");
   }
+  // Every file read below must be vouched for by the manifest, or damaged bytes would be
+  // converted into a valid version-2 checkpoint.
+  for (const char* need : {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile}) {
+    bool listed = false;
+    for (const auto& f : m->files) listed = listed || f.path == need;
+    if (!listed) {
+      BATON_FAIL(
+          kExitData,
+          dir + "/" + kManifestName + " does not list " + need + ": its bytes cannot be checked",
+          "the checkpoint is incomplete; upgrade another one");
+    }
+  }
   for (const auto& f : m->files) {  // never convert damaged bytes
     auto h = HashFile((fs::path(dir) / f.path).string());
     if (!h.ok() || h.value() != f.xxh3) {
@@ -164,40 +245,113 @@ int Upgrade(const std::string& dir_in) {
     }
   }
   const ModelDims d = DimsFromV1Config((fs::path(dir) / kModelConfigFile).string());
-  const TensorMap old_w = ReadAll((fs::path(dir) / kWeightsFile).string());
-  const TensorMap old_o = ReadAll((fs::path(dir) / kOptimizerFile).string());
-
-  VideoActionModel model(d);
+  const std::string weights_path = (fs::path(dir) / kWeightsFile).string();
+  const std::string optimizer_path = (fs::path(dir) / kOptimizerFile).string();
+  const TensorMap old_w = ReadAll(weights_path);
+  const TensorMap old_o = ReadAll(optimizer_path);
+  for (const auto& [path, map] :
+       {std::pair<std::string, const TensorMap*>{weights_path, &old_w},
+        std::pair<std::string, const TensorMap*>{optimizer_path, &old_o}}) {
+    if (map->empty()) {
+      BATON_FAIL(kExitData, path + ": holds no tensors",
+                 "the checkpoint is incomplete; upgrade another one");
+    }
+  }
+  CheckFinite(old_w, weights_path);
+  CheckFinite(old_o, optimizer_path);
   const auto dtype = old_w.begin()->second.scalar_type();
-  model->to(dtype);
+  for (const auto& [name, t] : old_w) {
+    if (t.scalar_type() != dtype || !t.is_floating_point()) {
+      BATON_FAIL(kExitData,
+                 weights_path + ": tensor '" + name + "' is " + c10::toString(t.scalar_type()) +
+                     ", the others " + c10::toString(dtype),
+                 "a version-1 checkpoint holds its weights in one float dtype");
+    }
+  }
+  // The state file is parsed before anything is written.
+  const std::string state_path = (fs::path(dir) / kStateFile).string();
+  auto state_text = ReadFile(state_path);
+  if (!state_text.ok()) FailAt(__FILE__, __LINE__, kExitData, state_text.status().ToString(), "");
+  auto state = nlohmann::ordered_json::parse(state_text.value(), nullptr, false);
+  if (!state.is_object()) {
+    BATON_FAIL(kExitData, state_path + ": not a JSON object",
+               "the checkpoint is damaged; upgrade another one");
+  }
+
+  // More layers than tensors cannot be: bounds the key list below.
+  if (d.layers > int64_t(old_w.size())) {
+    BATON_FAIL(kExitData,
+               dir + "/" + kModelConfigFile + ": num_layers " + std::to_string(d.layers) + " but " +
+                   weights_path + " holds " + std::to_string(old_w.size()) + " tensors",
+               "");
+  }
   TensorMap w, o;
+  std::map<std::string, std::string> source;  // version-2 name -> version-1 name
   for (const auto& [name, t] : old_w) {
     const Renamed r = Rename(name, d);
-    for (const auto& n : r.names) w[n] = r.fn(t);
+    for (const auto& n : r.names) {
+      w[n] = r.fn(t);
+      source[n] = name;
+    }
+  }
+  // The renamed tensors against the model's keys and shapes before the model is built.
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const auto& [key, shape] : UpstreamParameterShapes(d)) expected[key] = shape;
+  for (const auto& [key, shape] : expected) {
+    auto it = w.find(key);
+    if (it == w.end()) BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + key + "'", "");
+    if (it->second.sizes().vec() != shape) {
+      BATON_FAIL(kExitData,
+                 weights_path + ": tensor '" + source[key] + "' gives '" + key + "' of shape " +
+                     ShapeString(it->second.sizes().vec()) + " but config.json's sizes give " +
+                     ShapeString(shape),
+                 "the weights and config.json belong to different models");
+    }
+  }
+  for (const auto& [key, t] : w) {
+    if (!expected.count(key)) {
+      BATON_FAIL(kExitData,
+                 weights_path + ": tensor '" + source[key] +
+                     "' is not part of the model config.json describes",
+                 "");
+    }
   }
   for (const auto& [key, t] : old_o) {
     const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+      BATON_FAIL(kExitData, optimizer_path + ": tensor '" + key + "' is not <kind>.<parameter>",
+                 "");
+    }
     const std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
     const Renamed r = Rename(name, d);
     for (const auto& n : r.names) {
       if (n.rfind("condition_embedder_action.text_embedder.", 0) == 0) continue;  // frozen
-      o[kind + "." + n] = kind == "step" ? t : r.fn(t);
+      torch::Tensor v = kind == "step" ? t : r.fn(t);
+      const bool known = kind == "step" || kind == "exp_avg" || kind == "exp_avg_sq";
+      if (!known || !expected.count(n) ||
+          v.sizes().vec() != (kind == "step" ? std::vector<int64_t>{1} : expected[n])) {
+        BATON_FAIL(kExitData,
+                   optimizer_path + ": tensor '" + key + "' of shape " +
+                       ShapeString(t.sizes().vec()) + " is not a moment of the model",
+                   "the optimizer state and config.json belong to different models");
+      }
+      o[kind + "." + n] = v;
     }
   }
+
+  VideoActionModel model(d);
+  model->to(dtype);
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters()) {
-      auto it = w.find(p.key());
-      if (it == w.end())
-        BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + p.key() + "'", "");
-      p.value().copy_(it->second);
-    }
+    for (auto& p : model->named_parameters()) p.value().copy_(w.at(p.key()));
   }
 
   const fs::path partial = dir + ".upgrade" + kPartialSuffix;
   std::error_code ec;
   fs::remove_all(partial, ec);
+  PartialGuard guard{partial};
   fs::create_directories(partial, ec);
+  if (ec) BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(), "");
   std::vector<std::string> files =
       WriteTransformerFolder((partial / "transformer").string(), model, torch::kFloat32,
                              CheckpointSection{}.max_shard_bytes, partial.string());
@@ -218,15 +372,13 @@ int Upgrade(const std::string& dir_in) {
   }
   write_map((partial / kOptimizerFile).string(), o);
   files.push_back(kOptimizerFile);
-  auto state_text = ReadFile((fs::path(dir) / kStateFile).string());
-  if (!state_text.ok()) FailAt(__FILE__, __LINE__, kExitData, state_text.status().ToString(), "");
-  auto state = nlohmann::ordered_json::parse(state_text.value());
   state["format_version"] = kCheckpointFormatVersion;
   state["config_hash"] = ConfigHash(d);
   BATON_CHECK_OK(WriteTextAtomic((partial / kStateFile).string(), state.dump(2) + "\n"), "");
   files.push_back(kStateFile);
   CheckpointManifest nm = *m;
   nm.format_version = kCheckpointFormatVersion;
+  nm.finite = true;  // checked above
   nm.config_hash = ConfigHash(d);
   BATON_CHECK_OK(WriteManifest(partial.string(), nm, files), "check disk space");
   BATON_CHECK_OK(FsyncDir((partial / "transformer").string()), "");
@@ -235,8 +387,13 @@ int Upgrade(const std::string& dir_in) {
   fs::rename(dir, kept, ec);
   if (ec) BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(), "");
   fs::rename(partial, dir, ec);
-  if (ec)
-    BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(), "");
+  if (ec) {
+    std::error_code back;
+    fs::rename(kept, dir, back);  // the version-1 folder under its own name again
+    BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(),
+               back ? "the version-1 folder is " + kept : "");
+  }
+  guard.keep = true;
   BATON_CHECK_OK(FsyncDir(fs::path(dir).parent_path().string()), "");
   std::printf(
       "upgraded %s to format version %d (%zu tensors under upstream's names); the version-1 "

@@ -75,6 +75,7 @@ int RunForward(const Args& a) {
   const torch::Dtype dtype = a.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
   const std::string tdir = FindTransformerDir(a.init_from);
   ModelDims d = ReadUpstreamDims(tdir);
+  CheckTransformerWeights(tdir, d);  // before a model of these sizes is allocated
   Inputs in(a.inputs);
   const int64_t C = d.channels, A = d.action_dim;
   auto noisy = in.Get("noisy_latents", {C, -1, -1, -1}, dtype);

@@ -37,6 +37,7 @@ void SegmentLog::WriteError(int exit_code, const std::string& what) {
   // Only a run folder that exists gets an events file: an error about a mistyped folder must
   // not create it.
   if (!writer_.is_open()) {
+    if (only_open_file_) return;
     std::error_code ec;
     const fs::path events_dir = fs::path(path_).parent_path();
     if (!fs::is_directory(events_dir.parent_path(), ec)) return;

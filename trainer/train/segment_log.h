@@ -37,6 +37,9 @@ class SegmentLog {
   // Any rank, best effort (never throws: it runs while an error propagates). `what` is the
   // FatalError text; its first part (before the "at file:line" line) becomes the message.
   void WriteError(int exit_code, const std::string& what);
+  // The run folder was deleted or replaced: an error goes only into a file already open (the
+  // old folder's), never into a new one, which would land in the wrong folder.
+  void OnlyOpenFile() { only_open_file_ = true; }
 
  private:
   void Check(const Status& st);
@@ -45,6 +48,7 @@ class SegmentLog {
   int64_t step_ = -1;
   EventWriter writer_;
   bool error_written_ = false;
+  bool only_open_file_ = false;
 };
 
 // The user-facing part of a FatalError's text: everything before "\n  at file:line".

@@ -32,6 +32,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/train/device_memory.h"
 #include "trainer/train/device_select.h"
+#include "trainer/train/run_folder_watch.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/stop_signal.h"
 #include "trainer/train/train_step.h"
@@ -218,18 +219,55 @@ void CheckLauncherAgrees(const TrainOptions& opt, const ResumeDecision& d) {
   }
 }
 
-ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& identity,
-                   VideoActionModel& model, AdamW& optimizer, const std::string& init_dir) {
-  ResumePoint r;
+int64_t ResumeWarmup(const TrainOptions& opt, const Setup& s) {
+  return opt.resume_warmup >= 0 ? opt.resume_warmup : s.config.optim.resume_warmup_steps;
+}
+
+// Which checkpoint the segment starts from, decided before the model is built: the sizes of a
+// run that has its own checkpoint come from it (StartDims).
+ResumeDecision DecideStart(const TrainOptions& opt, const Setup& s) {
   if (opt.resume == "none") ClearForFreshStart(opt, s);
   ResumeRequest request;
   request.from = opt.resume;
   request.weights_only = opt.resume_mode == "weights_only";
-  request.resume_warmup_steps =
-      opt.resume_warmup >= 0 ? opt.resume_warmup : s.config.optim.resume_warmup_steps;
-  r.decision = BATON_VALUE_OR_FAIL(DecideResume(s.checkpoints_dir(), request),
-                                   "pass auto, none, or a checkpoint_step_<N> folder");
-  CheckLauncherAgrees(opt, r.decision);
+  request.resume_warmup_steps = ResumeWarmup(opt, s);
+  ResumeDecision d = BATON_VALUE_OR_FAIL(DecideResume(s.checkpoints_dir(), request),
+                                         "pass auto, none, or a checkpoint_step_<N> folder");
+  CheckLauncherAgrees(opt, d);
+  return d;
+}
+
+// The model sizes, and the upstream folder to load (only on a fresh start). With an init folder
+// its config.json gives the sizes of a fresh start; a resume takes them from its checkpoint's
+// transformer/config.json and never reads the init folder, which may be gone (moved or purged)
+// by the time a requeued segment starts. Checked against the weights' headers before a model of
+// these sizes is allocated.
+ModelDims StartDims(const TrainOptions& opt, const Setup& s, const ResumeDecision& start,
+                    std::string* init_dir) {
+  ModelDims dims = MakeModelDims(s.config, s.shape);
+  const std::string init_from = !opt.init_from.empty() ? opt.init_from : s.config.model.init_from;
+  if (init_from.empty()) {
+    if (opt.step0 >= 0) {
+      BATON_FAIL(kExitConfig,
+                 "--step0 continues an upstream run and needs --init-from (or model.init_from)",
+                 "a run's own checkpoints carry their step");
+    }
+    return dims;
+  }
+  const std::string tdir = start.mode == ResumeMode::kFresh
+                               ? FindTransformerDir(init_from)
+                               : (fs::path(start.checkpoint) / "transformer").string();
+  const ModelDims folder = ReadUpstreamDims(tdir);
+  CheckTransformerWeights(tdir, folder);
+  if (start.mode == ResumeMode::kFresh) *init_dir = tdir;
+  return ReconcileInitDims(folder, tdir, s.config.model, dims);
+}
+
+ResumePoint Resume(const TrainOptions& opt, const Setup& s, const ResumeDecision& start,
+                   const TrainerState& identity, VideoActionModel& model, AdamW& optimizer,
+                   const std::string& init_dir) {
+  ResumePoint r;
+  r.decision = start;
   if (r.step0() > s.config.run.steps) {
     BATON_FAIL(kExitConfig,
                "run.steps " + std::to_string(s.config.run.steps) + " is below the step of " +
@@ -248,7 +286,7 @@ ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& 
                    "raise run.steps");
       }
       r.decision.step0 = opt.step0;
-      r.decision.resume_warmup_steps = request.resume_warmup_steps;
+      r.decision.resume_warmup_steps = ResumeWarmup(opt, s);
       r.micro0 = opt.step0 * s.config.optim.grad_accum;
     }
     const auto load_t0 = Clock::now();
@@ -525,17 +563,9 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   const int64_t accum = config.optim.grad_accum, world = s.env.world_size;
 
   // 4. Model and optimizer. Parameters are created from the seed, the same on every rank.
-  ModelDims dims = MakeModelDims(config, s.shape);
-  const std::string init_from = !opt.init_from.empty() ? opt.init_from : config.model.init_from;
+  const ResumeDecision start = DecideStart(opt, s);
   std::string init_dir;
-  if (!init_from.empty()) {
-    init_dir = FindTransformerDir(init_from);
-    dims = ReconcileInitDims(ReadUpstreamDims(init_dir), init_dir, config.model, dims);
-  } else if (opt.step0 >= 0) {
-    BATON_FAIL(kExitConfig,
-               "--step0 continues an upstream run and needs --init-from (or model.init_from)",
-               "a run's own checkpoints carry their step");
-  }
+  const ModelDims dims = StartDims(opt, s, start, &init_dir);
   torch::Tensor empty_text;
   if (config.objective.text_dropout > 0) {
     auto text = ReadEmptyText(s.index->dir, s.shape);
@@ -558,8 +588,12 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
 
   // 5. Resume.
   const TrainerState identity = RunIdentity(s, dims);
-  const ResumePoint rp = Resume(opt, s, identity, model, optimizer, init_dir);
+  const ResumePoint rp = Resume(opt, s, start, identity, model, optimizer, init_dir);
   ReportSegmentStart(log, s, rp, identity);
+  if (s.leader()) {  // the log made it, unless --events points elsewhere; the first save would
+    std::error_code ec;
+    fs::create_directories(s.run_dir, ec);
+  }
   // A stop signal that came while starting up: leave before the first step, with nothing new
   // to save. All ranks agree, or one would wait forever in the first step's reduction.
   if (s.group->AnyRank(StopSignal() != 0) && rp.step0() < config.run.steps) {
@@ -571,6 +605,10 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     }
     return kExitRequeue;
   }
+  // From here on the run folder must stay the one the segment started in; every rank that sees
+  // it watches it (the leader made it above, before the agreement on the stop flag).
+  RunFolderWatch folder;
+  folder.Start(s.run_dir);
 
   // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
   auto loader = MakeLoader(s, rp);
@@ -582,6 +620,17 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           ? nullptr
           : std::fopen((opt.hooks.episode_log + "." + std::to_string(s.env.rank)).c_str(), "a");
   auto save = [&](int64_t done, int64_t micro, double lr, const char* why) {
+    // Never into a run folder that is gone or replaced (the save would recreate checkpoints/
+    // where nobody looks): every rank stops with the same error.
+    const std::string changed = folder.Changed();
+    if (s.group->AnyRank(!changed.empty())) {
+      log.OnlyOpenFile();
+      BATON_FAIL(kExitData,
+                 (changed.empty() ? "another rank found that " + s.run_dir + " changed" : changed) +
+                     "; stopping before the save of step " + std::to_string(done),
+                 "the run's checkpoints and events lived there; restore the folder and resume, "
+                 "or start the run again");
+    }
     Save(log, s, opt.hooks, model, optimizer, shard_plan.get(), identity, rp, done, micro, lr, why);
   };
   int64_t micro = rp.micro0, nonfinite_run = 0;
@@ -597,8 +646,10 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       }
     }
     LogEpisodes(episode_log, step, batches);
-    const bool want_stop = StopSignal() != 0 || (opt.hooks.stop_after > 0 &&
-                                                 step + 1 - rp.step0() >= opt.hooks.stop_after);
+    // A changed run folder stops the step like a signal; the save then fails on every rank.
+    const bool want_stop =
+        StopSignal() != 0 || !folder.Changed().empty() ||
+        (opt.hooks.stop_after > 0 && step + 1 - rp.step0() >= opt.hooks.stop_after);
     const double lr = rp.schedule.At(step);
     const StepStats st = stepper.Step(batches, step, global_frames, lr,
                                       reporter.profiled < config.train.profile, want_stop);
