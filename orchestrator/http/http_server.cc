@@ -608,7 +608,11 @@ void HttpServer::InstallRoutes() {
       // httplib reads a small body with a length first, then the catch-all routes below answer
       // 405.
       if (HasDrainableBody(req)) return httplib::Server::HandlerResponse::Unhandled;
-      SendMethodNotAllowed(req, res);  // no body: a request without a length has none
+      if (body == BodyKind::kSmall) {  // OPTIONS, TRACE...: httplib would not read it
+        t_close_after_response = true;
+        res.set_header("Connection", "close");
+      }
+      SendMethodNotAllowed(req, res);
       return httplib::Server::HandlerResponse::Handled;
     }
     // httplib never reads the body of a GET or HEAD: answered, then the connection goes.
