@@ -51,7 +51,8 @@ class Raw {
   std::string Response(double timeout_s = 3) {
     std::string got;
     size_t want = std::string::npos;
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
     while (got.size() < want && Clock::now() < deadline) {
       char buf[4096];
       if (!Wait(deadline)) break;
@@ -70,7 +71,8 @@ class Raw {
   }
   // True when the server closed the connection within `timeout_s` (reads drain what it sends).
   bool ClosedByServer(double timeout_s = 3) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
     char buf[4096];
     while (Wait(deadline)) {
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
