@@ -57,9 +57,9 @@ int64_t Store(Checked c, bool* overflow) {
 // episodes of `frames` latent frames is planned: BuildPackedLayout's seven per-token arrays, and
 // per query group its lq query slots and lk key slots three times over (the key lists, their
 // padded copy, PlanAttention's bucket copy) and the queries twice (the layout's and the bucket's).
-Checked LayoutEntriesBound(const PlanRow& row, int64_t frames, int64_t patches, int64_t chunk,
-                           int64_t window) {
-  const Checked per_frame = Checked(patches) + row.action_steps;  // P + N
+Checked LayoutEntriesBound(const PlanRow& row, int64_t frames, int64_t hp, int64_t wp,
+                           int64_t chunk, int64_t window) {
+  const Checked per_frame = Checked(hp) * wp + row.action_steps;  // P + N
   const Checked tokens = Checked(2) * row.batch * row.padded_frames * per_frame;
   const int64_t back = (window + 1) / 2;
   // A query chunk sees the clean frames of at most back + 1 chunks and its own noisy frames, and
@@ -130,7 +130,7 @@ Status PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_
   Checked work = 0;
   Checked largest = 0;
   for (int64_t chunk = lo; chunk <= hi; ++chunk) {
-    const Checked bound = LayoutEntriesBound(*row, longest, hp * wp, chunk, window_max);
+    const Checked bound = LayoutEntriesBound(*row, longest, hp, wp, chunk, window_max);
     work += bound;
     largest = Max({largest, bound});
   }
