@@ -550,12 +550,13 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       StringKey<S>("partition", &S::partition),
       StringKey<S>("qos", &S::qos),
       StringKey<S>("account", &S::account),
-      IntKey<S>("nodes", &S::nodes, 1),
+      IntKey<S>("nodes", &S::nodes, 1, 1 << 20),
       IntKey<S>("ntasks_per_node", &S::ntasks_per_node, 1, 1024),
       IntKey<S>("gpus_per_node", &S::gpus_per_node, 0, 64),
       IntKey<S>("cpus_per_task", &S::cpus_per_task, 1, 4096),
-      FloatKey<S>("gpu_memory_gb", &S::gpu_memory_gb, 0.0),
-      FloatKey<S>("mem_per_task_gb", &S::mem_per_task_gb, 0.0),
+      // Up to 1 PiB: beyond any machine, and the bytes and MiB derived from it stay int64.
+      FloatKey<S>("gpu_memory_gb", &S::gpu_memory_gb, 0.0, double(1 << 20)),
+      FloatKey<S>("mem_per_task_gb", &S::mem_per_task_gb, 0.0, double(1 << 20)),
       CustomStringKey<S>("time", &S::time,
                          [](Section& s, S& x) {
                            if (s.String("time", &x.time) && !ValidSlurmTime(x.time)) {

@@ -43,6 +43,8 @@ std::string RunFolder::CheckpointDir(int64_t step) const {
   return Join(CheckpointsDir(), kCheckpointPrefix + std::to_string(step));
 }
 
+std::string RunFolder::CancelMark() const { return Join(root, "CANCELLED"); }
+
 std::string EventsFileName(const std::string& job_id, int64_t restart_count) {
   return job_id + "." + std::to_string(restart_count) + ".jsonl";
 }

@@ -6,6 +6,9 @@
 //   <root>/logs/<job_id>.out                       the job's stdout and stderr (sbatch --output)
 //   <root>/events/<job_id>.<restart_count>.jsonl   one events file per SLURM job attempt
 //   <root>/checkpoints/checkpoint_step_<N>/        schema/checkpoint_manifest.h
+//   <root>/CANCELLED                               `baton cancel`'s mark, written before scancel:
+//                                                  the launcher never requeues, nor trains, a
+//                                                  run that has it (`baton resume` removes it)
 //
 // Pure string functions and one directory listing; thread-safe.
 #pragma once
@@ -27,6 +30,7 @@ struct RunFolder {
   std::string EventsFile(const std::string& job_id, int64_t restart_count) const;
   std::string CheckpointsDir() const;
   std::string CheckpointDir(int64_t step) const;
+  std::string CancelMark() const;
 
   // The "<job>.<restart>.jsonl" files under events/, absolute, in attempt order (numeric job ids
   // by value, then restart count).

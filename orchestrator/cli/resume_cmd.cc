@@ -5,6 +5,7 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/submit/resumer.h"
 #include "schema/events.h"
@@ -23,7 +24,7 @@ int RunResume(const ResumeOptions& o) {
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
-  ResumeRunRequest req{o.run, o.config, SelfPath()};
+  ResumeRunRequest req{o.run, o.config, SelfPath(), FindTrainerBinary()};
   Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, UnixTimeNow());
   if (!r.ok()) return ReportError(r.status());
   if (o.json) {

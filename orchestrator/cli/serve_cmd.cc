@@ -7,6 +7,11 @@
 // a StorePool, at most kHttpReadConnections at once), one sync thread (its own writer
 // connection: ingest every active run, then reconcile with SLURM), and one thread waiting for
 // SIGINT/SIGTERM to stop both. WAL keeps readers and the writer out of each other's way.
+//
+// The database deleted or replaced under a running server (rm, or a restore that renames another
+// file over it): serve would go on writing into the unlinked file while `baton ls` creates a new,
+// empty one, and the history would be gone when serve stops. The sync thread checks the file
+// before every pass; on a change serve stops at once with the reason (exit 74) and writes nothing.
 #include <pthread.h>
 #include <signal.h>
 
@@ -120,11 +125,22 @@ int RunServe(ServeOptions o) {
             << DefaultDbPath() << ")" << std::endl;
 
   StopFlag stop;
+  Status lost_store;  // written by the sync thread before it stops the server, read after join
+  std::atomic<bool> listen_returned{false};
   std::thread sync([&] {
     std::unique_ptr<SlurmClient> slurm;
     if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
     bool first = true;
     do {
+      if (Status st = (*writer)->db().CheckStillAtPath(); !st.ok()) {
+        lost_store = st.Annotate("baton serve stopped");
+        // Stop() before the listener runs does nothing: repeat until Listen() has returned.
+        while (!listen_returned.load()) {
+          server.Stop();
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return;
+      }
       if (Status st = ServeSyncPass(**writer, slurm.get(), first); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
@@ -143,10 +159,12 @@ int RunServe(ServeOptions o) {
   });
 
   Status st = server.Listen();
+  listen_returned = true;
   stop.Set();
   sync.join();
   if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (!lost_store.ok()) return ReportError(lost_store);
   return st.ok() ? 0 : ReportError(st);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,25 @@ class RecordApplier {
   int64_t attempt_id_ = 0;  // valid within one transaction (a rollback may undo the insert)
 };
 
+// The offset just past the first '\n' at or after `from`, reading 64 KiB at a time; -1 when the
+// file ends first (a line still being written).
+Result<int64_t> FindLineEnd(std::ifstream& in, const std::string& path, int64_t from) {
+  std::string piece(64 << 10, '\0');
+  in.clear();
+  in.seekg(from);
+  int64_t at = from;
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    const std::streamsize n = in.gcount();
+    if (n <= 0) break;
+    const void* nl = std::memchr(piece.data(), '\n', static_cast<size_t>(n));
+    if (nl != nullptr) return at + (static_cast<const char*>(nl) - piece.data()) + 1;
+    at += n;
+  }
+  if (in.bad()) return Status::Io(path + ": read error at byte " + std::to_string(at));
+  return int64_t{-1};
+}
+
 }  // namespace
 
 void IngestStats::Add(const IngestStats& o) {
@@ -240,14 +260,26 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
     buf.resize(static_cast<size_t>(in.gcount()));
     size_t end = buf.rfind('\n');
     if (end == std::string::npos) {
-      // Nothing complete. A single line longer than a chunk: read it whole.
       if (static_cast<int64_t>(buf.size()) < chunk_bytes) return stats;  // a torn last line
-      std::string line;
-      in.clear();
-      in.seekg(*cursor);
-      if (!std::getline(in, line) || in.eof()) return stats;  // still torn
-      buf = line + "\n";
-      end = buf.size() - 1;
+      // A line longer than a chunk: no record is that long (a step is well under 1 KiB, a
+      // trainer message is cut at kMaxTrainerMessageBytes). Its end is found in small reads,
+      // without the line in memory and without the write lock, and the line is skipped.
+      tx->Rollback();
+      BATON_ASSIGN_OR_RETURN(const int64_t line_end, FindLineEnd(in, path, *cursor + chunk_bytes));
+      if (line_end < 0) return stats;  // still being written: skipped once it is complete
+      Result<Transaction> skip_tx = store.Begin();
+      if (!skip_tx.ok()) return skip_tx.status();
+      Result<int64_t> now_at = store.CursorInTx(path);
+      if (!now_at.ok()) return now_at.status();
+      if (*now_at != *cursor) continue;  // another process moved on meanwhile
+      BATON_RETURN_IF_ERROR(store.SetCursorInTx(path, run.id, line_end, 1, UnixTimeNow()));
+      BATON_RETURN_IF_ERROR(skip_tx->Commit());
+      stats.warnings.push_back(path + ":" + std::to_string(*cursor) + ": skipped: a line of " +
+                               std::to_string(line_end - *cursor) + " bytes, longer than " +
+                               std::to_string(chunk_bytes) + " (no event record is that long)");
+      stats.bytes += line_end - *cursor;
+      ++stats.bad_lines;
+      continue;
     }
     int64_t bad = 0;
     int64_t in_chunk = 0;

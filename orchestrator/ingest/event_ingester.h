@@ -6,6 +6,8 @@
 // chunk or none of it — re-ingesting never duplicates a row. A last line without its '\n' (a
 // writer still busy, or killed mid-write) is left for the next pass. Complete lines that are not
 // valid records are skipped, counted in ingest_cursors.bad_lines and reported, never retried.
+// A line longer than a chunk (8 MiB: no record is near that) is skipped the same way, found in
+// 64 KiB reads outside any transaction: it is never held in memory, nor the write lock over it.
 //
 // Files are applied in the order their attempts happened (job id, then restart count, both
 // numerically), which is what the store's superseded marking relies on.

@@ -62,6 +62,13 @@ Status CheckRunDir(const std::string& run_dir) {
   return Status::Ok();
 }
 
+// `baton cancel` writes the mark before it runs scancel, so a launcher that got scancel's TERM
+// always finds it: the TERM then ends the run for good instead of counting as a preemption.
+bool CancelRequested(const std::string& run_dir) {
+  std::error_code ec;
+  return fs::exists(RunFolder{run_dir}.CancelMark(), ec);
+}
+
 bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
   for (const char* x : xs) {
     if (s == x) return true;
@@ -153,6 +160,15 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     }
   };
 
+  // 0. A cancelled run never trains again: a job that was requeued (by a preemption) before the
+  // cancel reached it, and then started, ends here.
+  if (CancelRequested(run_dir)) {
+    log << "baton launch: the run was cancelled (" << RunFolder{run_dir}.CancelMark()
+        << "); not training\n";
+    write_end(kExitOk, ExitAction::kFail, AttemptEndReason::kCancelled);
+    return kExitOk;
+  }
+
   // 1. The frozen config. A broken one is never requeued.
   Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml());
   if (!config.ok()) {
@@ -235,6 +251,12 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   }
   ExitDecision next = DecideAfterExit(ctx);
 
+  // scancel's TERM looks like a preemption to the trainer (it checkpoints and exits 75); the
+  // mark tells them apart.
+  if (next.action == ExitAction::kRequeue && CancelRequested(run_dir)) {
+    next = {ExitAction::kFail, AttemptEndReason::kCancelled,
+            "cancelled by `baton cancel` (" + RunFolder{run_dir}.CancelMark() + "); not requeued"};
+  }
   if (next.action == ExitAction::kRequeue && env.in_allocation) {
     Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
     const std::string state = job.ok() && job->has_value() ? (*job)->state : "";

@@ -5,16 +5,18 @@
 // `attempt_start` event, runs `srun --kill-on-bad-exit=1 baton-train train ...` with that
 // decision spelled out, forwards the warning signal (trainer_process.h), then acts on the exit
 // code (exit_policy.h): `scontrol requeue $SLURM_JOB_ID`, done, or fail; and writes
-// `attempt_end`. It never opens the database: compute nodes only write event files on the
-// shared filesystem, which `baton watch` (or any CLI call) ingests. Not thread-safe (signals).
+// `attempt_end`. A run folder with `baton cancel`'s mark (RunFolder::CancelMark) is never
+// requeued, and a job of such a run that starts anyway ends at once (attempt_end: cancelled). It
+// never opens the database: compute nodes only write event files on the shared filesystem, which
+// `baton watch` (or any CLI call) ingests. Not thread-safe (signals).
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "schema/resume_decision.h"
 #include "orchestrator/slurm/slurm_client.h"
+#include "schema/resume_decision.h"
 #include "schema/status.h"
 
 namespace baton {

@@ -1,5 +1,10 @@
 #include "orchestrator/store/sqlite_db.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <limits>
 
 namespace baton {
@@ -138,7 +143,33 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int bu
   BATON_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
   BATON_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL"));
   BATON_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+  // The WAL pragma wrote the header: the file is there now, and this is the one we hold open.
+  struct stat st {};
+  if (path != ":memory:" && ::stat(path.c_str(), &st) == 0) {
+    db->identity_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
   return db;
+}
+
+Status SqliteDb::CheckStillAtPath() const {
+  if (!identity_) return Status::Ok();
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return Status::Io(path_ +
+                        " was deleted while this process had it open: what it writes "
+                        "now goes to a file no other process can see");
+    }
+    return Status::Io(path_ + ": cannot stat the open database: " + std::strerror(err));
+  }
+  if (static_cast<uint64_t>(st.st_dev) != identity_->first ||
+      static_cast<uint64_t>(st.st_ino) != identity_->second) {
+    return Status::Io(path_ +
+                      " was replaced by another file while this process had it open: "
+                      "what it writes now goes to the old, unlinked one");
+  }
+  return Status::Ok();
 }
 
 Status SqliteDb::Exec(const std::string& sql) {

@@ -102,6 +102,10 @@ class SqliteDb {
   bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
   const std::string& path() const { return path_; }
   sqlite3* raw() { return db_; }
+  // Code::kIo when the file at path() is gone or is another file than the one opened (deleted,
+  // or replaced by a rename): a long-lived process would go on writing into an unlinked file
+  // while every other process creates or reads the new one. Ok for ":memory:".
+  [[nodiscard]] Status CheckStillAtPath() const;
 
   // Called by Transaction::Commit before COMMIT (a failure keeps the transaction uncommitted,
   // so the destructor rolls it back), and after every commit or rollback. The store keeps its
@@ -118,6 +122,7 @@ class SqliteDb {
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+  std::optional<std::pair<uint64_t, uint64_t>> identity_;  // st_dev, st_ino at Open
   std::map<std::string, std::unique_ptr<Statement>> cache_;
 };
 

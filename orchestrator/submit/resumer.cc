@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/config_keys.h"
@@ -121,6 +122,7 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
                             "; these differ from " + folder.RunYaml() + ":" + refused);
     }
     config = std::move(edited);
+    BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, req.config_path, req.trainer_bin));
   }
 
   const std::string frozen = ToYaml(config);
@@ -136,6 +138,15 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.SbatchScript(), script));
   ::chmod(folder.SbatchScript().c_str(), 0755);
+  // `baton cancel`'s mark would end the new job at its start; it comes back if anything fails.
+  std::error_code ec;
+  if (fs::exists(folder.CancelMark(), ec)) {
+    BATON_ASSIGN_OR_RETURN(const std::string mark, ReadText(folder.CancelMark()));
+    restore.Save(folder.CancelMark(), mark);
+    if (!fs::remove(folder.CancelMark(), ec) || ec) {
+      return Status::Io("cannot remove " + folder.CancelMark() + ": " + ec.message());
+    }
+  }
 
   BATON_RETURN_IF_ERROR(store.SetRunDirInTx(run.id, run.run_dir, frozen));
   BATON_RETURN_IF_ERROR(

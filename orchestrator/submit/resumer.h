@@ -5,7 +5,9 @@
 // world size keeps the data position (docs/trainer.md, resharding).
 //
 // Only `slurm:` keys may differ from the frozen run.yaml: anything else would make the run a
-// different run, and is refused (kConfig, naming every differing key with both values).
+// different run, and is refused (kConfig, naming every differing key with both values). An edited
+// config's memory plan is checked as `baton submit` checks it (memory_check.h): fewer ranks or
+// less memory may no longer fit.
 // All or nothing, like SubmitRun: sbatch runs inside the store transaction; the waiting job is
 // cancelled only after the new one is queued; run.yaml and sbatch.sh are replaced atomically and
 // restored when anything after them fails. Thread-compatible.
@@ -24,6 +26,7 @@ struct ResumeRunRequest {
   std::string run;          // id or name
   std::string config_path;  // "" keeps run.yaml as it is
   std::string baton_bin;    // absolute path written into sbatch.sh
+  std::string trainer_bin;  // for the memory plan of an edited config ("" when none)
 };
 
 struct ResumeRunResult {

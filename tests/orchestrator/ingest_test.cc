@@ -121,6 +121,36 @@ TEST(Ingest, SkipsAndCountsBadLinesWithoutBlocking) {
   EXPECT_EQ(IngestRun(*store, run).value().bad_lines, 0);  // not retried
 }
 
+// A line longer than a chunk is skipped with a warning, found without reading it whole; the
+// records around it are applied. A valid record padded that long is skipped all the same (no
+// event record is that long), and a long line still being written waits for its end.
+TEST(Ingest, SkipsALineLongerThanAChunk) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  const std::string path = tmp / "run/events/7.0.jsonl";
+  const std::string step = StepLine(2);
+  const std::string padded =
+      step.substr(0, step.size() - 2) + ",\"pad\":\"" + std::string(300000, 'x') + "\"}\n";
+  IngestOptions small;
+  small.chunk_bytes = 4096;
+  Append(path, StartLine("fresh", 0) + StepLine(1) + padded.substr(0, 100000));  // torn
+  IngestStats first = IngestRun(*store, run, small).value();
+  EXPECT_EQ(first.steps, 1);
+  EXPECT_EQ(first.bad_lines, 0);
+  Append(path, padded.substr(100000) + StepLine(3));
+  IngestStats s = IngestRun(*store, run, small).value();
+  EXPECT_EQ(s.bad_lines, 1);
+  EXPECT_EQ(s.steps, 1);  // step 3; the padded step 2 is not applied
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("longer than 4096"), std::string::npos) << s.warnings[0];
+  const std::vector<StepRecord> rows = store->ListSteps(run.id).value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].step, 1);
+  EXPECT_EQ(rows[1].step, 3);
+  EXPECT_EQ(IngestRun(*store, run, small).value().bad_lines, 0);  // not retried
+}
+
 TEST(Ingest, SmallChunksGiveTheSameRows) {
   TempDir tmp;
   std::string text = StartLine("fresh", 0);

@@ -12,6 +12,7 @@
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/resume_decision.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -330,6 +331,61 @@ TEST(Launcher, ConfigErrorIsNeverRequeued) {
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 78);
   EXPECT_TRUE(slurm.requeued.empty());
   EXPECT_EQ(ReadAttemptHistory(tmp / "run")[0].reason, "config_error");
+}
+
+// `baton cancel` writes the mark, then scancel's TERM reaches the trainer, which checkpoints and
+// exits 75 as on a preemption: the mark turns that into the end of the run, never a requeue.
+TEST(Launcher, ExitOnACancelIsNeverRequeued) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() +
+                                   "/data}\nslurm: {max_restarts: 5}\n");
+  const std::string trainer = tmp / "trainer.sh";
+  // The mark lands while the trainer runs (before the TERM), as `baton cancel` writes it.
+  Append(trainer,
+         "#!/bin/sh\necho cancelled > " + RunFolder{tmp / "run"}.CancelMark() + "\nexit 75\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
+  EXPECT_TRUE(slurm.requeued.empty()) << log.str();
+  const std::vector<PastAttempt> h = ReadAttemptHistory(tmp / "run");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].action, "fail");
+  EXPECT_EQ(h[0].reason, "cancelled");
+}
+
+// A job of a cancelled run that starts anyway (requeued by a preemption just before the cancel)
+// does not train: it records a cancelled attempt and ends.
+TEST(Launcher, ACancelledRunDoesNotTrainAgain) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml",
+         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
+  Append(RunFolder{tmp / "run"}.CancelMark(), "cancelled\n");
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\ntouch " + tmp.path() + "/trained\nexit 0\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.restart_count = 1;
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 0) << log.str();
+  EXPECT_FALSE(std::filesystem::exists(tmp / "trained"));
+  EXPECT_TRUE(slurm.requeued.empty());
+  const std::vector<PastAttempt> h = ReadAttemptHistory(tmp / "run");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].reason, "cancelled");
+  EXPECT_NE(log.str().find("cancelled"), std::string::npos) << log.str();
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "orchestrator/submit/submitter.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -133,6 +136,44 @@ TEST_F(ResumeTest, SbatchFailurePutsTheFilesBackAndKeepsTheWaitingJob) {
   RunRecord run = store_->GetRun(submitted_.run_id).value();
   EXPECT_EQ(run.job_id, submitted_.job_id);
   EXPECT_EQ(LoadRunConfig(submitted_.run_dir + "/run.yaml").value().slurm.nodes, 2);
+}
+
+// `baton cancel`'s mark would end the resumed job at its start: resume removes it, and puts it
+// back when the resume fails.
+TEST_F(ResumeTest, ResumeRemovesTheCancelMarkAndPutsItBackOnFailure) {
+  ASSERT_TRUE(store_
+                  ->Write([&] {
+                    return store_->SetRunStatusInTx(submitted_.run_id, RunStatus::kCancelled,
+                                                    "by user", 2);
+                  })
+                  .ok());
+  const std::string mark = RunFolder{submitted_.run_dir}.CancelMark();
+  ASSERT_TRUE(WriteTextAtomic(mark, "cancelled\n").ok());
+  slurm_.reject_message = "sbatch: error: Batch job submission failed";
+  ASSERT_FALSE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5).ok());
+  EXPECT_EQ(ReadFile(mark).value(), "cancelled\n");
+  slurm_.reject_message.clear();
+  ASSERT_TRUE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5).ok());
+  EXPECT_FALSE(std::filesystem::exists(mark));
+}
+
+// An edited config's memory plan is checked as submit checks it: with slurm.mem_per_task_gb set
+// and no trainer to compute the plan, the resume is refused, and nothing changes.
+TEST_F(ResumeTest, EditedConfigGetsTheMemoryCheck) {
+  slurm_.SetState(submitted_.job_id, "PENDING", "BeginTime");
+  const std::string before = RunYaml(), script = Script();
+  Result<ResumeRunResult> r = ResumeRun(
+      *store_, slurm_,
+      {run_, Edited("time: '10:00'", "time: '10:00', mem_per_task_gb: 4"), "/opt/bin/baton", ""},
+      5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("mem_per_task_gb"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+  EXPECT_TRUE(slurm_.cancelled.empty());
+  EXPECT_EQ(RunYaml(), before);
+  EXPECT_EQ(Script(), script);
 }
 
 TEST(ConfigDifferencesTest, NamesEveryChangedAddedAndRemovedKey) {

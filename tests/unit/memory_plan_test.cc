@@ -19,8 +19,9 @@ PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames) {
   PlanRow r;
   r.batch = batch, r.padded_frames = frames, r.height = 24, r.width = 20;
   r.action_steps = 4, r.text_len = 512;
-  PlanRowAttention(&r, std::vector<int64_t>(size_t(batch), frames), m.patch, m.dim / m.heads, 1, 4,
-                   64, m.heads);
+  EXPECT_TRUE(PlanRowAttention(&r, std::vector<int64_t>(size_t(batch), frames), m.patch,
+                               m.dim / m.heads, 1, 4, 64, m.heads)
+                  .ok());
   return r;
 }
 
@@ -119,7 +120,7 @@ TEST(MemoryPlan, ActivationsGrowWithTheRowAndTheDtype) {
   EXPECT_EQ(c.per_block, 2 * a.per_block);
   // The longest window and chunk give at least the attention work of the smallest ones.
   PlanRow narrow = short_row;
-  PlanRowAttention(&narrow, {8, 8}, m.patch, m.dim / m.heads, 1, 1, 4, m.heads);
+  ASSERT_TRUE(PlanRowAttention(&narrow, {8, 8}, m.patch, m.dim / m.heads, 1, 1, 4, m.heads).ok());
   EXPECT_LE(narrow.computed_pairs, short_row.computed_pairs);
   EXPECT_EQ(narrow.tokens, short_row.tokens);
 }
@@ -133,6 +134,65 @@ TEST(MemoryPlan, OneRankHasNoCollectiveBuffers) {
   const MemoryPlan small = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(small.collective_buffers, 2 * small.gradients);  // the whole model is one bucket
   EXPECT_EQ(MakeMemoryPlan(Real5B(), r, s).collective_buffers, 2 * s.bucket_bytes);
+}
+
+// A row whose layout would be enormous (one lying episode length, or absurd latent sizes) is
+// refused from its sizes alone, before anything is built: this returns at once instead of
+// allocating tens of GiB.
+TEST(MemoryPlan, RefusesARowTooLargeToPlanBeforeBuildingIt) {
+  PlanModel m;
+  PlanRow r;
+  r.batch = 2, r.padded_frames = 1 << 20, r.height = 64, r.width = 64;
+  r.action_steps = 4, r.text_len = 8;
+  const Status st =
+      PlanRowAttention(&r, {1 << 20, 1 << 20}, m.patch, m.dim / m.heads, 1, 4, 1 << 20, m.heads);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("too large to plan"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("1048576 latent frames"), std::string::npos) << st.message();
+  EXPECT_EQ(r.tokens, 0);  // nothing was planned
+  // Sizes whose products leave int64 are refused the same way, not wrapped.
+  PlanRow huge = r;
+  huge.height = huge.width = int64_t(1) << 31;
+  const Status wrapped = PlanRowAttention(&huge, {1 << 20, 1 << 20}, m.patch, 16, 1, 4, 1 << 20, 4);
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_NE(wrapped.message().find("more than 2^63"), std::string::npos) << wrapped.message();
+}
+
+// Chunk sizes above the longest episode give its layout again: they are not built (a config
+// with chunk_max 4096 and short episodes plans as fast as chunk_max = the episode length).
+TEST(MemoryPlan, ChunksAboveTheLongestEpisodeAreNotPlannedAgain) {
+  PlanModel m;
+  PlanRow a, b;
+  a.batch = b.batch = 2, a.padded_frames = b.padded_frames = 6;
+  a.height = b.height = a.width = b.width = 4;
+  a.action_steps = b.action_steps = 2, a.text_len = b.text_len = 3;
+  ASSERT_TRUE(PlanRowAttention(&a, {6, 6}, m.patch, 16, 1, 6, 8, m.heads).ok());
+  ASSERT_TRUE(PlanRowAttention(&b, {6, 6}, m.patch, 16, 1, 4096, 8, m.heads).ok());
+  EXPECT_EQ(a.chunk, b.chunk);
+  EXPECT_EQ(a.computed_pairs, b.computed_pairs);
+  EXPECT_EQ(a.key_slots, b.key_slots);
+  EXPECT_EQ(a.call_pairs, b.call_pairs);
+}
+
+// Every count is summed in checked arithmetic: sizes each in range whose products exceed int64
+// report an overflow instead of a wrapped (negative, so "fitting") total.
+TEST(MemoryPlan, ByteCountsThatLeaveInt64AreAnOverflowNotANegativeTotal) {
+  PlanModel m;
+  m.dim = 1 << 16, m.heads = 1024, m.layers = 1024, m.ffn_dim = 1 << 20;
+  PlanRow r;
+  r.batch = 64, r.padded_frames = 1 << 20, r.height = r.width = 1 << 10;
+  r.action_steps = 1 << 10, r.text_len = 1 << 20;
+  r.tokens = int64_t(1) << 40, r.valid_tokens = r.tokens, r.key_slots = int64_t(1) << 45;
+  r.computed_pairs = int64_t(1) << 55;
+  PlanSettings s;
+  const MemoryPlan p = MakeMemoryPlan(m, r, s);
+  EXPECT_TRUE(p.overflow);
+  EXPECT_TRUE(p.activations.overflow);
+  // The model alone is in range: its counts are exact.
+  EXPECT_GT(p.parameters, 0);
+  EXPECT_EQ(p.weights, p.parameters * 4);
+  // A plan in range does not overflow.
+  EXPECT_FALSE(MakeMemoryPlan(Real5B(), Row(Real5B(), 4, 40), s).overflow);
 }
 
 }  // namespace

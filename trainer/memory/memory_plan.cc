@@ -1,11 +1,77 @@
 #include "trainer/memory/memory_plan.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "trainer/dist/shard_plan.h"
 #include "trainer/model/attention_plan.h"
 
 namespace baton {
+
+namespace {
+
+// int64 arithmetic that remembers an overflow: the plan multiplies sizes that are each in range
+// but whose products need not be. Once set, `bad` stays set through every later operation.
+struct Checked {
+  int64_t v = 0;
+  bool bad = false;
+  Checked(int64_t x = 0) : v(x) {}  // NOLINT: sizes convert implicitly
+  static Checked Of(int64_t x, bool b) {
+    Checked c(x);
+    c.bad = b;
+    return c;
+  }
+  friend Checked operator+(Checked a, Checked b) {
+    int64_t r = 0;
+    const bool o = __builtin_add_overflow(a.v, b.v, &r);
+    return Of(r, a.bad || b.bad || o);
+  }
+  friend Checked operator-(Checked a, Checked b) {
+    int64_t r = 0;
+    const bool o = __builtin_sub_overflow(a.v, b.v, &r);
+    return Of(r, a.bad || b.bad || o);
+  }
+  friend Checked operator*(Checked a, Checked b) {
+    int64_t r = 0;
+    const bool o = __builtin_mul_overflow(a.v, b.v, &r);
+    return Of(r, a.bad || b.bad || o);
+  }
+  Checked& operator+=(Checked b) { return *this = *this + b; }
+};
+
+Checked Max(std::initializer_list<Checked> xs) {
+  Checked out = *xs.begin();
+  for (const Checked& x : xs) {
+    out = Checked::Of(std::max(out.v, x.v), out.bad || x.bad);
+  }
+  return out;
+}
+
+// Stores a checked count into a plain field, raising `*overflow` when it did not fit.
+int64_t Store(Checked c, bool* overflow) {
+  if (c.bad) *overflow = true;
+  return c.v;
+}
+
+// An upper bound of the index entries held at once while one chunk setting of a row of `batch`
+// episodes of `frames` latent frames is planned: BuildPackedLayout's seven per-token arrays, and
+// per query group its lq query slots and lk key slots three times over (the key lists, their
+// padded copy, PlanAttention's bucket copy) and the queries twice (the layout's and the bucket's).
+Checked LayoutEntriesBound(const PlanRow& row, int64_t frames, int64_t hp, int64_t wp,
+                           int64_t chunk, int64_t window) {
+  const Checked per_frame = Checked(hp) * wp + row.action_steps;  // P + N
+  const Checked tokens = Checked(2) * row.batch * row.padded_frames * per_frame;
+  const int64_t back = (window + 1) / 2;
+  // A query chunk sees the clean frames of at most back + 1 chunks and its own noisy frames, and
+  // never more than both copies of every frame of the episode.
+  Checked key_frames = (Checked(std::min(back, frames)) + 2) * chunk;
+  if (key_frames.bad || key_frames.v > 2 * frames) key_frames = Checked(2) * frames;
+  const Checked lk = key_frames * per_frame;
+  const Checked lq = Checked(2) * per_frame;
+  return Checked(7) * tokens + Checked(row.batch) * frames * (Checked(2) * lq + Checked(3) * lk);
+}
+
+}  // namespace
 
 std::vector<PlanParameter> ModelParameters(const PlanModel& m) {
   const int64_t D = m.dim, pp = m.channels * m.patch * m.patch;
@@ -50,14 +116,40 @@ std::vector<PlanParameter> ModelParameters(const PlanModel& m) {
   return out;
 }
 
-void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
-                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max,
-                      int64_t heads) {
+Status PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
+                        int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max,
+                        int64_t heads) {
   const int64_t hp = row->height / patch, wp = row->width / patch;
+  int64_t longest = 0;
+  for (int64_t f : frames) longest = std::max(longest, std::min(f, row->padded_frames));
+  const int64_t lo = std::max<int64_t>(1, chunk_min);
+  // A chunk of the longest episode's length or more puts every frame in chunk 0: the same
+  // layout, so the same figures (a later tie never replaces the first best).
+  const int64_t hi =
+      std::max(lo, std::min(std::max(chunk_min, chunk_max), std::max<int64_t>(1, longest)));
+  Checked work = 0;
+  Checked largest = 0;
+  for (int64_t chunk = lo; chunk <= hi; ++chunk) {
+    const Checked bound = LayoutEntriesBound(*row, longest, hp, wp, chunk, window_max);
+    work += bound;
+    largest = Max({largest, bound});
+  }
+  if (work.bad || largest.v > kMaxPlanLayoutEntries || work.v > kMaxPlanWorkEntries) {
+    return Status::InvalidArgument(
+        "the longest row (" + std::to_string(row->batch) + " episode(s) x " +
+        std::to_string(row->padded_frames) + " latent frames of " + std::to_string(row->height) +
+        "x" + std::to_string(row->width) + " pixels and " + std::to_string(row->action_steps) +
+        " action steps, attention chunks " + std::to_string(lo) + ".." + std::to_string(hi) +
+        ", window " + std::to_string(window_max) + ") is too large to plan: " +
+        (work.bad ? std::string("more than 2^63 layout index entries")
+                  : std::to_string(largest.v) + " layout index entries at once (limit " +
+                        std::to_string(kMaxPlanLayoutEntries) + "), " + std::to_string(work.v) +
+                        " over all chunks (limit " + std::to_string(kMaxPlanWorkEntries) + ")") +
+        "; no device holds the attention keys of such a row");
+  }
   int64_t best = -1;
   row->call_pairs = row->call_slots = 0;
-  for (int64_t chunk = std::max<int64_t>(1, chunk_min); chunk <= std::max(chunk_min, chunk_max);
-       ++chunk) {
+  for (int64_t chunk = lo; chunk <= hi; ++chunk) {
     std::vector<SampleSpec> specs;
     for (int64_t f : frames) specs.push_back({std::min(f, row->padded_frames), chunk, window_max});
     const PackedLayout layout =
@@ -85,6 +177,7 @@ void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t 
       row->window = window_max;
     }
   }
+  return Status::Ok();
 }
 
 ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const PlanSettings& s) {
@@ -93,8 +186,8 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   // a: the activation dtype (bf16 under autocast); w: the "wide" dtype norms, modulation and
   // residual adds run in (float32 under bf16, as upstream does).
   const int64_t a = bf16 ? 2 : master, w = master;
-  const int64_t T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
-  const int64_t B = r.batch, hd = m.dim / std::max<int64_t>(1, m.heads);
+  const Checked T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
+  const Checked B = r.batch, hd = m.dim / std::max<int64_t>(1, m.heads);
   // QK-RMSNorm keeps its input and its normalised product; softmax keeps its output. CUDA's
   // autocast runs pow and softmax in float32: RMSNorm also keeps pow's float32 copy and its
   // product is float32, and the matmul after the softmax keeps a bf16 copy of its float32
@@ -103,7 +196,11 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   const int64_t rms = !bf16 ? 2 * master : fp32_ops ? a + 2 * w : 2 * a;
   const int64_t probs = !bf16 ? master : fp32_ops ? w + a : a;
 
-  ActivationBytes out;
+  // Every count in checked arithmetic: the sizes are each in range, their products need not be.
+  struct {
+    Checked per_block, outside_blocks, block_inputs, inputs, working, per_block_attention,
+        attention_call, working_attention, none, blocks, blocks_attention;
+  } out;
   // One block (video_action_model.cc, BlockImpl::forward), tensor by tensor:
   //  wide [T, D]: the modulation sum e (6), the three LayerNorm inputs, LayerNorm outputs norm1
   //  and norm3, (1 + e1), (1 + e4), the FFN output the gate multiplies (14 in all);
@@ -111,7 +208,7 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   //  queries gathered by sample, f (7); three QK-RMSNorms.
   out.per_block = T * D * (14 * w + 7 * a + 3 * rms);
   // Block-sparse self-attention: gathered queries, keys, values and the probabilities.
-  const int64_t self_attention =
+  const Checked self_attention =
       r.valid_tokens * D * a + 2 * r.key_slots * D * a + H * r.computed_pairs * probs;
   out.per_block += self_attention;
   // Text cross-attention: probabilities over every token's L text tokens; its keys and values.
@@ -131,16 +228,16 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   // input dtype, for the micro-step in flight and the rows the loader reads ahead; the layout
   // tensors every layer shares (the attention bias, RoPE tables, gather indices).
   const int64_t in = bf16 ? 4 : master;
-  const int64_t video = B * m.channels * r.padded_frames * r.height * r.width;
-  const int64_t action = B * m.action_dim * r.padded_frames * r.action_steps;
-  const int64_t text = B * L * m.text_dim;
+  const Checked video = B * m.channels * r.padded_frames * r.height * r.width;
+  const Checked action = B * m.action_dim * r.padded_frames * r.action_steps;
+  const Checked text = B * L * m.text_dim;
   const int64_t rows = std::max<int64_t>(0, s.prefetch) + 1;
   out.inputs = rows * (video + 2 * action + text) * in + 6 * (video + action) * in + 2 * text * in +
                r.computed_pairs * w + 2 * T * hd * w + 8 * (r.valid_tokens + r.key_slots + 3 * T);
 
   // The backward's largest transient set: a gradient and its softmax / GELU input-gradient of
   // the largest score or FFN tensor, plus a few [T, D] gradients flowing through the block.
-  const int64_t largest = std::max({H * r.computed_pairs, T * H * L, T * Fd}) * w;
+  const Checked largest = Max({H * r.computed_pairs, T * H * L, T * Fd}) * w;
   out.working = 2 * largest + 4 * T * D * w;
 
   // blocks+attention: the recomputed block keeps, of its self-attention, only the head-major
@@ -152,50 +249,78 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   out.per_block_attention = out.per_block - self_attention + 3 * T * D * a;
   out.attention_call = H * r.call_pairs * (probs + 2 * w) + r.call_slots * D * a + 3 * T * D * a;
   out.working_attention =
-      std::max(out.attention_call, 2 * std::max(T * H * L, T * Fd) * w) + 4 * T * D * w;
+      Max({out.attention_call, Checked(2) * Max({T * H * L, T * Fd}) * w}) + 4 * T * D * w;
 
   out.none = out.outside_blocks + m.layers * out.per_block + out.inputs + out.working;
   out.blocks =
       out.outside_blocks + m.layers * out.block_inputs + out.per_block + out.inputs + out.working;
   out.blocks_attention = out.outside_blocks + m.layers * out.block_inputs +
                          out.per_block_attention + out.inputs + out.working_attention;
-  return out;
+  ActivationBytes bytes;
+  bool* o = &bytes.overflow;
+  bytes.per_block = Store(out.per_block, o);
+  bytes.outside_blocks = Store(out.outside_blocks, o);
+  bytes.block_inputs = Store(out.block_inputs, o);
+  bytes.inputs = Store(out.inputs, o);
+  bytes.working = Store(out.working, o);
+  bytes.per_block_attention = Store(out.per_block_attention, o);
+  bytes.attention_call = Store(out.attention_call, o);
+  bytes.working_attention = Store(out.working_attention, o);
+  bytes.none = Store(out.none, o);
+  bytes.blocks = Store(out.blocks, o);
+  bytes.blocks_attention = Store(out.blocks_attention, o);
+  return bytes;
 }
 
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
   MemoryPlan p;
+  bool* o = &p.overflow;
   p.master_bytes = s.dtype == "float64" ? 8 : 4;
   std::vector<int64_t> trainable;
+  Checked parameters = 0, trainable_total = 0;
   for (const auto& q : ModelParameters(m)) {
-    p.parameters += q.numel;
+    parameters += q.numel;
     if (q.trainable) {
-      p.trainable += q.numel;
+      trainable_total += q.numel;
       trainable.push_back(q.numel);
     }
   }
-  p.weights = p.parameters * p.master_bytes;
-  p.gradients = p.trainable * p.master_bytes;
+  p.parameters = Store(parameters, o);
+  p.trainable = Store(trainable_total, o);
+  p.weights = Store(parameters * p.master_bytes, o);
+  p.gradients = Store(trainable_total * p.master_bytes, o);
   const int64_t world = std::max<int64_t>(1, s.world);
   const ShardPlan shard = MakeShardPlan(trainable, world);
   p.optimizer_share = s.shard == "none" ? p.trainable : shard.padded;
-  p.optimizer = 2 * p.optimizer_share * p.master_bytes;
-  p.gradients_held = s.shard == "gradients" ? shard.padded * p.master_bytes : p.gradients;
+  p.optimizer = Store(Checked(2) * p.optimizer_share * p.master_bytes, o);
+  p.gradients_held =
+      s.shard == "gradients" ? Store(Checked(shard.padded) * p.master_bytes, o) : p.gradients;
   // A flattened bucket (no larger than the gradients) and its received copy; a one-rank run
   // reduces nothing.
   p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
-  p.autocast_copies = s.dtype == "bfloat16" ? 2 * p.trainable : 0;
+  p.autocast_copies = s.dtype == "bfloat16" ? Store(Checked(2) * p.trainable, o) : 0;
   p.activations = PlanActivations(m, row, s);
+  if (p.activations.overflow) p.overflow = true;
   p.runtime = s.runtime_bytes;
-  const int64_t fixed =
-      p.weights + p.gradients + p.optimizer + p.collective_buffers + p.autocast_copies + p.runtime;
-  auto overhead = [&](int64_t live) { return int64_t(double(live) * (s.heap_factor - 1.0)); };
+  const Checked fixed = Checked(p.weights) + p.gradients + p.optimizer + p.collective_buffers +
+                        p.autocast_copies + p.runtime;
+  // The live bytes are below 2^63, so the product is below 2^63 * (heap_factor - 1); a factor
+  // above 2 could still leave int64.
+  auto overhead = [&](int64_t live) -> int64_t {
+    const double x = double(live) * (s.heap_factor - 1.0);
+    if (!(x < 9.2e18)) {
+      p.overflow = true;
+      return 0;
+    }
+    return int64_t(x);
+  };
   p.heap_overhead_none = overhead(p.activations.none);
   p.heap_overhead_blocks = overhead(p.activations.blocks);
   p.heap_overhead_blocks_attention = overhead(p.activations.blocks_attention);
-  p.total_none = fixed + p.activations.none + p.heap_overhead_none;
-  p.total_blocks = fixed + p.activations.blocks + p.heap_overhead_blocks;
+  p.total_none = Store(fixed + p.activations.none + p.heap_overhead_none, o);
+  p.total_blocks = Store(fixed + p.activations.blocks + p.heap_overhead_blocks, o);
   p.total_blocks_attention =
-      fixed + p.activations.blocks_attention + p.heap_overhead_blocks_attention;
+      Store(fixed + p.activations.blocks_attention + p.heap_overhead_blocks_attention, o);
   if (s.checkpointing == "blocks+attention") {
     p.activations_used = p.activations.blocks_attention;
     p.heap_overhead = p.heap_overhead_blocks_attention;

@@ -10,12 +10,17 @@
 // from the model's forward, plus the row's inputs and layout tensors and the backward's largest
 // working set), and the runtime (libtorch's own resident memory on CPU, measured by the caller;
 // the CUDA context on a GPU). Torch-free, pure functions; thread-safe.
+//
+// Bounded: the caller range-checks every size (PlanSizeLimits), PlanRowAttention refuses a row
+// whose layout would exceed kMaxPlanLayoutEntries before it builds one, and every byte count is
+// summed in checked arithmetic (`overflow` instead of a wrapped, negative total).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "schema/status.h"
 #include "trainer/model/packed_layout.h"
 
 namespace baton {
@@ -31,6 +36,27 @@ struct PlanParameter {
   int64_t numel = 0;
   bool trainable = true;
 };
+
+// The largest size the plan takes of each input, whatever its source (run config, config.json,
+// dataset, flags): the run config's own limits where it has one (docs/run_config.md), so every
+// run that can be configured can be planned.
+struct PlanSizeLimits {
+  static constexpr int64_t kDim = int64_t(1) << 16, kHeads = 1024, kLayers = 1024;
+  static constexpr int64_t kFfnDim = int64_t(1) << 20, kFreqDim = int64_t(1) << 16, kPatch = 64;
+  static constexpr int64_t kChannels = int64_t(1) << 16;  // latent, action and text channels
+  static constexpr int64_t kFrames = int64_t(1) << 20;    // latent frames of one episode
+  static constexpr int64_t kPixels = int64_t(1) << 16;    // latent height or width
+  static constexpr int64_t kActionSteps = int64_t(1) << 12, kTextLen = int64_t(1) << 20;
+  static constexpr int64_t kWorld = int64_t(1) << 20;  // ranks
+};
+
+// Index entries (tokens, query and key slots) one layout of the planned row may hold while it is
+// planned: 128 Mi, about 1 GiB. A row beyond that has billions of attention key slots, each a
+// dim-wide vector per layer: far beyond any device. And the entries of every chunk setting tried
+// together (each is one layout): a few seconds of work. Refusing more keeps `plan-memory` (and
+// `baton submit`, which runs it) quick and small whatever the sizes say.
+inline constexpr int64_t kMaxPlanLayoutEntries = int64_t(1) << 27;
+inline constexpr int64_t kMaxPlanWorkEntries = int64_t(1) << 30;
 
 // Every parameter of VideoActionModel in the order named_parameters() gives them (a module's own
 // parameters before its children's), with `trainable` false for the frozen
@@ -57,10 +83,14 @@ struct PlanRow {
 // of `frames` latent frames each (one entry per episode of the row), trying every chunk in
 // [chunk_min, chunk_max] at window_max and keeping the one with the most attention bytes (and,
 // for call_pairs, the largest recomputed call of any of them; `heads` sets that split).
-// `row.batch`, `padded_frames`, `height`, `width`, `action_steps` must be set.
-void PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_t patch,
-                      int64_t head_dim, int64_t chunk_min, int64_t chunk_max, int64_t window_max,
-                      int64_t heads);
+// `row.batch`, `padded_frames`, `height`, `width`, `action_steps` must be set, each within
+// PlanSizeLimits. Before any layout is built, an upper bound of its index entries is checked
+// against kMaxPlanLayoutEntries: kInvalidArgument naming the row's sizes when it is over (or
+// overflows); the caller names the source of the row. Chunks above the longest episode give the
+// same layout as the longest episode's length and are not built again.
+[[nodiscard]] Status PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames,
+                                      int64_t patch, int64_t head_dim, int64_t chunk_min,
+                                      int64_t chunk_max, int64_t window_max, int64_t heads);
 
 struct PlanSettings {
   std::string dtype = "float32";  // float32 | float64 | bfloat16
@@ -98,6 +128,7 @@ struct ActivationBytes {
   int64_t none = 0;              // total with activation_checkpointing none
   int64_t blocks = 0;            // total with activation_checkpointing blocks
   int64_t blocks_attention = 0;  // total with activation_checkpointing blocks+attention
+  bool overflow = false;         // a count exceeded int64: the figures above are meaningless
 };
 
 ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& row, const PlanSettings& s);
@@ -119,6 +150,9 @@ struct MemoryPlan {
   int64_t runtime = 0;
   int64_t total = 0;  // everything above, with the configured checkpointing
   int64_t total_none = 0, total_blocks = 0, total_blocks_attention = 0;
+  // A byte count exceeded int64 (more than 8 EiB: nothing fits). The figures are then not to be
+  // shown; the caller reports an error instead.
+  bool overflow = false;
 };
 
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s);

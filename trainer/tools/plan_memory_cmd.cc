@@ -8,6 +8,11 @@
 // episode at data.batch_size and data.pad_multiple, or --frames/--height/--width/... without a
 // dataset), and on CPU libtorch's own resident memory, measured by running one tiny training
 // step in this process.
+//
+// Every size is range-checked against PlanSizeLimits before the plan runs, naming its source: a
+// flag (64), config.json of model.init_from or the dataset (65); the run config's own keys are
+// bounded by its schema (78). The dataset's longest episode is read once, so a lying n_video is
+// caught by its file (65) instead of planning a row that is not there.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -101,6 +106,51 @@ int64_t MeasureCpuRuntime(const std::string& dtype, int64_t threads) {
 // a fixed allowance (docs/trainer.md).
 constexpr int64_t kCudaRuntimeBytes = int64_t(1) << 30;
 
+// Fails with `exit_code` naming `what` (a flag, or a file and its key) when `v` is outside
+// [lo, hi].
+void CheckSize(int64_t v, int64_t lo, int64_t hi, const std::string& what, int exit_code,
+               const std::string& hint) {
+  if (v >= lo && v <= hi) return;
+  FailAt(__FILE__, __LINE__, exit_code,
+         "plan-memory: " + what + " is " + std::to_string(v) + ", outside [" + std::to_string(lo) +
+             ", " + std::to_string(hi) + "]",
+         hint);
+}
+
+// The dataset's (or the flags') per-episode sizes.
+void CheckShape(const DatasetShape& shape, const std::string& source, bool flags, int exit_code) {
+  using L = PlanSizeLimits;
+  const std::string hint = flags ? "fix the flag" : "fix " + source + " (or re-import it)";
+  auto name = [&](const char* flag, const char* key) {
+    return flags ? std::string(flag) : source + ": " + key;
+  };
+  CheckSize(shape.height, 1, L::kPixels, name("--height", "latent height"), exit_code, hint);
+  CheckSize(shape.width, 1, L::kPixels, name("--width", "latent width"), exit_code, hint);
+  CheckSize(shape.action_steps, 1, L::kActionSteps, name("--action-steps", "action_steps"),
+            exit_code, hint);
+  CheckSize(shape.text_len, 1, L::kTextLen, name("--text-len", "text_len"), exit_code, hint);
+  // 0: not known yet (no dataset; config.json gives them).
+  CheckSize(shape.channels, 0, L::kChannels, name("--channels", "channels"), exit_code, hint);
+  CheckSize(shape.action_dim, 0, L::kChannels, name("--action-dim", "action_dim"), exit_code, hint);
+  CheckSize(shape.text_dim, 0, L::kChannels, name("--text-dim", "text_dim"), exit_code, hint);
+}
+
+// model.init_from's config.json (65: it is a file of the upstream folder, not the run config).
+void CheckUpstreamDims(const ModelDims& d, const std::string& dir) {
+  using L = PlanSizeLimits;
+  const std::string file = dir + "/config.json: ";
+  const std::string hint = "fix " + dir + "/config.json, or point model.init_from elsewhere";
+  CheckSize(d.heads, 1, L::kHeads, file + "num_attention_heads", kExitData, hint);
+  CheckSize(d.dim, 1, L::kDim, file + "num_attention_heads x attention_head_dim", kExitData, hint);
+  CheckSize(d.layers, 1, L::kLayers, file + "num_layers", kExitData, hint);
+  CheckSize(d.ffn_dim, 1, L::kFfnDim, file + "ffn_dim", kExitData, hint);
+  CheckSize(d.freq_dim, 1, L::kFreqDim, file + "freq_dim", kExitData, hint);
+  CheckSize(d.patch, 1, L::kPatch, file + "patch_size", kExitData, hint);
+  CheckSize(d.channels, 1, L::kChannels, file + "in_channels", kExitData, hint);
+  CheckSize(d.action_dim, 1, L::kChannels, file + "action_dim", kExitData, hint);
+  CheckSize(d.text_dim, 1, L::kChannels, file + "text_dim", kExitData, hint);
+}
+
 std::string Gib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(int64_t(1) << 30));
@@ -143,8 +193,18 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       options.check_filesystem = a->frames <= 0;
       const RunConfig config =
           BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, options), "fix the config");
-      const int64_t world =
-          a->world > 0 ? a->world : config.slurm.nodes * config.slurm.ntasks_per_node;
+      if (a->world != 0) {
+        CheckSize(a->world, 1, PlanSizeLimits::kWorld, "--world-size", kExitUsage,
+                  "give the number of data-parallel ranks");
+      }
+      int64_t world = a->world;
+      if (world == 0 &&
+          __builtin_mul_overflow(config.slurm.nodes, config.slurm.ntasks_per_node, &world)) {
+        world = -1;
+      }
+      CheckSize(world, 1, PlanSizeLimits::kWorld,
+                a->config + ": slurm.nodes x slurm.ntasks_per_node", kExitConfig,
+                "fewer nodes or tasks");
       const std::string dtype = DTypeName(config.train.dtype);
       const bool cuda = config.train.device == "cuda";
 
@@ -162,6 +222,8 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
         shape.action_steps = a->action_steps, shape.text_len = a->text_len;
         shape.channels = a->channels, shape.action_dim = a->action_dim;
         shape.text_dim = a->text_dim;
+        CheckSize(a->frames, 1, PlanSizeLimits::kFrames, "--frames", kExitUsage, "fix the flag");
+        CheckShape(shape, "", /*flags=*/true, kExitUsage);
         longest = a->frames;
         row_source = "--frames";
       } else {
@@ -179,7 +241,25 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
             FailAt(__FILE__, __LINE__, first.status(), "fix the episode named above");
           shape = first->shape;
         }
-        for (int64_t f : index.BucketKeys()) longest = std::max(longest, f);
+        CheckShape(shape, config.data.path, /*flags=*/false, kExitData);
+        int64_t longest_episode = 0;
+        for (size_t i = 0; i < index.episodes.size(); ++i) {
+          if (index.episodes[i].frames > longest) {
+            longest = index.episodes[i].frames;
+            longest_episode = int64_t(i);
+          }
+        }
+        // The row is planned from the longest episode's n_video: its file must agree (a lying
+        // n_video would plan a row that is not there, and could be any size).
+        CheckSize(longest, 1, PlanSizeLimits::kFrames,
+                  config.data.path + ": latent frames of episode '" +
+                      index.episodes[size_t(longest_episode)].id + "' (from its n_video)",
+                  kExitData, "fix n_video in meta/episodes.jsonl");
+        auto episode = ReadEpisode(index, longest_episode);
+        if (!episode.ok()) {
+          FailAt(__FILE__, __LINE__, episode.status(),
+                 "the memory plan reads the longest episode; fix it or its n_video");
+        }
         row_source = config.data.path;
       }
 
@@ -189,6 +269,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       if (!init_from.empty()) {
         const std::string dir = FindTransformerDir(init_from);
         ModelDims init = ReadUpstreamDims(dir);
+        CheckUpstreamDims(init, dir);
         // Without a dataset the folder's sizes stand in for the data's.
         if (shape.channels == 0) dims.channels = shape.channels = init.channels;
         if (shape.action_dim == 0) dims.action_dim = shape.action_dim = init.action_dim;
@@ -221,9 +302,24 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       row.padded_frames = RoundUp(longest, config.data.pad_multiple);
       row.height = shape.height, row.width = shape.width;
       row.action_steps = shape.action_steps, row.text_len = shape.text_len;
-      PlanRowAttention(&row, std::vector<int64_t>(size_t(row.batch), longest), dims.patch,
-                       dims.head_dim(), config.objective.chunk_min, config.objective.chunk_max,
-                       config.objective.window_max, dims.heads);
+      const Status planned =
+          PlanRowAttention(&row, std::vector<int64_t>(size_t(row.batch), longest), dims.patch,
+                           dims.head_dim(), config.objective.chunk_min, config.objective.chunk_max,
+                           config.objective.window_max, dims.heads);
+      if (!planned.ok()) {
+        // The row comes from the flags, or from the dataset's longest episode and the run
+        // config's data.batch_size and objective: chunk and window.
+        const bool flags = a->frames > 0;
+        FailAt(__FILE__, __LINE__, flags ? kExitUsage : kExitConfig,
+               "plan-memory: " + planned.message() + " (from " +
+                   (flags ? std::string("--frames, --height, --width, --action-steps")
+                          : config.data.path + " and " + a->config +
+                                ": data.batch_size, objective.chunk_min/chunk_max/window_max") +
+                   ")",
+               flags ? "give the sizes of a row that can be trained"
+                     : "lower data.batch_size or objective.window_max, or check the dataset's "
+                       "longest episode");
+      }
 
       PlanSettings s;
       s.dtype = dtype;
@@ -234,15 +330,30 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       s.prefetch = config.data.prefetch;
       s.heap_factor = cuda ? 1.0 : kCpuHeapFactor;
       if (a->runtime_mb >= 0) {
+        // Up to 1 EB: enough for any machine, and the product stays an int64.
+        if (!(a->runtime_mb <= 1e12)) {
+          BATON_FAIL(kExitUsage,
+                     "plan-memory: --runtime-mb " + std::to_string(a->runtime_mb) +
+                         " is outside [0, 1e12]",
+                     "give the runtime allowance in MB");
+        }
         s.runtime_bytes = int64_t(a->runtime_mb * 1e6);
       } else {
         s.runtime_bytes =
             cuda ? kCudaRuntimeBytes : MeasureCpuRuntime(dtype, config.slurm.cpus_per_task);
       }
       const MemoryPlan p = MakeMemoryPlan(m, row, s);
+      if (p.overflow) {
+        BATON_FAIL(a->frames > 0 ? kExitUsage : kExitConfig,
+                   "plan-memory: the plan's byte counts exceed 2^63 (the model of " +
+                       std::to_string(p.parameters) + " parameters with a row of " +
+                       std::to_string(row.tokens) + " tokens): no device holds this run",
+                   "shrink the model or the longest row");
+      }
 
       const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
       const std::string limit_key = cuda ? "slurm.gpu_memory_gb" : "slurm.mem_per_task_gb";
+      // The schema bounds both keys (docs/run_config.md), so the product is an int64.
       const int64_t limit = int64_t(limit_gb * double(int64_t(1) << 30));
 
       if (a->json) {

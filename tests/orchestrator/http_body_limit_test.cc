@@ -1,0 +1,219 @@
+// The HTTP server refuses what it will not read before reading it: a body over 64 KiB (413, from
+// the headers alone), a body on a token-protected /api/ request without the token (401), a GET's
+// body (never read by httplib, so the connection goes), a request line or header that never
+// ends. Each answer comes at once, without the client sending the body, and the connection is
+// closed after it, so nothing the client sends next is buffered as a "request". Ordinary
+// keep-alive requests still share a connection.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "orchestrator/http/http_server.h"
+#include "orchestrator/http/run_history_service.h"
+#include "orchestrator/http/store_pool.h"
+#include "orchestrator/store/store.h"
+#include "test_util.h"
+
+namespace baton {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A raw TCP client: sends exactly the bytes given, reads with a deadline.
+class Raw {
+ public:
+  explicit Raw(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Raw() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+  }
+  // One response: the head and as many body bytes as its Content-Length says; "" when none
+  // came within `timeout_s`.
+  std::string Response(double timeout_s = 3) {
+    std::string got;
+    size_t want = std::string::npos;
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+    while (got.size() < want && Clock::now() < deadline) {
+      char buf[4096];
+      if (!Wait(deadline)) break;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, size_t(n));
+      const size_t head = got.find("\r\n\r\n");
+      if (want == std::string::npos && head != std::string::npos) {
+        std::string lower = got.substr(0, head);
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const size_t cl = lower.find("\r\ncontent-length:");
+        want = head + 4 + (cl == std::string::npos ? 0 : size_t(std::atoll(&lower[cl + 17])));
+      }
+    }
+    return got;
+  }
+  // True when the server closed the connection within `timeout_s` (reads drain what it sends).
+  bool ClosedByServer(double timeout_s = 3) {
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+    char buf[4096];
+    while (Wait(deadline)) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  bool Wait(Clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    timeval tv{time_t(left / 1000), suseconds_t(left % 1000) * 1000};
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(fd_, &r);
+    return ::select(fd_ + 1, &r, nullptr, nullptr, &tv) > 0;
+  }
+  int fd_;
+};
+
+int StatusOf(const std::string& response) {
+  return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0;
+}
+
+class HttpBodyLimit : public ::testing::Test {
+ protected:
+  void Start(const std::string& token) {
+    const std::string db = tmp_ / "baton.db";
+    ASSERT_TRUE(Store::Open(db).ok());
+    pool_ = std::make_unique<StorePool>(db, 2);
+    ASSERT_TRUE(pool_->Warm(2).ok());
+    service_ = std::make_unique<RunHistoryService>(pool_.get(), [] { return 1.7e9; });
+    ServerOptions o;
+    o.port = 0;
+    o.token = token;
+    server_ = std::make_unique<HttpServer>(service_.get(), o);
+    ASSERT_TRUE(server_->Bind().ok());
+    thread_ = std::thread([this] { (void)server_->Listen(); });
+    for (int i = 0; i < 200; ++i) {
+      Raw probe(server_->port());
+      if (probe.Send("GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
+          StatusOf(probe.Response()) != 0) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return server_->port(); }
+
+  // Sends `head` only (no body), and expects `status` within a second, then the connection
+  // closed by the server.
+  void ExpectRefusedUnread(const std::string& head, int status) {
+    Raw c(port());
+    ASSERT_TRUE(c.Send(head));
+    const auto t0 = Clock::now();
+    const std::string r = c.Response(3);
+    EXPECT_EQ(StatusOf(r), status) << head.substr(0, 80) << "\n" << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.0)
+        << "the answer waited for the body";
+    EXPECT_NE(r.find("\"error\""), std::string::npos) << r;
+    EXPECT_TRUE(c.ClosedByServer()) << head.substr(0, 80);
+  }
+
+  test::TempDir tmp_;
+  std::unique_ptr<StorePool> pool_;
+  std::unique_ptr<RunHistoryService> service_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+};
+
+TEST_F(HttpBodyLimit, LargeBodiesAreRefusedFromTheHeadersAlone) {
+  Start("");
+  ExpectRefusedUnread("PUT /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 500000000\r\n\r\n",
+                      413);
+  ExpectRefusedUnread("GET /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n",
+                      413);
+  ExpectRefusedUnread("POST /api/runs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                      413);
+  ExpectRefusedUnread("POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n", 413);
+}
+
+TEST_F(HttpBodyLimit, NoTokenIsRefusedBeforeTheBody) {
+  Start("secret");
+  // Over the limit: 413 before anything else, unread.
+  ExpectRefusedUnread("GET /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 500000000\r\n\r\n",
+                      413);
+  // A small body the server never reads (a GET's): 401 at once, and the connection goes, so the
+  // body is never parsed as a next request.
+  Raw c(port());
+  ASSERT_TRUE(c.Send("GET /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n"));
+  EXPECT_EQ(StatusOf(c.Response()), 401);
+  EXPECT_TRUE(c.ClosedByServer());
+  // With the token the same request is answered, then the connection goes all the same.
+  Raw t(port());
+  ASSERT_TRUE(
+      t.Send("GET /api/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Length: "
+             "5\r\n\r\nhello"));
+  EXPECT_EQ(StatusOf(t.Response()), 200);
+  EXPECT_TRUE(t.ClosedByServer());
+}
+
+// A request line or header line that never ends is cut off at the per-request budget and
+// refused, instead of growing a buffer until the client stops.
+TEST_F(HttpBodyLimit, EndlessLinesAreCutOff) {
+  Start("");
+  {
+    Raw c(port());
+    ASSERT_TRUE(c.Send("GET /" + std::string(200000, 'a')));
+    const std::string r = c.Response(3);
+    EXPECT_EQ(StatusOf(r), 414) << r.substr(0, 200);
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    Raw c(port());
+    ASSERT_TRUE(c.Send("GET /api/health HTTP/1.1\r\nX-Big: " + std::string(200000, 'b')));
+    const std::string r = c.Response(3);
+    EXPECT_EQ(StatusOf(r), 400) << r.substr(0, 200);
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+}
+
+// What stays as it was: requests on one keep-alive connection, and a small body of a refused
+// method read and dropped so the connection stays in step.
+TEST_F(HttpBodyLimit, KeepAliveStillWorks) {
+  Start("");
+  Raw c(port());
+  ASSERT_TRUE(c.Send("GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(StatusOf(c.Response()), 200);
+  ASSERT_TRUE(c.Send("POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"));
+  EXPECT_EQ(StatusOf(c.Response()), 405);
+  ASSERT_TRUE(c.Send("GET /api/runs HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string r = c.Response();
+  EXPECT_EQ(StatusOf(r), 200) << r;
+  EXPECT_NE(r.find("\"runs\""), std::string::npos) << r;
+}
+
+}  // namespace
+}  // namespace baton
