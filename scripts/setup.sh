@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config clang-format
+  # the readers' fuzz targets (fuzz/): clang's libFuzzer, ASan and UBSan runtimes
+  clang libclang-rt-14-dev
   # trainer. libtorch's float32 GEMM goes through the system BLAS (libblas.so.3): without an
   # optimized one Debian falls back to the reference BLAS, ~15x slower on the same cores.
   # OpenBLAS's OpenMP build shares libtorch's OpenMP threads instead of adding its own.
