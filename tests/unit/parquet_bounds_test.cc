@@ -4,6 +4,7 @@
 // tests/unit/parquet_writer.h, each breaking one field.
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <fstream>
@@ -288,6 +289,13 @@ TEST(ParquetBounds, OnlyRegularFilesAreOpened) {
     EXPECT_HAS(f.status().message(), "not a regular file");
     EXPECT_HAS(f.status().message(), path);
   }
+  // A sparse file of 5 GiB (no blocks on disk) is refused before a byte is allocated.
+  const std::string huge = dir / "huge.parquet";
+  { std::ofstream touch(huge); }
+  ASSERT_EQ(::truncate(huge.c_str(), off_t(5) << 30), 0);
+  auto h = ParquetFile::Open(huge);
+  ASSERT_FALSE(h.ok());
+  EXPECT_HAS(h.status().message(), "more than the reader's 4 GiB");
   const std::string real = dir / "x.parquet";
   std::ofstream(real, std::ios::binary) << Build(FloatFile({3}));
   auto f = ParquetFile::Open(real);

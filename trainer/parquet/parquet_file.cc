@@ -75,6 +75,14 @@ Status ReadRegularFile(const std::string& path, std::string* out) {
     ::close(fd);
     return Status::Data(path + ": it is " + FileKind(st.st_mode) + ", not a regular file");
   }
+  // The whole file is read into memory: episode files are kilobytes to megabytes, so a file
+  // beyond 4 GiB is not one (and would not be allocated on a typical node anyway).
+  constexpr int64_t kMaxFileBytes = int64_t(4) << 30;
+  if (st.st_size > kMaxFileBytes) {
+    ::close(fd);
+    return Status::Data(path + ": " + std::to_string(st.st_size) +
+                        " bytes, more than the reader's 4 GiB (it reads whole files)");
+  }
   out->resize(size_t(st.st_size));
   size_t got = 0;
   while (got < out->size()) {
