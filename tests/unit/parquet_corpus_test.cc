@@ -139,6 +139,8 @@ std::map<std::string, Verdict> Verdicts() {
           EXPECT_EQ(Col(f, "a").size(), 5120u);
         }}},
       {"data/datapage_v1-snappy-compressed-checksum.parquet", {"", {"a", "b"}}},
+      // arrow-rs reads the two corrupt-CRC files (it verifies CRCs only when asked): a CRC that
+      // does not match is a corrupt page here, never values.
       {"data/datapage_v1-corrupt-checksum.parquet", {"page CRC mismatch"}},
       {"data/plain-dict-uncompressed-checksum.parquet",
        {"",
@@ -254,7 +256,8 @@ std::map<std::string, Verdict> Verdicts() {
       {"data/sort_columns.parquet", {nulls}},
       {"data/repeated_primitive_no_list.parquet", {nulls}},
       {"data/old_list_structure.parquet", {"nested lists are not supported"}},
-      // Its footer says 0 rows, its row group 6: a contradiction is refused, not resolved.
+      // Its footer says 0 rows, its row group 6: a contradiction is refused, not resolved (arrow-rs
+      // goes by the row groups).
       {"data/repeated_no_annotation.parquet", {"the row groups hold 6 rows, the footer says 0"}},
       {"data/unknown-logical-type.parquet", {"physical type BYTE_ARRAY"}},
       {"data/int96_from_spark.parquet", {"physical type INT96"}},
