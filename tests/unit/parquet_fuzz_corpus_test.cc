@@ -17,8 +17,8 @@ namespace {
 
 std::vector<std::string> Inputs(const std::string& target) {
   std::vector<std::string> out;
-  for (const std::string dir : {std::string(BATON_SOURCE_DIR) + "/fuzz/corpus/" + target,
-                                std::string(BATON_SOURCE_DIR) + "/tests/data/fuzz/" + target}) {
+  for (const std::string& dir : {std::string(BATON_SOURCE_DIR) + "/fuzz/corpus/" + target,
+                                 std::string(BATON_SOURCE_DIR) + "/tests/data/fuzz/" + target}) {
     DIR* d = opendir(dir.c_str());
     if (!d) continue;
     while (dirent* e = readdir(d)) {
