@@ -58,6 +58,34 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
+// Messages quote the file's own keys and values, cut to a bounded size: a header is up to
+// 100 MB of someone else's JSON.
+constexpr size_t kMaxQuote = 120;
+
+std::string Cut(const std::string& s) {
+  if (s.size() <= kMaxQuote) return s;
+  return s.substr(0, kMaxQuote) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
+// A JSON value for a message, never serialised in full: a nested value would recurse once per
+// level (a 100,000-deep `shape` overflows the stack), so containers show their scalars only.
+std::string Quote(const nlohmann::json& j) {
+  if (!j.is_structured()) return Cut(j.dump());
+  const bool array = j.is_array();
+  std::string s = array ? "[" : "{";
+  size_t shown = 0;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (s.size() > kMaxQuote) {
+      s += ", ... (" + std::to_string(j.size()) + " elements)";
+      break;
+    }
+    if (shown++) s += ", ";
+    if (!array) s += Cut(nlohmann::json(it.key()).dump()) + ": ";
+    s += it->is_array() ? "[...]" : it->is_object() ? "{...}" : Cut(it->dump());
+  }
+  return s + (array ? "]" : "}");
+}
+
 template <class T>
 T Load(const uint8_t* p) {
   T v;
@@ -231,7 +259,7 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
   } catch (const nlohmann::json::exception& e) {
-    return corrupt(std::string("header is not JSON: ") + e.what());
+    return corrupt("header is not JSON: " + Cut(e.what()));
   }
   if (!header.is_object()) return corrupt("header is not a JSON object");
 
@@ -240,7 +268,7 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
       if (it.key() == "__metadata__") {
         if (!it->is_object()) return corrupt("__metadata__ is not an object");
         for (auto m = it->begin(); m != it->end(); ++m) {
-          if (!m->is_string()) return corrupt("__metadata__." + m.key() + " is not a string");
+          if (!m->is_string()) return corrupt("__metadata__." + Cut(m.key()) + " is not a string");
           file->metadata_[m.key()] = m->get<std::string>();
         }
         continue;
@@ -248,50 +276,51 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
       const auto& e = *it;
       StTensorInfo t;
       t.name = it.key();
+      const std::string quoted = Cut(t.name);
       if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
           !e.contains("data_offsets")) {
-        return corrupt("tensor '" + t.name + "' lacks dtype, shape or data_offsets");
+        return corrupt("tensor '" + quoted + "' lacks dtype, shape or data_offsets");
       }
       if (!e["dtype"].is_string() || !ParseStDType(e["dtype"].get<std::string>(), &t.dtype)) {
-        return corrupt("tensor '" + t.name + "' has unknown dtype " + e["dtype"].dump());
+        return corrupt("tensor '" + quoted + "' has unknown dtype " + Quote(e["dtype"]));
       }
       if (!e["shape"].is_array()) {
-        return corrupt("tensor '" + t.name + "' has a bad shape " + e["shape"].dump());
+        return corrupt("tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
       }
       for (const auto& d : e["shape"]) {
         // An unsigned above INT64_MAX would turn negative in get<int64_t>: rejected as such.
         if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) ||
             d.get<int64_t>() < 0) {
-          return corrupt("tensor '" + t.name + "' has a bad shape " + e["shape"].dump());
+          return corrupt("tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
         }
         t.shape.push_back(d.get<int64_t>());
       }
       uint64_t numel = 0, nbytes = 0;
       if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
-        return corrupt("tensor '" + t.name + "' has shape " + ShapeString(t.shape) +
+        return corrupt("tensor '" + quoted + "' has shape " + Cut(ShapeString(t.shape)) +
                        " whose size in " + StDTypeName(t.dtype) + " bytes overflows 64 bits");
       }
       const auto& off = e["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
           !off[1].is_number_unsigned()) {
-        return corrupt("tensor '" + t.name + "' has bad data_offsets " + off.dump());
+        return corrupt("tensor '" + quoted + "' has bad data_offsets " + Quote(off));
       }
       t.begin = off[0].get<uint64_t>();
       t.end = off[1].get<uint64_t>();
       if (t.begin > t.end || t.end > data_size) {
-        return corrupt("tensor '" + t.name + "' bytes [" + std::to_string(t.begin) + ", " +
+        return corrupt("tensor '" + quoted + "' bytes [" + std::to_string(t.begin) + ", " +
                        std::to_string(t.end) + ") lie outside the " + std::to_string(data_size) +
                        "-byte data section (truncated?)");
       }
       if (t.end - t.begin != nbytes) {
-        return corrupt("tensor '" + t.name + "' holds " + std::to_string(t.end - t.begin) +
+        return corrupt("tensor '" + quoted + "' holds " + std::to_string(t.end - t.begin) +
                        " bytes but dtype " + StDTypeName(t.dtype) + " x shape " +
-                       ShapeString(t.shape) + " needs " + std::to_string(nbytes));
+                       Cut(ShapeString(t.shape)) + " needs " + std::to_string(nbytes));
       }
       file->tensors_.push_back(std::move(t));
     }
   } catch (const nlohmann::json::exception& e) {
-    return corrupt(std::string("bad header: ") + e.what());
+    return corrupt("bad header: " + Cut(e.what()));
   }
 
   std::vector<const StTensorInfo*> by_offset;
@@ -302,8 +331,8 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
             [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      return corrupt("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
-                     "' overlap");
+      return corrupt("tensors '" + Cut(by_offset[i - 1]->name) + "' and '" +
+                     Cut(by_offset[i]->name) + "' overlap");
     }
   }
   return std::shared_ptr<const SafetensorsFile>(std::move(file));
@@ -314,8 +343,8 @@ Result<std::vector<float>> SafetensorsFile::ReadFloat32(
   const StTensorInfo* t = Find(name);
   if (t == nullptr) return Status::Data(path_ + ": tensor '" + name + "' is missing");
   if (expected_shape != nullptr && *expected_shape != t->shape) {
-    return Status::Data(path_ + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
-                        ", expected " + ShapeString(*expected_shape));
+    return Status::Data(path_ + ": tensor '" + name + "' has shape " + Cut(ShapeString(t->shape)) +
+                        ", expected " + Cut(ShapeString(*expected_shape)));
   }
   if (t->dtype == StDType::kF32) {
     std::vector<float> out(static_cast<size_t>(t->numel()));

@@ -7,12 +7,14 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config clang-format
+  # the readers' fuzz targets (fuzz/): clang's libFuzzer, ASan and UBSan runtimes
+  clang libclang-rt-14-dev
   # trainer. libtorch's float32 GEMM goes through the system BLAS (libblas.so.3): without an
   # optimized one Debian falls back to the reference BLAS, ~15x slower on the same cores.
   # OpenBLAS's OpenMP build shares libtorch's OpenMP threads instead of adding its own.
   libtorch-dev libgloo-dev libopenblas0-openmp
   # LeRobot import: parquet codecs; the import tests' generator (writes .pth, quaternion reference)
-  libsnappy-dev libzstd-dev python3-torch python3-numpy python3-scipy
+  libsnappy-dev libzstd-dev zlib1g-dev liblz4-dev libbrotli-dev python3-torch python3-numpy python3-scipy
   # shared contracts and orchestrator
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev

@@ -10,7 +10,7 @@ import struct
 import numpy as np
 
 FLOAT, INT64 = 4, 2
-CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "ZSTD": 6}  # GZIP: to test the refusal
+CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "ZSTD": 6}
 
 
 def _compress(codec, data):

@@ -1,11 +1,18 @@
 #include "trainer/parquet/parquet_file.h"
 
-#include <cmath>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
 #include <cstring>
 
-#include "schema/atomic_file.h"
+#include "schema/file_kind.h"
 #include "trainer/parquet/parquet_codec.h"
+#include "trainer/parquet/parquet_schema.h"
 #include "trainer/parquet/rle_hybrid.h"
+#include "trainer/parquet/value_decoders.h"
 
 namespace baton::parquet {
 namespace {
@@ -14,20 +21,29 @@ namespace {
 namespace fmd {  // FileMetaData
 constexpr int16_t kSchema = 2, kNumRows = 3, kRowGroups = 4, kEncryption = 8;
 }
-namespace se {  // SchemaElement
-constexpr int16_t kType = 1, kRepetition = 3, kName = 4, kNumChildren = 5;
+namespace rg {  // RowGroup
+constexpr int16_t kColumns = 1, kNumRows = 3;
 }
-namespace cc {  // ColumnChunk, ColumnMetaData
-constexpr int16_t kFilePath = 1, kMeta = 3, kCrypto = 8;
-constexpr int16_t kCodec = 4, kNumValues = 5, kDataPageOffset = 9, kDictPageOffset = 11;
-}  // namespace cc
+namespace cc {  // ColumnChunk
+constexpr int16_t kFilePath = 1, kMeta = 3, kCrypto = 8, kEncryptedMeta = 9;
+}
+namespace cm {  // ColumnMetaData
+constexpr int16_t kType = 1, kCodec = 4, kNumValues = 5, kTotalCompressed = 7, kDataPageOffset = 9,
+                  kDictPageOffset = 11;
+}
 namespace ph {  // PageHeader and its per-type headers
-constexpr int16_t kType = 1, kUncompressed = 2, kCompressed = 3, kDataV1 = 5, kDict = 7,
+constexpr int16_t kType = 1, kUncompressed = 2, kCompressed = 3, kCrc = 4, kDataV1 = 5, kDict = 7,
                   kDataV2 = 8;
 }
 enum PageType { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
-enum Encoding { kPlain = 0, kPlainDictionary = 2, kRle = 3, kRleDictionary = 8 };
-enum Repetition { kRequired = 0, kOptional = 1, kRepeated = 2 };
+enum Encoding {
+  kPlain = 0,
+  kPlainDictionary = 2,
+  kRle = 3,
+  kDeltaBinaryPacked = 5,
+  kRleDictionary = 8,
+  kByteStreamSplit = 9
+};
 
 std::string EncodingName(int64_t e) {
   static const char* kNames[] = {
@@ -38,65 +54,69 @@ std::string EncodingName(int64_t e) {
   return "encoding " + std::to_string(e);
 }
 
-size_t ValueBytes(PhysicalType t) {
-  switch (t) {
-    case PhysicalType::kInt32:
-    case PhysicalType::kFloat:
-      return 4;
-    case PhysicalType::kInt64:
-    case PhysicalType::kDouble:
-      return 8;
-    default:
-      return 0;
-  }
+uint32_t ReadU32(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-// PLAIN values of a supported type into doubles.
-Status DecodePlain(PhysicalType t, const uint8_t* p, size_t n, int64_t count,
-                   std::vector<double>* out) {
-  const size_t w = ValueBytes(t);
-  if (uint64_t(count) * w > n) {
-    return Status::Data("PLAIN values: " + std::to_string(count) + " values need " +
-                        std::to_string(uint64_t(count) * w) + " bytes, the page holds " +
-                        std::to_string(n));
+// The whole file, refused unopened unless it is a regular file: a FIFO would block the open and
+// a device never ends.
+Status ReadRegularFile(const std::string& path, std::string* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Data(path + ": cannot read: " + std::strerror(errno));
   }
-  out->reserve(out->size() + size_t(count));
-  for (int64_t k = 0; k < count; ++k, p += w) {
-    switch (t) {
-      case PhysicalType::kFloat: {
-        float f;
-        std::memcpy(&f, p, 4);
-        out->push_back(f);
-        break;
-      }
-      case PhysicalType::kDouble: {
-        double d;
-        std::memcpy(&d, p, 8);
-        out->push_back(d);
-        break;
-      }
-      case PhysicalType::kInt32: {
-        int32_t i;
-        std::memcpy(&i, p, 4);
-        out->push_back(i);
-        break;
-      }
-      default: {
-        int64_t i;
-        std::memcpy(&i, p, 8);
-        if (i > (int64_t(1) << 53) || i < -(int64_t(1) << 53)) {
-          return Status::Data("INT64 value " + std::to_string(i) +
-                              " beyond 2^53 (this reader keeps values as doubles)");
-        }
-        out->push_back(double(i));
-      }
-    }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Data(path + ": it is " + FileKind(st.st_mode) + ", not a regular file");
+  }
+  // O_NONBLOCK: a FIFO swapped in after the stat must not block the open either.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::Data(path + ": cannot open: " + std::strerror(errno));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Data(path + ": it is " + FileKind(st.st_mode) + ", not a regular file");
+  }
+  // The whole file is read into memory: episode files are kilobytes to megabytes, so a file
+  // beyond 4 GiB is not one (and would not be allocated on a typical node anyway).
+  constexpr int64_t kMaxFileBytes = int64_t(4) << 30;
+  if (st.st_size > kMaxFileBytes) {
+    ::close(fd);
+    return Status::Data(path + ": " + std::to_string(st.st_size) +
+                        " bytes, more than the reader's 4 GiB (it reads whole files)");
+  }
+  out->resize(size_t(st.st_size));
+  size_t got = 0;
+  while (got < out->size()) {
+    const ssize_t n = ::read(fd, out->data() + got, out->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += size_t(n);
+  }
+  ::close(fd);
+  if (got != out->size()) {
+    return Status::Data(path + ": read " + std::to_string(got) + " of its " +
+                        std::to_string(out->size()) + " bytes (it changed while read?)");
   }
   return Status::Ok();
 }
 
-uint32_t ReadU32(const uint8_t* p) {
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+// A chunk's byte range [*start, *end) from its metadata, checked against the data section (the
+// bytes between the leading magic and the footer). "" when it fits, else what is wrong.
+std::string ChunkRange(const ThriftValue& md, size_t data_end, size_t* start, size_t* end) {
+  const int64_t num_values = md.Int(cm::kNumValues, -1);
+  const int64_t total = md.Int(cm::kTotalCompressed, -1);
+  int64_t first = md.Int(cm::kDataPageOffset, -1);
+  const int64_t dict_off = md.Int(cm::kDictPageOffset, -1);
+  if (dict_off > 0 && dict_off < first) first = dict_off;  // 0 stands for "none" in some writers
+  if (num_values < 0 || total < 0) return "column chunk without num_values or its size";
+  *start = *end = 0;
+  if (num_values == 0) return "";  // a zero-row chunk: no pages, wherever it points
+  if (first < 4 || size_t(first) >= data_end || uint64_t(total) > data_end - size_t(first)) {
+    return "column chunk bytes [" + std::to_string(first) + ", +" + std::to_string(total) +
+           ") outside the file's data (" + std::to_string(data_end) + " bytes)";
+  }
+  *start = size_t(first);
+  *end = size_t(first) + size_t(total);
+  return "";
 }
 
 }  // namespace
@@ -117,71 +137,90 @@ int64_t ColumnData::Width() const {
   return w;
 }
 
-Result<ParquetFile> ParquetFile::Open(const std::string& path) {
-  auto bytes = ReadFile(path);
-  if (!bytes.ok()) return Status::Data(bytes.status().message());
+Result<ParquetFile> ParquetFile::Open(const std::string& path, const ParquetLimits& limits) {
+  std::string bytes;
+  BATON_RETURN_IF_ERROR(ReadRegularFile(path, &bytes));
+  return FromBytes(path, std::move(bytes), limits);
+}
+
+Result<ParquetFile> ParquetFile::FromBytes(const std::string& name, std::string bytes,
+                                           const ParquetLimits& limits) {
   ParquetFile f;
-  f.path_ = path;
-  f.bytes_ = std::move(bytes).value();
+  f.path_ = name;
+  f.bytes_ = std::move(bytes);
+  f.limits_ = limits;
   const std::string& b = f.bytes_;
-  auto bad = [&](const std::string& why) { return Status::Data(path + ": " + why); };
+  auto bad = [&](const std::string& why) { return Status::Data(name + ": " + why); };
+  // An encrypted footer replaces both magics with PARE.
+  if ((b.size() >= 4 && b.compare(0, 4, "PARE") == 0) ||
+      (b.size() >= 8 && b.compare(b.size() - 4, 4, "PARE") == 0)) {
+    return bad("an encrypted parquet file (encrypted footer; encryption is not supported)");
+  }
   if (b.size() < 12 || b.compare(0, 4, "PAR1") != 0)
     return bad("not a parquet file (no PAR1 magic)");
-  if (b.compare(b.size() - 4, 4, "PARE") == 0)
-    return bad("an encrypted parquet file (not supported)");
   if (b.compare(b.size() - 4, 4, "PAR1") != 0) {
     return bad("truncated parquet file (no PAR1 magic at the end)");
   }
   const uint32_t footer_len = ReadU32(reinterpret_cast<const uint8_t*>(b.data()) + b.size() - 8);
   if (footer_len > b.size() - 12)
     return bad("footer length " + std::to_string(footer_len) + " beyond the file");
-  const uint8_t* footer = reinterpret_cast<const uint8_t*>(b.data()) + b.size() - 8 - footer_len;
+  f.data_end_ = b.size() - 8 - footer_len;
+  const uint8_t* footer = reinterpret_cast<const uint8_t*>(b.data()) + f.data_end_;
   size_t pos = 0;
   auto meta = ReadThriftStruct(footer, footer_len, &pos);
   if (!meta.ok()) return bad("corrupt footer: " + meta.status().message());
   f.meta_ = std::move(meta).value();
-  if (f.meta_.Field(fmd::kEncryption)) return bad("an encrypted parquet file (not supported)");
+  if (f.meta_.Field(fmd::kEncryption)) {
+    return bad(
+        "an encrypted parquet file (plaintext footer, encrypted columns; encryption is "
+        "not supported)");
+  }
   f.num_rows_ = f.meta_.Int(fmd::kNumRows, -1);
   const ThriftValue* schema = f.meta_.Field(fmd::kSchema);
   if (f.num_rows_ < 0 || !schema || schema->kind != ThriftValue::Kind::kList ||
       schema->list.empty()) {
     return bad("footer without num_rows or schema");
   }
-
-  // The schema is a depth-first list of elements; element 0 is the root. Walk it with a stack of
-  // (children left, def, rep, path) to find each leaf's levels.
-  struct Frame {
-    int64_t children_left;
-    int def, rep;
-    std::string path, top;
-  };
-  std::vector<Frame> stack{{schema->list[0].Int(se::kNumChildren, 0), 0, 0, "", ""}};
-  for (size_t k = 1; k < schema->list.size(); ++k) {
-    while (!stack.empty() && stack.back().children_left == 0) stack.pop_back();
-    if (stack.empty()) return bad("schema has more elements than its root's children");
-    Frame& parent = stack.back();
-    --parent.children_left;
-    const ThriftValue& el = schema->list[k];
-    const ThriftValue* name = el.Field(se::kName);
-    if (!name || name->kind != ThriftValue::Kind::kBinary)
-      return bad("schema element without a name");
-    const int64_t rep = el.Int(se::kRepetition, kRequired);
-    Frame me{el.Int(se::kNumChildren, 0), parent.def + (rep != kRequired ? 1 : 0),
-             parent.rep + (rep == kRepeated ? 1 : 0),
-             parent.path.empty() ? name->bin : parent.path + "." + name->bin,
-             parent.top.empty() ? name->bin : parent.top};
-    if (me.children_left > 0) {
-      stack.push_back(me);
-      continue;
+  const Status st = ReadSchema(*schema, &f.columns_);
+  if (!st.ok()) return bad(st.message());
+  // The row groups as a whole, before any column is read: each holds a chunk for every leaf,
+  // inside the data section, with one entry per row for a flat leaf, and the groups' rows add up
+  // to the footer's. A file that fails here is refused whichever column is asked for.
+  const ThriftValue* groups = f.meta_.Field(fmd::kRowGroups);
+  int64_t rows = 0;
+  if (groups && groups->kind == ThriftValue::Kind::kList) {
+    for (size_t g = 0; g < groups->list.size(); ++g) {
+      const std::string where = "row group " + std::to_string(g) + ": ";
+      const ThriftValue& group = groups->list[g];
+      const ThriftValue* cols = group.Field(rg::kColumns);
+      if (!cols || cols->kind != ThriftValue::Kind::kList ||
+          cols->list.size() != f.columns_.size()) {
+        return bad(where + "its column chunks do not match the schema's " +
+                   std::to_string(f.columns_.size()) + " leaves");
+      }
+      const int64_t group_rows = group.Int(rg::kNumRows, -1);
+      if (group_rows < 0 || group_rows > INT64_MAX - rows) {
+        return bad(where + "a row count of " + std::to_string(group_rows));
+      }
+      rows += group_rows;
+      for (size_t k = 0; k < cols->list.size(); ++k) {
+        const ThriftValue* md = cols->list[k].Field(cc::kMeta);
+        if (!md || md->kind != ThriftValue::Kind::kStruct) continue;  // refused when read
+        size_t start, end;
+        const std::string why = ChunkRange(*md, f.data_end_, &start, &end);
+        const ColumnDesc& c = f.columns_[k];
+        if (!why.empty()) return bad(where + "column '" + c.path + "': " + why);
+        const int64_t values = md->Int(cm::kNumValues, -1);
+        if ((c.max_rep == 0 && values != group_rows) || (c.max_rep > 0 && values < group_rows)) {
+          return bad(where + "column '" + c.path + "': a chunk of " + std::to_string(values) +
+                     " values for " + std::to_string(group_rows) + " rows");
+        }
+      }
     }
-    ColumnDesc c;
-    c.name = me.top;
-    c.path = me.path;
-    c.type = PhysicalType(el.Int(se::kType, -1));
-    c.leaf_index = int(f.columns_.size());
-    c.max_def = me.def;
-    c.max_rep = me.rep;
-    f.columns_.push_back(c);
+  }
+  if (rows != f.num_rows_) {
+    return bad("the row groups hold " + std::to_string(rows) + " rows, the footer says " +
+               std::to_string(f.num_rows_));
   }
   return f;
 }
@@ -204,22 +243,34 @@ Result<ColumnData> ParquetFile::ReadColumn(const std::string& name) const {
   auto bad = [&](const std::string& why) {
     return Status::Data(path_ + ": column '" + c.path + "': " + why);
   };
+  if (int(c.type) < 0 || int(c.type) > 7) {
+    return bad("the schema gives an unknown physical type " + std::to_string(int(c.type)) +
+               " (a corrupt schema)");
+  }
   if (ValueBytes(c.type) == 0) {
     return bad(std::string("physical type ") + PhysicalTypeName(c.type) +
                " is not supported (this reader handles FLOAT, DOUBLE, INT32 and INT64)");
   }
+  if (!c.refused.empty()) return bad(c.refused);
   if (c.max_rep > 1) return bad("nested lists are not supported");
   ColumnData out;
   out.desc = c;
   const ThriftValue* groups = meta_.Field(fmd::kRowGroups);
+  int64_t rows = 0;
   if (groups && groups->kind == ThriftValue::Kind::kList) {
     for (const auto& g : groups->list) {
-      const ThriftValue* cols = g.Field(1);
+      const ThriftValue* cols = g.Field(rg::kColumns);
       if (!cols || cols->kind != ThriftValue::Kind::kList ||
           cols->list.size() <= size_t(c.leaf_index)) {
         return bad("a row group without this column");
       }
-      BATON_RETURN_IF_ERROR(ReadChunk(c, cols->list[size_t(c.leaf_index)], &out));
+      const int64_t group_rows = g.Int(rg::kNumRows, -1);
+      if (group_rows < 0 || group_rows > num_rows_ - rows) {
+        return bad("a row group of " + std::to_string(group_rows) + " rows (the file has " +
+                   std::to_string(num_rows_) + ")");
+      }
+      rows += group_rows;
+      BATON_RETURN_IF_ERROR(ReadChunk(c, cols->list[size_t(c.leaf_index)], group_rows, &out));
     }
   }
   out.offsets.push_back(int64_t(out.values.size()));
@@ -230,58 +281,91 @@ Result<ColumnData> ParquetFile::ReadColumn(const std::string& name) const {
   return out;
 }
 
-Status ParquetFile::ReadChunk(const ColumnDesc& c, const ThriftValue& chunk,
+Status ParquetFile::ReadChunk(const ColumnDesc& c, const ThriftValue& chunk, int64_t rows,
                               ColumnData* out) const {
   auto bad = [&](const std::string& why) {
     return Status::Data(path_ + ": column '" + c.path + "': " + why);
   };
   if (chunk.Field(cc::kFilePath)) return bad("column data in another file (not supported)");
-  if (chunk.Field(cc::kCrypto)) return bad("an encrypted column (not supported)");
-  const ThriftValue* md = chunk.Field(cc::kMeta);
-  if (!md) return bad("column chunk without metadata");
-  const int64_t codec = md->Int(cc::kCodec, 0);
-  const int64_t num_values = md->Int(cc::kNumValues, -1);
-  int64_t start = md->Int(cc::kDataPageOffset, -1);
-  const int64_t dict_off = md->Int(cc::kDictPageOffset, -1);
-  if (dict_off > 0 && dict_off < start) start = dict_off;
-  if (num_values < 0 || start < 4 || size_t(start) >= bytes_.size()) {
-    return bad("column chunk with bad offsets");
+  if (chunk.Field(cc::kCrypto) || chunk.Field(cc::kEncryptedMeta)) {
+    return bad("an encrypted column (encryption is not supported)");
   }
+  const ThriftValue* md = chunk.Field(cc::kMeta);
+  if (!md || md->kind != ThriftValue::Kind::kStruct) return bad("column chunk without metadata");
+  if (md->Int(cm::kType, -1) != int64_t(c.type)) {
+    return bad(std::string("the chunk's type ") +
+               PhysicalTypeName(PhysicalType(md->Int(cm::kType))) + " differs from the schema's " +
+               PhysicalTypeName(c.type));
+  }
+  const int64_t codec = md->Int(cm::kCodec, 0);
+  const int64_t num_values = md->Int(cm::kNumValues, -1);
+  size_t start = 0, end = 0;
+  const std::string range = ChunkRange(*md, data_end_, &start, &end);
+  if (!range.empty()) return bad(range);
+  // A flat column has one entry (value or null) per row; a list at least one per row.
+  if ((c.max_rep == 0 && num_values != rows) || (c.max_rep > 0 && num_values < rows)) {
+    return bad("a chunk of " + std::to_string(num_values) + " values for " + std::to_string(rows) +
+               " rows");
+  }
+  if (num_values > limits_.max_column_values - int64_t(out->values.size())) {
+    return bad(std::to_string(num_values) + " values, above the reader's limit of " +
+               std::to_string(limits_.max_column_values) + " per column");
+  }
+  if (num_values == 0) return Status::Ok();  // a zero-row chunk: nothing to read
   const auto* data = reinterpret_cast<const uint8_t*>(bytes_.data());
-  const size_t end = bytes_.size() - 8;
-  size_t pos = size_t(start);
+  const int rep_bits = BitWidth(c.max_rep), def_bits = BitWidth(c.max_def);
+  const ValueType vt{c.type, c.is_unsigned, c.scale};
+  size_t pos = start;
   std::vector<double> dict;
   bool have_dict = false;
-  int64_t seen = 0;
+  int64_t seen = 0, rows_seen = 0;
   std::string page;
   std::vector<uint32_t> rep, def, idx;
-  while (seen < num_values) {
-    if (pos >= end)
-      return bad("pages end before the chunk's " + std::to_string(num_values) + " values");
+  while (pos < end) {
     auto hdr_r = ReadThriftStruct(data, end, &pos);
     if (!hdr_r.ok()) return bad("corrupt page header: " + hdr_r.status().message());
     const ThriftValue& hdr = hdr_r.value();
     const int64_t type = hdr.Int(ph::kType, -1);
     const int64_t csize = hdr.Int(ph::kCompressed, -1);
     const int64_t usize = hdr.Int(ph::kUncompressed, -1);
-    if (csize < 0 || usize < 0 || size_t(csize) > end - pos)
-      return bad("page sizes beyond the file");
+    if (csize < 0 || usize < 0 || uint64_t(csize) > end - pos) {
+      return bad("a page of " + std::to_string(csize) + " bytes past the end of its chunk (" +
+                 std::to_string(end - pos) + " bytes left)");
+    }
+    if (uint64_t(usize) > limits_.max_page_bytes) {
+      return bad("a page of " + std::to_string(usize) +
+                 " uncompressed bytes, above the reader's limit of " +
+                 std::to_string(limits_.max_page_bytes));
+    }
     const uint8_t* body = data + pos;
     pos += size_t(csize);
+    if (const ThriftValue* crc = hdr.Field(ph::kCrc); crc && crc->kind == ThriftValue::Kind::kInt) {
+      const uint32_t want = uint32_t(crc->i), got = uint32_t(crc32_z(0, body, size_t(csize)));
+      if (want != got) {
+        return bad("page CRC mismatch (the file says " + std::to_string(want) + ", the page's " +
+                   std::to_string(csize) + " bytes give " + std::to_string(got) +
+                   "): a corrupt page");
+      }
+    }
 
     if (type == kIndexPage) continue;
     if (type == kDictionaryPage) {
       const ThriftValue* dh = hdr.Field(ph::kDict);
       if (!dh) return bad("dictionary page without its header");
+      if (have_dict || seen > 0) return bad("a dictionary page after the chunk's first page");
       const int64_t enc = dh->Int(2, kPlain);
       if (enc != kPlain && enc != kPlainDictionary) {
         return bad("dictionary page encoding " + EncodingName(enc) + " is not supported");
       }
+      const int64_t nd = dh->Int(1, -1);
+      if (nd < 0 || uint64_t(nd) > uint64_t(usize) / ValueBytes(c.type)) {
+        return bad("a dictionary of " + std::to_string(nd) + " values in a page of " +
+                   std::to_string(usize) + " bytes");
+      }
       const Status st = Decompress(codec, body, size_t(csize), size_t(usize), &page);
       if (!st.ok()) return bad(st.message());
-      dict.clear();
-      const Status pst = DecodePlain(c.type, reinterpret_cast<const uint8_t*>(page.data()),
-                                     page.size(), dh->Int(1, 0), &dict);
+      const Status pst =
+          DecodePlain(vt, reinterpret_cast<const uint8_t*>(page.data()), page.size(), nd, &dict);
       if (!pst.ok()) return bad("dictionary page: " + pst.message());
       have_dict = true;
       continue;
@@ -291,14 +375,22 @@ Status ParquetFile::ReadChunk(const ColumnDesc& c, const ThriftValue& chunk,
     }
 
     // Levels, then the values' bytes, laid out differently by the two data page versions.
-    int64_t n = 0, encoding = 0;
+    const ThriftValue* dh = hdr.Field(type == kDataPage ? ph::kDataV1 : ph::kDataV2);
+    if (!dh) return bad("data page without its header");
+    const int64_t n = dh->Int(1, -1);
+    if (n < 0 || n > num_values - seen) {
+      return bad("a page of " + std::to_string(n) + " values, the chunk has " +
+                 std::to_string(num_values - seen) + " left of its " + std::to_string(num_values));
+    }
+    // Levels and values take 16 bytes an entry once decoded.
+    if (uint64_t(n) > limits_.max_page_bytes / 16) {
+      return bad("a page of " + std::to_string(n) + " values, above the reader's limit of " +
+                 std::to_string(limits_.max_page_bytes / 16));
+    }
+    int64_t encoding = 0, page_rows = -1;
     const uint8_t* values = nullptr;
     size_t values_len = 0;
-    const int rep_bits = BitWidth(c.max_rep), def_bits = BitWidth(c.max_def);
     if (type == kDataPage) {
-      const ThriftValue* dh = hdr.Field(ph::kDataV1);
-      if (!dh) return bad("data page without its header");
-      n = dh->Int(1, -1);
       encoding = dh->Int(2, -1);
       const Status st = Decompress(codec, body, size_t(csize), size_t(usize), &page);
       if (!st.ok()) return bad(st.message());
@@ -327,14 +419,20 @@ Status ParquetFile::ReadChunk(const ColumnDesc& c, const ThriftValue& chunk,
       values = p + at;
       values_len = page.size() - at;
     } else {
-      const ThriftValue* dh = hdr.Field(ph::kDataV2);
-      if (!dh) return bad("data page v2 without its header");
-      n = dh->Int(1, -1);
       encoding = dh->Int(4, -1);
+      page_rows = dh->Int(3, -1);
+      if (dh->Int(2, 0) != 0) {
+        return bad("null entries (" + std::to_string(dh->Int(2, 0)) +
+                   " in a page) are not supported");
+      }
       const int64_t def_len = dh->Int(5, 0), rep_len = dh->Int(6, 0);
       const bool compressed = dh->Int(7, 1) != 0;
-      if (def_len < 0 || rep_len < 0 || def_len + rep_len > csize || def_len + rep_len > usize) {
-        return bad("data page v2 level lengths beyond the page");
+      // Each length is checked on its own before they are added, so the sum cannot wrap.
+      if (def_len < 0 || rep_len < 0 || def_len > csize || rep_len > csize - def_len ||
+          def_len + rep_len > usize) {
+        return bad("data page v2 level lengths " + std::to_string(rep_len) + " + " +
+                   std::to_string(def_len) + " beyond the page's " + std::to_string(csize) +
+                   " bytes");
       }
       Status st = Status::Ok();
       if (c.max_rep > 0)
@@ -350,50 +448,105 @@ Status ParquetFile::ReadChunk(const ColumnDesc& c, const ThriftValue& chunk,
       const uint8_t* rest = body + rep_len + def_len;
       const size_t rest_c = size_t(csize - rep_len - def_len);
       const size_t rest_u = size_t(usize - rep_len - def_len);
-      if (compressed) {
+      if (rest_u == 0) {
+        values_len = 0;  // no values section: a codec is not asked to inflate nothing
+      } else if (compressed) {
         st = Decompress(codec, rest, rest_c, rest_u, &page);
         if (!st.ok()) return bad(st.message());
         values = reinterpret_cast<const uint8_t*>(page.data());
         values_len = page.size();
       } else {
+        if (rest_c != rest_u) {
+          return bad("an uncompressed v2 values section of " + std::to_string(rest_c) +
+                     " bytes, its header says " + std::to_string(rest_u));
+        }
         values = rest;
         values_len = rest_c;
       }
     }
-    if (n < 0 || n > num_values - seen) return bad("page value count beyond the chunk's");
 
-    int64_t present = 0;
+    // Every entry must hold a value (nulls are refused) and every page start a row.
+    int64_t new_rows = 0;
     for (int64_t k = 0; k < n; ++k) {
-      if (int(def[size_t(k)]) == c.max_def) {
-        ++present;
-      } else {
-        return bad("null or empty-list entries (definition level " +
-                   std::to_string(def[size_t(k)]) + " of " + std::to_string(c.max_def) +
-                   ") are not supported");
+      const uint32_t d = def[size_t(k)], r = rep[size_t(k)];
+      if (d != uint32_t(c.max_def)) {
+        if (d > uint32_t(c.max_def)) {
+          return bad("definition level " + std::to_string(d) + " above the column's maximum " +
+                     std::to_string(c.max_def));
+        }
+        return bad("null or empty-list entries (definition level " + std::to_string(d) + " of " +
+                   std::to_string(c.max_def) + ") are not supported");
       }
+      if (r > uint32_t(c.max_rep)) {
+        return bad("repetition level " + std::to_string(r) + " above the column's maximum " +
+                   std::to_string(c.max_rep));
+      }
+      if (k == 0 && r != 0) {
+        return bad("a page that starts inside a row (first repetition level " + std::to_string(r) +
+                   ", not 0)");
+      }
+      if (r == 0) ++new_rows;
+    }
+    if (page_rows >= 0 && page_rows != new_rows) {
+      return bad("a data page v2 of " + std::to_string(page_rows) + " rows whose levels hold " +
+                 std::to_string(new_rows));
+    }
+    if (new_rows > rows - rows_seen) {
+      return bad("pages hold more rows than the row group's " + std::to_string(rows));
     }
     const size_t before = out->values.size();
-    if (encoding == kPlain) {
-      const Status st = DecodePlain(c.type, values, values_len, present, &out->values);
-      if (!st.ok()) return bad(st.message());
-    } else if (encoding == kRleDictionary || encoding == kPlainDictionary) {
-      if (!have_dict) return bad("dictionary-encoded page without a dictionary page");
-      if (values_len < 1) return bad("dictionary indices missing");
-      const Status st = DecodeRleHybrid(values + 1, values_len - 1, values[0], present, &idx);
-      if (!st.ok()) return bad("dictionary indices: " + st.message());
-      for (uint32_t i : idx) {
-        if (i >= dict.size()) return bad("dictionary index " + std::to_string(i) + " out of range");
-        out->values.push_back(dict[i]);
+    Status st = Status::Ok();
+    switch (encoding) {
+      case kPlain:
+        st = DecodePlain(vt, values, values_len, n, &out->values);
+        break;
+      case kByteStreamSplit:
+        st = DecodeByteStreamSplit(vt, values, values_len, n, &out->values);
+        break;
+      case kDeltaBinaryPacked:
+        st = DecodeDeltaBinaryPacked(vt, values, values_len, n, &out->values);
+        break;
+      case kRleDictionary:
+      case kPlainDictionary: {
+        if (!have_dict) return bad("dictionary-encoded page without a dictionary page");
+        if (n == 0) break;
+        if (values_len < 1) return bad("dictionary indices missing");
+        // Writers size the indices to the dictionary; narrower ones cannot address it, and
+        // reading them would repeat its first entries.
+        if (dict.size() > 1 && values[0] < BitWidth(int64_t(dict.size()) - 1)) {
+          return bad("dictionary indices of bit width " + std::to_string(values[0]) +
+                     " cannot address a dictionary of " + std::to_string(dict.size()) + " values");
+        }
+        st = DecodeRleHybrid(values + 1, values_len - 1, values[0], n, &idx);
+        if (!st.ok()) return bad("dictionary indices: " + st.message());
+        for (uint32_t i : idx) {
+          if (i >= dict.size()) {
+            return bad("dictionary index " + std::to_string(i) +
+                       " out of range (the dictionary "
+                       "holds " +
+                       std::to_string(dict.size()) + ")");
+          }
+          out->values.push_back(dict[i]);
+        }
+        break;
       }
-    } else {
-      return bad("value encoding " + EncodingName(encoding) +
-                 " is not supported (this reader handles PLAIN and RLE_DICTIONARY)");
+      default:
+        return bad("value encoding " + EncodingName(encoding) +
+                   " is not supported (this reader handles PLAIN, RLE_DICTIONARY, "
+                   "BYTE_STREAM_SPLIT and DELTA_BINARY_PACKED)");
     }
+    if (!st.ok()) return bad(st.message());
     // Rows: a repetition level of 0 starts a new row (every entry holds a value, checked above).
     for (int64_t k = 0; k < n; ++k) {
       if (rep[size_t(k)] == 0) out->offsets.push_back(int64_t(before) + k);
     }
     seen += n;
+    rows_seen += new_rows;
+  }
+  if (seen != num_values || rows_seen != rows) {
+    return bad("the chunk's pages hold " + std::to_string(seen) + " values in " +
+               std::to_string(rows_seen) + " rows, its metadata says " +
+               std::to_string(num_values) + " values in " + std::to_string(rows) + " rows");
   }
   return Status::Ok();
 }

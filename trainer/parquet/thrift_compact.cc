@@ -6,6 +6,10 @@ namespace baton::parquet {
 namespace {
 
 constexpr int kMaxDepth = 32;
+// Every value takes at least one byte on the wire (a bool inside a container is one byte too),
+// so a decode can never produce more values than its bytes; this hard cap is the backstop that
+// keeps a bug in that reasoning from turning into an unbounded loop.
+constexpr uint64_t kMaxValues = uint64_t(1) << 24;
 
 // Compact protocol wire types.
 enum : uint8_t {
@@ -54,8 +58,31 @@ class Reader {
     return Status::Ok();
   }
 
+  // The fewest bytes an element of wire type `t` takes inside a list, set or map.
+  static uint64_t MinBytes(uint8_t t) { return t == kDouble ? 8 : 1; }
+
+  // A list, set or map element: as a value, except that a bool there is one byte of its own (in
+  // a struct field the bool lives in the field header).
+  Status Element(uint8_t type, int depth, ThriftValue* out) {
+    if (type == kTrue || type == kFalse) {
+      BATON_RETURN_IF_ERROR(Count());
+      uint8_t b;
+      BATON_RETURN_IF_ERROR(Byte(&b));
+      out->kind = ThriftValue::Kind::kInt;
+      out->i = b == 1;
+      return Status::Ok();
+    }
+    return Value(type, depth, out);
+  }
+
+  Status Count() {
+    if (++values_ > kMaxValues) return Status::Data("thrift: more than 2^24 values");
+    return Status::Ok();
+  }
+
   Status Value(uint8_t type, int depth, ThriftValue* out) {
     if (depth > kMaxDepth) return Status::Data("thrift: nesting deeper than 32");
+    BATON_RETURN_IF_ERROR(Count());
     switch (type) {
       case kTrue:
       case kFalse:
@@ -65,6 +92,7 @@ class Reader {
       case kByte: {
         uint8_t b;
         BATON_RETURN_IF_ERROR(Byte(&b));
+        out->kind = ThriftValue::Kind::kInt;
         out->i = int8_t(b);
         return Status::Ok();
       }
@@ -98,18 +126,17 @@ class Reader {
         uint64_t n = h >> 4;
         if (n == 15) BATON_RETURN_IF_ERROR(Varint(&n));
         const uint8_t elem = h & 0x0f;
-        if (n > size_ - pos_) return Status::Data("thrift: list longer than its bytes");
+        // Bounded by the bytes that remain (each element takes at least MinBytes) before any
+        // element is stored; elements are appended as they are read, never reserved up front.
+        if (n > (size_ - pos_) / MinBytes(elem)) {
+          return Status::Data("thrift: list of " + std::to_string(n) +
+                              " elements longer than its " + std::to_string(size_ - pos_) +
+                              " bytes");
+        }
         out->kind = ThriftValue::Kind::kList;
-        out->list.resize(n);
-        for (auto& v : out->list) {
-          // In a list a bool is one byte (the compact protocol's element encoding).
-          if (elem == kTrue || elem == kFalse) {
-            uint8_t b;
-            BATON_RETURN_IF_ERROR(Byte(&b));
-            v.i = b == 1;
-            continue;
-          }
-          BATON_RETURN_IF_ERROR(Value(elem, depth + 1, &v));
+        for (uint64_t k = 0; k < n; ++k) {
+          out->list.emplace_back();
+          BATON_RETURN_IF_ERROR(Element(elem, depth + 1, &out->list.back()));
         }
         return Status::Ok();
       }
@@ -119,10 +146,15 @@ class Reader {
         if (n == 0) return Status::Ok();
         uint8_t kv;
         BATON_RETURN_IF_ERROR(Byte(&kv));
+        const uint64_t entry = MinBytes(kv >> 4) + MinBytes(kv & 0x0f);
+        if (n > (size_ - pos_) / entry) {
+          return Status::Data("thrift: map of " + std::to_string(n) + " entries longer than its " +
+                              std::to_string(size_ - pos_) + " bytes");
+        }
         for (uint64_t k = 0; k < n; ++k) {
           ThriftValue skip;
-          BATON_RETURN_IF_ERROR(Value(kv >> 4, depth + 1, &skip));
-          BATON_RETURN_IF_ERROR(Value(kv & 0x0f, depth + 1, &skip));
+          BATON_RETURN_IF_ERROR(Element(kv >> 4, depth + 1, &skip));
+          BATON_RETURN_IF_ERROR(Element(kv & 0x0f, depth + 1, &skip));
         }
         return Status::Ok();
       }
@@ -159,6 +191,7 @@ class Reader {
   const uint8_t* data_;
   size_t size_;
   size_t pos_;
+  uint64_t values_ = 0;
 };
 
 }  // namespace

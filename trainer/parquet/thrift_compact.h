@@ -4,7 +4,9 @@
 // newer writers add fields (statistics, size statistics, encryption) that older readers skip.
 //
 // Owns nothing: it reads from a caller's byte range. Any malformed input (truncation, an unknown
-// wire type, nesting deeper than kMaxDepth) is a Status, never a crash.
+// wire type, nesting deeper than 32, a list, set or map claiming more elements than its remaining
+// bytes hold, more than 2^24 values in all) is a Status, never a crash; elements are stored as
+// they are read, never reserved for a claimed count.
 #pragma once
 
 #include <cstdint>
