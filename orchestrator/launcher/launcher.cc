@@ -169,8 +169,12 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     return kExitOk;
   }
 
-  // 1. The frozen config. A broken one is never requeued.
-  Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml());
+  // 1. The frozen config. A broken one is never requeued. model.init_from is not looked at: a
+  // requeued run resumes from its own checkpoint, and the trainer checks the upstream folder
+  // itself on a fresh start (an upstream folder purged since submit must not fail a requeue).
+  RunConfigOptions config_options;
+  config_options.check_init_from = false;
+  Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml(), config_options);
   if (!config.ok()) {
     log << "baton launch: " << config.status().ToString() << "\n";
     write_end(config.status().exit_code(), ExitAction::kFail,
