@@ -294,6 +294,37 @@ TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
       << line;
 }
 
+// A run started from an upstream folder resumes from its own checkpoint: once that folder is
+// purged, the requeued job's launcher still runs the trainer (it used to fail with 78, never
+// requeued, and the run FAILED).
+TEST(Launcher, ARequeueDoesNotNeedTheUpstreamFolder) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10, dir: " + tmp.path() +
+                                   "/run}\ndata: {path: " + tmp.path() +
+                                   "/data}\nmodel: {init_from: " + tmp.path() + "/purged}\n");
+  MakeCheckpoint(tmp, 4);
+  std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit 0\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.restart_count = 1;
+  env.nodes = "n1";
+  env.in_allocation = true;
+  env.use_srun = false;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 0) << log.str();
+  std::ifstream args(tmp / "args");
+  std::string line;
+  std::getline(args, line);
+  EXPECT_NE(line.find("--expect-mode exact --expect-step0 4"), std::string::npos) << line;
+}
+
 TEST(Launcher, DoesNotRequeueAJobSlurmAlreadyRequeued) {
   TempDir tmp;
   Append(tmp / "data/.keep", "");
