@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined; Debian's clang and
 # libclang-rt-14-dev, scripts/setup.sh) straight from the sources they cover, into OUT_DIR
-# (default build-fuzz/): parquet_file_fuzzer, thrift_fuzzer, safetensors_fuzzer.
+# (default build-fuzz/): parquet_file_fuzzer, thrift_fuzzer, safetensors_fuzzer, torch_save_fuzzer.
 # Usage: fuzz/build.sh [OUT_DIR]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +13,7 @@ flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined
 libs=(-lsnappy -lzstd -lz -llz4 -lbrotlidec -lbrotlicommon)
 compile() {  # source -> object, rebuilt when the source or any header it may include is newer
   local s=$1 o=$out/obj/$(echo "$1" | tr / _).o
-  if [ ! -f "$o" ] || [ -n "$(find "$src/$s" "$src/trainer/parquet" "$src/schema" -newer "$o" -name '*.[ch]*' | head -1)" ]; then
+  if [ ! -f "$o" ] || [ -n "$(find "$src/$s" "$src/trainer/parquet" "$src/trainer/lerobot" "$src/schema" -newer "$o" -name '*.[ch]*' | head -1)" ]; then
     "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src/$s" -o "$o"
   fi
   echo "$o"
@@ -30,4 +30,6 @@ link() {  # target sources...
 link parquet_file_fuzzer fuzz/parquet_file_fuzzer.cc "${parquet[@]}"
 link thrift_fuzzer fuzz/thrift_fuzzer.cc trainer/parquet/thrift_compact.cc schema/status.cc
 link safetensors_fuzzer fuzz/safetensors_fuzzer.cc schema/safetensors.cc schema/atomic_file.cc schema/status.cc
+link torch_save_fuzzer fuzz/torch_save_fuzzer.cc trainer/lerobot/pickle_scan.cc trainer/lerobot/stored_zip.cc \
+  schema/status.cc
 echo "fuzz: targets in $out"

@@ -12,7 +12,7 @@ out=${2:-$src/build-fuzz}
 bash "$src/fuzz/build.sh" "$out" >/dev/null
 mkdir -p "$out/crashes"
 status=0
-for t in parquet_file thrift safetensors; do
+for t in parquet_file thrift safetensors torch_save; do
   work=$out/corpus/$t
   mkdir -p "$work"
   cp "$src/fuzz/corpus/$t/"* "$work/"

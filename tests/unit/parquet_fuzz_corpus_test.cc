@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "schema/safetensors.h"
+#include "trainer/lerobot/pickle_scan.h"
 #include "trainer/parquet/parquet_file.h"
 #include "trainer/parquet/thrift_compact.h"
 
@@ -98,6 +99,23 @@ TEST(FuzzCorpus, SafetensorsInputsOpenOrAreRefused) {
       EXPECT_EQ(int64_t(v->size()), t.numel());
     }
   }
+}
+
+TEST(FuzzCorpus, TorchSaveInputsScanOrAreRefusedByName) {
+  const auto inputs = Inputs("torch_save");
+  ASSERT_FALSE(inputs.empty());
+  int scanned = 0;
+  for (const auto& path : inputs) {
+    TorchSave save;
+    const Status st = ScanTorchSave(Slurp(path), &save);
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), Code::kData) << path << ": " << st.ToString();
+      continue;
+    }
+    ASSERT_TRUE(save.root) << path;
+    ++scanned;
+  }
+  EXPECT_GT(scanned, 0);  // the seeds torch.save wrote are read
 }
 
 }  // namespace
