@@ -2,8 +2,8 @@
 // run CANCELLED. The folder's mark (RunFolder::CancelMark) comes first and atomically: the job's
 // launcher gets scancel's TERM as it gets a preemption's warning signal, and the mark is how it
 // knows not to requeue. If the mark cannot be written (exit 74) nothing is cancelled; if scancel
-// fails (SLURM down) the store keeps the run as it was (exit 69): it never claims a cancel that
-// did not happen, and the mark keeps the launcher from requeueing meanwhile. Cancelling a
+// fails (SLURM down) the mark is removed again and the store keeps the run as it was (exit 69):
+// it never claims a cancel that did not happen, and a failed cancel changes nothing. Cancelling a
 // CANCELLED run again repeats the mark and the scancel (a job that outlived an older cancel).
 #include <filesystem>
 #include <iostream>
@@ -67,7 +67,12 @@ int RunCancel(const CancelOptions& o) {
   if (Status st = WriteCancelMark(*run); !st.ok()) return ReportError(st);
   if (!run->job_id.empty()) {
     RealSlurmClient slurm;
-    if (Status st = slurm.Cancel(run->job_id); !st.ok()) return ReportError(st);
+    if (Status st = slurm.Cancel(run->job_id); !st.ok()) {
+      // No cancel happened: the mark goes too, so a later preemption of the job still requeues.
+      std::error_code ec;
+      std::filesystem::remove(RunFolder{run->run_dir}.CancelMark(), ec);
+      return ReportError(st);
+    }
   }
   Status st = (*store)->Write([&] {
     return (*store)->SetRunStatusInTx(run->id, RunStatus::kCancelled, "cancelled by user",

@@ -70,7 +70,7 @@ ok "show with SLURM down warns ('$(head -n 1 "$TMP/err" | cut -c1-100)') and sho
 [[ $(job_field "$job" JobState) == PENDING ]] || fail "job $job is $(job_field "$job" JobState), want still PENDING"
 # Only the run's status may have been touched by the syncs above; the rest is as it was.
 snapshot | grep -v "^$run|" >"$TMP/after.norun"
-grep -v "^$run|" "$TMP/before" | diff - "$TMP/after.norun" >/dev/null || fail "SLURM down changed the database"
+grep -v "^$run|" "$TMP/before" | diff - "$TMP/after.norun" >&2 || fail "SLURM down changed the database"
 [[ -z $(find "$BATON_HOME/runs" -mindepth 1 -maxdepth 1 ! -name "$run-*") ]] || fail "a failed submit left a run folder"
 ok "nothing half-written: the database and the runs folder hold only run $run"
 
