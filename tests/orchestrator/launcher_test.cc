@@ -257,6 +257,23 @@ TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
 
 // A whole attempt in a SLURM job (faked): the trainer checkpoints and exits 75 on USR1 —
 // here it simply exits 75 — and the launcher writes both events and asks SLURM to requeue.
+// Job 42's first restart inside its allocation, its trainer a shell script that writes its
+// arguments to tmp/args and exits `exit_code`.
+LaunchEnvironment ShellTrainerJob(const TempDir& tmp, int exit_code) {
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit " +
+                      std::to_string(exit_code) + "\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.restart_count = 1;
+  env.nodes = "n1";
+  env.in_allocation = true;
+  env.use_srun = false;
+  env.trainer_bin = trainer;
+  return env;
+}
+
 TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
   TempDir tmp;
   Append(tmp / "data/.keep", "");
@@ -265,18 +282,9 @@ TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
                                    "/data}\nslurm: {max_restarts: 5}\n");
   MakeCheckpoint(tmp, 4);
   std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit 75\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.restart_count = 1;
-  env.nodes = "n1";
-  env.in_allocation = true;
-  env.use_srun = false;
-  env.trainer_bin = trainer;
+  const LaunchEnvironment env = ShellTrainerJob(tmp, 75);
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
   EXPECT_EQ(slurm.requeued, std::vector<std::string>{"42"});
@@ -305,18 +313,9 @@ TEST(Launcher, ARequeueDoesNotNeedTheUpstreamFolder) {
                                    "/data}\nmodel: {init_from: " + tmp.path() + "/purged}\n");
   MakeCheckpoint(tmp, 4);
   std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit 0\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.restart_count = 1;
-  env.nodes = "n1";
-  env.in_allocation = true;
-  env.use_srun = false;
-  env.trainer_bin = trainer;
+  const LaunchEnvironment env = ShellTrainerJob(tmp, 0);
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 0) << log.str();
   std::ifstream args(tmp / "args");
