@@ -111,6 +111,19 @@ bool InsideFolder(const std::string& rel) {
   return true;
 }
 
+// A listed file must be the folder's own: no component of its path (the file, transformer/) may
+// be a symbolic link, which could lead anywhere (another run's checkpoint, a file that changes
+// under the run). The trainer never writes links. Returns the first link, "" when none.
+std::string FirstSymlink(const std::string& dir, const std::string& rel) {
+  fs::path at(dir);
+  for (const auto& part : fs::path(rel)) {
+    at /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) return at.string();
+  }
+  return "";
+}
+
 // trainer_state.json's "step" must be the manifest's: a state file copied in from another save
 // would otherwise resume the data position and LR of another step.
 Status CheckStateStep(const std::string& dir, int64_t step) {
@@ -155,6 +168,9 @@ Status CheckShardsListed(const std::string& dir, const std::string& index_file,
 }  // namespace
 
 Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
+  if (const std::string link = FirstSymlink(dir, kManifestName); !link.empty()) {
+    return Status::Data(link + ": is a symbolic link; a checkpoint's files must be its own");
+  }
   auto m = ReadManifest(dir);
   if (!m.ok()) return m.status();
   if (m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
@@ -209,6 +225,10 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
   for (const auto& f : m->files) {
     const std::string path = (fs::path(dir) / f.path).string();
     std::error_code ec;
+    if (const std::string link = FirstSymlink(dir, f.path); !link.empty()) {
+      return Status::Data(link + ": is a symbolic link (to " + fs::read_symlink(link, ec).string() +
+                          "); a checkpoint's files must be its own, not links");
+    }
     if (!fs::is_regular_file(path, ec))
       return Status::Data(path + ": listed in the manifest but missing");
     const auto size = fs::file_size(path, ec);

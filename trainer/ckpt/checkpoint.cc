@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <chrono>
 #include <cinttypes>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -36,14 +37,27 @@ void CheckOk(const Status& st, const std::string& hint) {
   if (!st.ok()) FailAt(__FILE__, __LINE__, st, hint);
 }
 
+// A shape that differs from the model's is a config error (78) only where the checkpoint's
+// config.json has not been found equal to the run's (a weights-only resume); after that check,
+// and always for the optimizer state, the file contradicts its own checkpoint: damaged (65).
+enum class ShapeMismatch { kConfig, kDamaged };
+
 torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
-                         const std::vector<int64_t>& shape) {
+                         const std::vector<int64_t>& shape, ShapeMismatch mismatch) {
   const StTensorInfo* t = f.Find(name);
   if (t == nullptr) {
     BATON_FAIL(kExitData, f.path() + ": tensor '" + name + "' is missing",
                "the checkpoint was written by another model or is damaged");
   }
   if (t->shape != shape) {
+    if (mismatch == ShapeMismatch::kDamaged) {
+      BATON_FAIL(kExitData,
+                 f.path() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
+                     " but the model (and the checkpoint's own config.json) has " +
+                     ShapeString(shape),
+                 "the checkpoint is damaged; resume from another one (--resume auto skips "
+                 "invalid ones)");
+    }
     BATON_FAIL(kExitConfig,
                f.path() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
                    " but the model has " + ShapeString(shape),
@@ -51,6 +65,40 @@ torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
   }
   return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype))
       .clone();
+}
+
+// The numbers of a trainer state that index into the data plan and the schedule, in range: a
+// hand-edited or damaged trainer_state.json is a data error naming the key (the manifest hashes
+// only vouch for what the save wrote, and a re-hashed edit passes them).
+void CheckTrainerStateRanges(const TrainerState& s, const std::string& path) {
+  auto bad = [&](const std::string& key, int64_t v, const std::string& want) {
+    BATON_FAIL(kExitData, path + ": \"" + key + "\" is " + std::to_string(v) + ", expected " + want,
+               "the checkpoint's trainer state is damaged or was edited; resume from another "
+               "checkpoint");
+  };
+  if (s.step < 0) bad("step", s.step, ">= 0");
+  if (s.world_size < 1) bad("world_size", s.world_size, ">= 1");
+  if (s.grad_accum < 1) bad("grad_accum", s.grad_accum, ">= 1");
+  const DataCursor& c = s.sampler;
+  if (c.batch_size < 1) bad("sampler.batch_size", c.batch_size, ">= 1");
+  if (c.epoch < 0) bad("sampler.epoch", c.epoch, ">= 0");
+  if (c.batch < 0) bad("sampler.batch", c.batch, ">= 0");
+  if (c.origin_epoch < 0) bad("sampler.origin_epoch", c.origin_epoch, ">= 0");
+  // Every step consumes grad_accum micro-batches of the plan, counted from its origin (the
+  // run's start, or the last change of rank count), so the index never passes step x grad_accum.
+  int64_t most = 0;
+  if (__builtin_mul_overflow(s.step, s.grad_accum, &most)) most = INT64_MAX;
+  if (c.micro_index < 0 || c.micro_index > most) {
+    bad("sampler.micro_index", c.micro_index, "0 to step x grad_accum = " + std::to_string(most));
+  }
+  if (c.transition.epoch < -1) bad("sampler.transition.epoch", c.transition.epoch, ">= -1");
+  for (const auto& rank : c.transition.batches) {
+    for (const auto& batch : rank) {
+      for (int64_t e : batch) {
+        if (e < 0) bad("sampler.transition.batches[..]", e, "episode indices >= 0");
+      }
+    }
+  }
 }
 
 std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
@@ -225,7 +273,8 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   const fs::path final_dir = fs::path(checkpoints_dir) / name;
   const fs::path partial = final_dir.string() + kPartialSuffix;
   std::error_code ec;
-  if (leader) {
+  auto make_folder = [&]() -> std::string {
+    if (!leader) return "";
     fs::create_directories(checkpoints_dir, ec);
     // Only this save writes here, so any .partial is a save that was cut short.
     for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
@@ -237,52 +286,68 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
     if (ec)
       BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
                  "check disk space and permissions");
-  }
+    return "";
+  };
   std::vector<std::string> files;
+  // A rank that fails in its part (a write refused) makes every rank fail alike, before anything
+  // is vouched for, instead of leaving the others waiting for it.
   if (sharded) {
-    team->barrier();  // the folder exists
-    // Each rank writes what it owns, in parallel; the index says where each tensor is.
-    WriteOptimizerFile((partial / OptimizerShardFile(team->rank, team->world)).string(), optimizer);
-    if (hooks.mid_file) hooks.mid_file();
+    team->agreed("while creating the checkpoint folder", make_folder);
+  } else {
+    make_folder();
   }
-  if (leader) {
-    // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
-    // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
-    files = WriteTransformerFolder((partial / "transformer").string(), model,
-                                   ExportDtype(retention.export_dtype), retention.max_shard_bytes,
-                                   partial.string());
-    const auto master_dtype = model->parameters().front().scalar_type();
-    if (ExportDtype(retention.export_dtype) != master_dtype) {
-      HeldTensors w;
-      for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
-      CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs),
-              "check disk space");
-      files.push_back(kMasterWeightsFile);
-    }
+  auto part = [&]() -> std::string {
     if (sharded) {
-      nlohmann::ordered_json map = nlohmann::ordered_json::object();
-      size_t i = 0;
-      for (const auto& s : optimizer.state()) {
-        const std::string file = OptimizerShardFile(team->owner.at(i++), team->world);
-        for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
-      }
-      nlohmann::ordered_json index{{"metadata", {{"world_size", team->world}}},
-                                   {"weight_map", map}};
-      CheckOk(WriteTextAtomic((partial / kOptimizerIndexFile).string(), index.dump(2) + "\n"),
-              "check disk space");
-      files.push_back(kOptimizerIndexFile);
-      for (int64_t r = 0; r < team->world; ++r) files.push_back(OptimizerShardFile(r, team->world));
-    } else {
+      // Each rank writes what it owns, in parallel; the index says where each tensor is.
+      WriteOptimizerFile((partial / OptimizerShardFile(team->rank, team->world)).string(),
+                         optimizer);
       if (hooks.mid_file) hooks.mid_file();
-      WriteOptimizerFile((partial / kOptimizerFile).string(), optimizer);
-      files.push_back(kOptimizerFile);
     }
-    CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
-            "check disk space");
-    files.push_back(kStateFile);
-  }
+    if (leader) {
+      // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
+      // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
+      files = WriteTransformerFolder((partial / "transformer").string(), model,
+                                     ExportDtype(retention.export_dtype), retention.max_shard_bytes,
+                                     partial.string());
+      const auto master_dtype = model->parameters().front().scalar_type();
+      if (ExportDtype(retention.export_dtype) != master_dtype) {
+        HeldTensors w;
+        for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
+        CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs),
+                "check disk space");
+        files.push_back(kMasterWeightsFile);
+      }
+      if (sharded) {
+        nlohmann::ordered_json map = nlohmann::ordered_json::object();
+        size_t i = 0;
+        for (const auto& s : optimizer.state()) {
+          const std::string file = OptimizerShardFile(team->owner.at(i++), team->world);
+          for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
+        }
+        nlohmann::ordered_json index{{"metadata", {{"world_size", team->world}}},
+                                     {"weight_map", map}};
+        CheckOk(WriteTextAtomic((partial / kOptimizerIndexFile).string(), index.dump(2) + "\n"),
+                "check disk space");
+        files.push_back(kOptimizerIndexFile);
+        for (int64_t r = 0; r < team->world; ++r)
+          files.push_back(OptimizerShardFile(r, team->world));
+      } else {
+        if (hooks.mid_file) hooks.mid_file();
+        WriteOptimizerFile((partial / kOptimizerFile).string(), optimizer);
+        files.push_back(kOptimizerFile);
+      }
+      CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
+              "check disk space");
+      files.push_back(kStateFile);
+    }
+    return std::string();
+  };
   // Every rank's file is durable before the manifest vouches for it.
-  if (sharded) team->barrier();
+  if (sharded) {
+    team->agreed("while writing its part of the checkpoint", part);
+  } else {
+    part();
+  }
   SaveResult r;
   if (!leader) return r;
   if (hooks.before_manifest) hooks.before_manifest();
@@ -375,6 +440,7 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     } catch (const std::exception& e) {
       BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(), "");
     }
+    CheckTrainerStateRanges(state, state_path.string());
   } else {
     const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
     if (step < 0) {
@@ -390,8 +456,10 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   std::error_code ec;
   if (fs::exists(fs::path(dir) / kMasterWeightsFile, ec)) {
     auto weights = OpenOrFail((fs::path(dir) / kMasterWeightsFile).string());
+    const ShapeMismatch mismatch =
+        mode == LoadMode::kFull ? ShapeMismatch::kDamaged : ShapeMismatch::kConfig;
     for (auto& p : model->named_parameters()) {
-      p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec()));
+      p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec(), mismatch));
     }
   } else {
     LoadTransformerWeights((fs::path(dir) / "transformer").string(), model);
@@ -402,12 +470,15 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
     OptimizerFiles files(dir);
     for (auto& s : optimizer->state()) {
       const std::vector<int64_t> shape = s.param.sizes().vec();
+      const auto damaged = ShapeMismatch::kDamaged;
       if (s.owned) {
-        s.exp_avg.copy_(ReadTensor(files.For("exp_avg." + s.name), "exp_avg." + s.name, shape));
+        s.exp_avg.copy_(
+            ReadTensor(files.For("exp_avg." + s.name), "exp_avg." + s.name, shape, damaged));
         s.exp_avg_sq.copy_(
-            ReadTensor(files.For("exp_avg_sq." + s.name), "exp_avg_sq." + s.name, shape));
+            ReadTensor(files.For("exp_avg_sq." + s.name), "exp_avg_sq." + s.name, shape, damaged));
       }
-      s.step = ReadTensor(files.For("step." + s.name), "step." + s.name, {1}).item<int64_t>();
+      s.step =
+          ReadTensor(files.For("step." + s.name), "step." + s.name, {1}, damaged).item<int64_t>();
     }
   }
   return state;

@@ -88,12 +88,16 @@ struct SaveHooks {
   std::function<void()> mid_file, before_manifest, before_rename;
 };
 
-// The ranks of a sharded save and their two agreements; SaveCheckpoint without one writes alone.
+// The ranks of a sharded save and their agreements; SaveCheckpoint without one writes alone.
 struct SaveTeam {
   int64_t rank = 0, world = 1;
-  std::vector<int64_t> owner;  // per optimizer parameter, the rank that owns its moments
-  std::function<void()> barrier;
+  std::vector<int64_t> owner;          // per optimizer parameter, the rank that owns its moments
   std::function<bool(bool)> any_rank;  // logical OR across ranks
+  // Runs this rank's part of a phase, then agrees with the others on how it went (every rank
+  // fails alike when one did: failure_agreement.h); returns every rank's payload.
+  std::function<std::vector<std::string>(const std::string& phase,
+                                         const std::function<std::string()>& part)>
+      agreed;
 };
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,

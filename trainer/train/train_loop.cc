@@ -27,6 +27,7 @@
 #include "trainer/data/length_bucket_sampler.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/data/prefetch_loader.h"
+#include "trainer/dist/failure_agreement.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
@@ -361,6 +362,11 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
   if (t.fault == "mid_file") hooks.mid_file = die;
   if (t.fault == "before_manifest") hooks.before_manifest = die;
   if (t.fault == "before_rename") hooks.before_rename = die;
+  if (t.fault == "write_error") {
+    hooks.mid_file = [] {
+      BATON_FAIL(kExitIo, "injected write failure (--fault write_error)", "");
+    };
+  }
   if (t.fault == "slow_save" && std::string(reason) == "signal") {
     hooks.before_manifest = [] { ::usleep(3000 * 1000); };  // to land a second SIGTERM inside it
   }
@@ -379,36 +385,38 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
     team.rank = s.env.rank;
     team.world = s.env.world_size;
     team.owner = shard_plan->owner;
-    team.barrier = [&] { s.group->Barrier(); };
     team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
+    team.agreed = [&](const std::string& phase, const std::function<std::string()>& part) {
+      return RunAgreed(*s.group, phase, part);
+    };
   }
-  if (s.leader() || shard_plan != nullptr) {
-    TrainerState st = identity;
-    st.step = steps_done;
-    st.sampler = rp.plans->Cursor(micro_done);
-    st.lr = rp.schedule;
-    st.last_lr = last_lr;
-    SetSaving(true);
-    const SaveResult r = SaveCheckpoint(
-        s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
-        FaultHooks(t, s.env.rank, steps_done, reason), shard_plan != nullptr ? &team : nullptr);
-    SetSaving(false);
-    if (!s.leader()) {
-      s.group->Barrier();
-      return;
+  // Every rank leaves the save together, with one exit code when any rank's part failed.
+  RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {
+    if (s.leader() || shard_plan != nullptr) {
+      TrainerState st = identity;
+      st.step = steps_done;
+      st.sampler = rp.plans->Cursor(micro_done);
+      st.lr = rp.schedule;
+      st.last_lr = last_lr;
+      SetSaving(true);
+      const SaveResult r = SaveCheckpoint(
+          s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
+          FaultHooks(t, s.env.rank, steps_done, reason), shard_plan != nullptr ? &team : nullptr);
+      SetSaving(false);
+      if (!s.leader()) return "";
+      CheckpointEvent e;
+      e.step = steps_done;
+      e.path = r.path;
+      e.bytes = r.bytes;
+      e.seconds = r.seconds;
+      e.reason = reason;
+      log.Write(e, /*sync=*/true);
+      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6,
+                  r.seconds, reason);
+      std::fflush(stdout);
     }
-    CheckpointEvent e;
-    e.step = steps_done;
-    e.path = r.path;
-    e.bytes = r.bytes;
-    e.seconds = r.seconds;
-    e.reason = reason;
-    log.Write(e, /*sync=*/true);
-    std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6, r.seconds,
-                reason);
-    std::fflush(stdout);
-  }
-  s.group->Barrier();
+    return "";
+  });
 }
 
 // The episode ids of the optimizer step starting at micro index `micro`, on every rank.
@@ -558,7 +566,12 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
 
   // 5. Resume.
   const TrainerState identity = RunIdentity(s, dims);
-  const ResumePoint rp = Resume(opt, s, identity, model, optimizer, init_dir);
+  // Each rank reads its part of the checkpoint; one that fails makes every rank fail alike.
+  ResumePoint rp;
+  RunAgreed(*s.group, "while loading the checkpoint", [&] {
+    rp = Resume(opt, s, identity, model, optimizer, init_dir);
+    return std::string();
+  });
   ReportSegmentStart(log, s, rp, identity);
   // A stop signal that came while starting up: leave before the first step, with nothing new
   // to save. All ranks agree, or one would wait forever in the first step's reduction.
