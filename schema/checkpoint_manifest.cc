@@ -45,6 +45,13 @@ std::string OptimizerShardFile(int64_t rank, int64_t world) {
   return name;
 }
 
+std::string MasterWeightsShardFile(int64_t rank, int64_t world) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "master_weights-%05lld-of-%05lld.safetensors",
+                (long long)(rank + 1), (long long)world);
+  return name;
+}
+
 std::vector<std::string> RequiredFiles(const std::string& kind) {
   if (kind == "full") return {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
   if (kind == "weights_only") return {kWeightsFile};
@@ -62,6 +69,10 @@ Status WriteManifest(const std::string& dir, CheckpointManifest m,
     mf.xxh3 = h.value();
     m.files.push_back(mf);
   }
+  return WriteManifestListed(dir, m);
+}
+
+Status WriteManifestListed(const std::string& dir, const CheckpointManifest& m) {
   nlohmann::ordered_json j{{"format_version", m.format_version},
                            {"step", m.step},
                            {"kind", m.kind},
@@ -207,6 +218,10 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
     if (!listed.insert(fs::path(f.path).lexically_normal().string()).second) {
       return Status::Data(dir + ": manifest lists '" + f.path + "' twice");
     }
+  }
+  // Master weights are optional; when sharded, every shard the index names must be listed.
+  if (listed.count(kMasterWeightsIndexFile) != 0) {
+    if (Status st = CheckShardsListed(dir, kMasterWeightsIndexFile, listed); !st.ok()) return st;
   }
   for (const auto& r : required) {
     if (r == kWeightsFile && listed.count(r) == 0 && listed.count(kWeightsIndexFile) != 0) {

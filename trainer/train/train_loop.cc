@@ -263,7 +263,8 @@ ResumePoint Resume(const TrainOptions& opt, const Setup& s, const TrainerState& 
   const bool exact = r.decision.mode == ResumeMode::kExact;
   const auto load_t0 = Clock::now();
   TrainerState st = LoadCheckpoint(r.decision.checkpoint, model, &optimizer,
-                                   exact ? LoadMode::kFull : LoadMode::kWeightsOnly);
+                                   exact ? LoadMode::kFull : LoadMode::kWeightsOnly,
+                                   LoadShare{s.env.rank, s.env.world_size});
   r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
   if (!exact) {
     r.micro0 = r.step0() * s.config.optim.grad_accum;  // no data position: assume step-aligned
@@ -380,11 +381,19 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
           const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
           const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
           const char* reason) {
+  // On W > 1 ranks every rank writes the files of the parameters it owns: optim.shard's plan, or
+  // the same element-balanced plan in a replicated run.
   SaveTeam team;
-  if (shard_plan != nullptr) {
+  if (s.env.world_size > 1) {
     team.rank = s.env.rank;
     team.world = s.env.world_size;
-    team.owner = shard_plan->owner;
+    if (shard_plan != nullptr) {
+      team.owner = shard_plan->owner;
+    } else {
+      std::vector<int64_t> numels;
+      for (const auto& p : optimizer.state()) numels.push_back(p.param.numel());
+      team.owner = MakeShardPlan(numels, s.env.world_size).owner;
+    }
     team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
     team.agreed = [&](const std::string& phase, const std::function<std::string()>& part) {
       return RunAgreed(*s.group, phase, part);
@@ -392,7 +401,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
   }
   // Every rank leaves the save together, with one exit code when any rank's part failed.
   RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {
-    if (s.leader() || shard_plan != nullptr) {
+    {
       TrainerState st = identity;
       st.step = steps_done;
       st.sampler = rp.plans->Cursor(micro_done);
@@ -401,7 +410,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       SetSaving(true);
       const SaveResult r = SaveCheckpoint(
           s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
-          FaultHooks(t, s.env.rank, steps_done, reason), shard_plan != nullptr ? &team : nullptr);
+          FaultHooks(t, s.env.rank, steps_done, reason), s.env.world_size > 1 ? &team : nullptr);
       SetSaving(false);
       if (!s.leader()) return "";
       CheckpointEvent e;
@@ -411,8 +420,11 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       e.seconds = r.seconds;
       e.reason = reason;
       log.Write(e, /*sync=*/true);
-      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6,
-                  r.seconds, reason);
+      std::string per_rank;
+      for (int64_t b : r.rank_bytes) per_rank += " " + std::to_string(b);
+      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)%s%s\n", r.path.c_str(), r.bytes / 1e6,
+                  r.seconds, reason, r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
+                  r.rank_bytes.size() > 1 ? per_rank.c_str() : "");
       std::fflush(stdout);
     }
     return "";
