@@ -137,6 +137,9 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
       !WriteAll(fd.get(), reinterpret_cast<const uint8_t*>(text.data()), text.size())) {
     return failed("write of the header failed");
   }
+  // Writeback of each chunk starts once it is written, so the disk works while the next chunks
+  // are hashed and copied, and the final fsync waits only for the tail.
+  uint64_t at = 8 + len;
   for (const auto& t : tensors) {
     const auto* p = static_cast<const uint8_t*>(t.data);
     for (uint64_t done = 0, n = Bytes(t); done < n;) {
@@ -144,6 +147,8 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
       h.Update(p + done, k);
       if (!WriteAll(fd.get(), p + done, k))
         return failed("write of tensor '" + t.name + "' failed");
+      ::sync_file_range(fd.get(), off_t(at), off_t(k), SYNC_FILE_RANGE_WRITE);
+      at += k;
       done += k;
     }
   }
