@@ -45,6 +45,13 @@ std::string OptimizerShardFile(int64_t rank, int64_t world) {
   return name;
 }
 
+std::string MasterWeightsShardFile(int64_t rank, int64_t world) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "master_weights-%05lld-of-%05lld.safetensors",
+                (long long)(rank + 1), (long long)world);
+  return name;
+}
+
 std::vector<std::string> RequiredFiles(const std::string& kind) {
   if (kind == "full") return {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile};
   if (kind == "weights_only") return {kWeightsFile};
@@ -62,6 +69,10 @@ Status WriteManifest(const std::string& dir, CheckpointManifest m,
     mf.xxh3 = h.value();
     m.files.push_back(mf);
   }
+  return WriteManifestListed(dir, m);
+}
+
+Status WriteManifestListed(const std::string& dir, const CheckpointManifest& m) {
   nlohmann::ordered_json j{{"format_version", m.format_version},
                            {"step", m.step},
                            {"kind", m.kind},
@@ -111,6 +122,19 @@ bool InsideFolder(const std::string& rel) {
   return true;
 }
 
+// A listed file must be the folder's own: no component of its path (the file, transformer/) may
+// be a symbolic link, which could lead anywhere (another run's checkpoint, a file that changes
+// under the run). The trainer never writes links. Returns the first link, "" when none.
+std::string FirstSymlink(const std::string& dir, const std::string& rel) {
+  fs::path at(dir);
+  for (const auto& part : fs::path(rel)) {
+    at /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) return at.string();
+  }
+  return "";
+}
+
 // trainer_state.json's "step" must be the manifest's: a state file copied in from another save
 // would otherwise resume the data position and LR of another step.
 Status CheckStateStep(const std::string& dir, int64_t step) {
@@ -155,6 +179,9 @@ Status CheckShardsListed(const std::string& dir, const std::string& index_file,
 }  // namespace
 
 Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
+  if (const std::string link = FirstSymlink(dir, kManifestName); !link.empty()) {
+    return Status::Data(link + ": is a symbolic link; a checkpoint's files must be its own");
+  }
   auto m = ReadManifest(dir);
   if (!m.ok()) return m.status();
   if (m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
@@ -192,6 +219,10 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
       return Status::Data(dir + ": manifest lists '" + f.path + "' twice");
     }
   }
+  // Master weights are optional; when sharded, every shard the index names must be listed.
+  if (listed.count(kMasterWeightsIndexFile) != 0) {
+    if (Status st = CheckShardsListed(dir, kMasterWeightsIndexFile, listed); !st.ok()) return st;
+  }
   for (const auto& r : required) {
     if (r == kWeightsFile && listed.count(r) == 0 && listed.count(kWeightsIndexFile) != 0) {
       if (Status st = CheckShardsListed(dir, kWeightsIndexFile, listed); !st.ok()) return st;
@@ -209,6 +240,10 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
   for (const auto& f : m->files) {
     const std::string path = (fs::path(dir) / f.path).string();
     std::error_code ec;
+    if (const std::string link = FirstSymlink(dir, f.path); !link.empty()) {
+      return Status::Data(link + ": is a symbolic link (to " + fs::read_symlink(link, ec).string() +
+                          "); a checkpoint's files must be its own, not links");
+    }
     if (!fs::is_regular_file(path, ec))
       return Status::Data(path + ": listed in the manifest but missing");
     const auto size = fs::file_size(path, ec);

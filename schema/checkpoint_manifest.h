@@ -31,6 +31,9 @@ inline constexpr const char* kWeightsIndexFile =
     "transformer/diffusion_pytorch_model.safetensors.index.json";
 // The exact master weights, present when transformer/ holds another dtype (bf16 export).
 inline constexpr const char* kMasterWeightsFile = "master_weights.safetensors";
+// Written by W > 1 ranks: one master_weights-0000r-of-0000W.safetensors per rank (the
+// parameters it owns) and this index naming each tensor's file; the manifest lists both.
+inline constexpr const char* kMasterWeightsIndexFile = "master_weights.safetensors.index.json";
 inline constexpr const char* kModelConfigFile = "transformer/config.json";
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
 // A run with sharded optimizer state (optim.shard) writes one file per rank instead, each by the
@@ -42,6 +45,8 @@ inline constexpr const char* kStateFile = "trainer_state.json";
 
 // "optimizer-00002-of-00004.safetensors" for rank 1 of 4.
 std::string OptimizerShardFile(int64_t rank, int64_t world);
+// "master_weights-00002-of-00004.safetensors" for rank 1 of 4.
+std::string MasterWeightsShardFile(int64_t rank, int64_t world);
 
 // What a manifest of `kind` must list: full = weights, model config, optimizer state and
 // trainer state; weights_only = the weights. Empty for an unknown kind. The weights entry
@@ -73,6 +78,9 @@ Result<std::string> HashFile(const std::string& path, uint64_t* bytes_out = null
 // Hashes `files` (relative to `dir`) and writes dir/MANIFEST.json atomically.
 Status WriteManifest(const std::string& dir, CheckpointManifest manifest,
                      const std::vector<std::string>& files);
+// Writes dir/MANIFEST.json atomically from `manifest.files` as given (sizes and hashes the
+// writers computed while writing).
+Status WriteManifestListed(const std::string& dir, const CheckpointManifest& manifest);
 
 Result<CheckpointManifest> ReadManifest(const std::string& dir);
 

@@ -1,5 +1,5 @@
-"""Compares the logical state of two checkpoint folders: weights (transformer/ or
-master_weights.safetensors) and every parameter's exp_avg / exp_avg_sq / step, read from
+"""Compares the logical state of two checkpoint folders: weights (transformer/ or the master
+weights, each one file or per-rank shards with an index) and every parameter's exp_avg / exp_avg_sq / step, read from
 optimizer.safetensors or from the per-rank files its index names.
 
 usage: ckpt_state.py A B MAX_ABS   (MAX_ABS 0 = bit for bit); exit 1 naming the first difference."""
@@ -27,11 +27,25 @@ def read(path):
     return out
 
 
+def weight_files(folder):
+    """The master weights when present, else transformer/: one file or an index's shards."""
+    for base in ("master_weights.safetensors", "transformer/diffusion_pytorch_model.safetensors"):
+        single = os.path.join(folder, base)
+        index = single + ".index.json"
+        if os.path.exists(index):
+            parent = os.path.dirname(single)
+            return [os.path.join(parent, f) for f in sorted(set(json.load(open(index))["weight_map"].values()))]
+        if os.path.exists(single):
+            return [single]
+    raise SystemExit(f"{folder}: no weights")
+
+
 def state(folder):
-    w = os.path.join(folder, "master_weights.safetensors")
-    if not os.path.exists(w):
-        w = os.path.join(folder, "transformer", "diffusion_pytorch_model.safetensors")
-    tensors = {"weight." + k: v for k, v in read(w).items()}
+    tensors = {}
+    for w in weight_files(folder):
+        for k, v in read(w).items():
+            assert "weight." + k not in tensors, f"{k} appears twice in {folder}"
+            tensors["weight." + k] = v
     index = os.path.join(folder, "optimizer.safetensors.index.json")
     if os.path.exists(index):
         files = sorted(set(json.load(open(index))["weight_map"].values()))

@@ -48,9 +48,14 @@ train_ranks() {
   return "${rcs[0]}"
 }
 
-# same_checkpoint A B: weights and AdamW state bit for bit.
+# same_checkpoint A B: the same tensor files (weights, export, AdamW state, one per rank or
+# one in all), bit for bit.
 same_checkpoint() {
-  for f in transformer/diffusion_pytorch_model.safetensors optimizer.safetensors; do
+  local fa fb
+  fa=$(cd "$1" && find . -name '*.safetensors' | sort)
+  fb=$(cd "$2" && find . -name '*.safetensors' | sort)
+  [ -n "$fa" ] && [ "$fa" = "$fb" ] || fail "tensor files differ between $1 and $2: $fa vs $fb"
+  for f in $fa; do
     "$bt" tensor-diff "$1/$f" "$2/$f" >/dev/null || fail "$f differs between $1 and $2"
   done
   checks=$((checks + 1))

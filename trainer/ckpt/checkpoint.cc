@@ -2,102 +2,18 @@
 
 #include <xxhash.h>
 
-#include <unistd.h>
 #include <chrono>
 #include <cinttypes>
 #include <filesystem>
-#include <map>
 #include <sstream>
 
-#include "schema/atomic_file.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
-#include "schema/safetensors.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
 
 namespace baton {
 namespace fs = std::filesystem;
-
-namespace {
-
-// Tensors held on the CPU and contiguous for the life of a write.
-struct HeldTensors {
-  std::vector<torch::Tensor> keep;
-  std::vector<StTensorRef> refs;
-  void Add(const std::string& name, const torch::Tensor& t) {
-    keep.push_back(t.detach().to(torch::kCPU).contiguous());
-    refs.push_back({name, ToStDType(keep.back().scalar_type()), keep.back().sizes().vec(),
-                    keep.back().data_ptr()});
-  }
-};
-
-void CheckOk(const Status& st, const std::string& hint) {
-  if (!st.ok()) FailAt(__FILE__, __LINE__, st, hint);
-}
-
-torch::Tensor ReadTensor(const SafetensorsFile& f, const std::string& name,
-                         const std::vector<int64_t>& shape) {
-  const StTensorInfo* t = f.Find(name);
-  if (t == nullptr) {
-    BATON_FAIL(kExitData, f.path() + ": tensor '" + name + "' is missing",
-               "the checkpoint was written by another model or is damaged");
-  }
-  if (t->shape != shape) {
-    BATON_FAIL(kExitConfig,
-               f.path() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
-                   " but the model has " + ShapeString(shape),
-               "the checkpoint belongs to a model of other sizes; check model.* in the config");
-  }
-  return torch::from_blob(const_cast<uint8_t*>(f.Data(*t)), t->shape, ToTorchDtype(t->dtype))
-      .clone();
-}
-
-std::shared_ptr<const SafetensorsFile> OpenOrFail(const std::string& path) {
-  auto r = SafetensorsFile::Open(path);
-  if (!r.ok()) {
-    FailAt(__FILE__, __LINE__, kExitData, r.status().ToString(),
-           "the checkpoint is damaged; use --resume auto to fall back to an older one");
-  }
-  return r.value();
-}
-
-// The optimizer state of a checkpoint folder: optimizer.safetensors, or the files its
-// optimizer.safetensors.index.json names, each opened once.
-class OptimizerFiles {
- public:
-  explicit OptimizerFiles(const std::string& dir) : dir_(dir) {
-    const fs::path index = fs::path(dir) / kOptimizerIndexFile;
-    std::error_code ec;
-    if (!fs::exists(index, ec)) return;
-    map_ = ReadWeightMap(index.string());
-    indexed_ = true;
-  }
-
-  const SafetensorsFile& For(const std::string& tensor) {
-    std::string file = kOptimizerFile;
-    if (indexed_) {
-      auto it = map_.find(tensor);
-      if (it == map_.end()) {
-        BATON_FAIL(kExitData,
-                   dir_ + "/" + kOptimizerIndexFile + ": tensor '" + tensor + "' is missing",
-                   "the checkpoint was written by another model or is damaged");
-      }
-      file = it->second;
-    }
-    auto& f = open_[file];
-    if (!f) f = OpenOrFail((fs::path(dir_) / file).string());
-    return *f;
-  }
-
- private:
-  std::string dir_;
-  bool indexed_ = false;
-  std::map<std::string, std::string> map_;
-  std::map<std::string, std::shared_ptr<const SafetensorsFile>> open_;
-};
-
-}  // namespace
 
 nlohmann::json TrainerState::ToJson() const {
   nlohmann::ordered_json lr_json = lr.ToJson();
@@ -186,134 +102,6 @@ std::string ConfigHash(const ModelDims& d) {
   return hex;
 }
 
-namespace {
-
-// The moments and step counts of the parameters this rank owns, into one safetensors file.
-void WriteOptimizerFile(const std::string& path, const AdamW& optimizer) {
-  HeldTensors o;
-  for (const auto& s : optimizer.state()) {
-    if (!s.owned) continue;
-    o.Add("exp_avg." + s.name, s.exp_avg);
-    o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
-    o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
-  }
-  CheckOk(WriteSafetensors(path, o.refs), "check disk space");
-}
-
-}  // namespace
-
-SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
-                          const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks,
-                          const SaveTeam* team) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool sharded = team != nullptr && team->world > 1;
-  const bool leader = !sharded || team->rank == 0;
-  const std::string name = kCheckpointPrefix + std::to_string(state.step);
-  // A checkpoint vouches for its state: never one that would spread NaN into every resume. Every
-  // rank checks the moments it holds (rank 0 also the weights), and all agree before writing.
-  const std::string bad = FirstNonFinite(leader ? &model : nullptr, optimizer);
-  const bool any_bad = sharded ? team->any_rank(!bad.empty()) : !bad.empty();
-  if (any_bad) {
-    BATON_FAIL(kExitDiverged,
-               "refusing to write " + name + ": " +
-                   (bad.empty() ? std::string("another rank's optimizer state") : "tensor " + bad) +
-                   " holds NaN/Inf (training diverged)",
-               "lower optim.lr or check the data (baton-train data-check); the last finite "
-               "checkpoint is kept");
-  }
-  const fs::path final_dir = fs::path(checkpoints_dir) / name;
-  const fs::path partial = final_dir.string() + kPartialSuffix;
-  std::error_code ec;
-  if (leader) {
-    fs::create_directories(checkpoints_dir, ec);
-    // Only this save writes here, so any .partial is a save that was cut short.
-    for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
-      const std::string n = e.path().filename().string();
-      if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
-        fs::remove_all(e.path(), ec);
-    }
-    fs::create_directories(partial / "transformer", ec);
-    if (ec)
-      BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
-                 "check disk space and permissions");
-  }
-  std::vector<std::string> files;
-  if (sharded) {
-    team->barrier();  // the folder exists
-    // Each rank writes what it owns, in parallel; the index says where each tensor is.
-    WriteOptimizerFile((partial / OptimizerShardFile(team->rank, team->world)).string(), optimizer);
-    if (hooks.mid_file) hooks.mid_file();
-  }
-  if (leader) {
-    // transformer/: what upstream loads (export dtype, sharded above the limit). When that is not
-    // the master dtype, the exact master weights go beside it, so a resume stays bit for bit.
-    files = WriteTransformerFolder((partial / "transformer").string(), model,
-                                   ExportDtype(retention.export_dtype), retention.max_shard_bytes,
-                                   partial.string());
-    const auto master_dtype = model->parameters().front().scalar_type();
-    if (ExportDtype(retention.export_dtype) != master_dtype) {
-      HeldTensors w;
-      for (const auto& p : model->named_parameters()) w.Add(p.key(), p.value());
-      CheckOk(WriteSafetensors((partial / kMasterWeightsFile).string(), w.refs),
-              "check disk space");
-      files.push_back(kMasterWeightsFile);
-    }
-    if (sharded) {
-      nlohmann::ordered_json map = nlohmann::ordered_json::object();
-      size_t i = 0;
-      for (const auto& s : optimizer.state()) {
-        const std::string file = OptimizerShardFile(team->owner.at(i++), team->world);
-        for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
-      }
-      nlohmann::ordered_json index{{"metadata", {{"world_size", team->world}}},
-                                   {"weight_map", map}};
-      CheckOk(WriteTextAtomic((partial / kOptimizerIndexFile).string(), index.dump(2) + "\n"),
-              "check disk space");
-      files.push_back(kOptimizerIndexFile);
-      for (int64_t r = 0; r < team->world; ++r) files.push_back(OptimizerShardFile(r, team->world));
-    } else {
-      if (hooks.mid_file) hooks.mid_file();
-      WriteOptimizerFile((partial / kOptimizerFile).string(), optimizer);
-      files.push_back(kOptimizerFile);
-    }
-    CheckOk(WriteTextAtomic((partial / kStateFile).string(), state.ToJson().dump(2) + "\n"),
-            "check disk space");
-    files.push_back(kStateFile);
-  }
-  // Every rank's file is durable before the manifest vouches for it.
-  if (sharded) team->barrier();
-  SaveResult r;
-  if (!leader) return r;
-  if (hooks.before_manifest) hooks.before_manifest();
-  CheckpointManifest m;
-  m.step = state.step;
-  m.kind = "full";
-  m.world_size = state.world_size;
-  m.config_hash = state.config_hash;
-  m.finite = true;  // checked above
-  CheckOk(WriteManifest(partial.string(), m, files), "check disk space");
-  CheckOk(FsyncDir((partial / "transformer").string()), "");
-  CheckOk(FsyncDir(partial.string()), "");
-  if (hooks.before_rename) hooks.before_rename();
-  if (fs::exists(final_dir, ec)) {  // re-saving a step (a resume redid it): replace whole
-    const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
-    fs::rename(final_dir, old, ec);
-    fs::rename(partial, final_dir, ec);
-    fs::remove_all(old);
-  } else {
-    fs::rename(partial, final_dir, ec);
-  }
-  if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
-  CheckOk(FsyncDir(checkpoints_dir), "");
-
-  r.path = final_dir.string();
-  for (const auto& f : files) r.bytes += int64_t(fs::file_size(final_dir / f, ec));
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ApplyRetention(checkpoints_dir, retention);
-  return r;
-}
-
 std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
                                         const CheckpointSection& retention) {
   std::vector<std::string> removed;
@@ -335,82 +123,6 @@ std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
     if (!ec) removed.push_back(c.path);
   }
   return removed;
-}
-
-TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
-                            LoadMode mode) {
-  const bool has_manifest = fs::exists(fs::path(dir) / kManifestName);
-  if (mode == LoadMode::kFull || has_manifest) {
-    const Status st = VerifyCheckpoint(dir);
-    if (!st.ok())
-      FailAt(__FILE__, __LINE__, kExitData, st.ToString(),
-             "resume from another checkpoint (--resume auto skips invalid ones)");
-  }
-  TrainerState state;
-  const fs::path state_path = fs::path(dir) / kStateFile;
-  if (mode == LoadMode::kFull) {
-    // The model must match exactly: name every differing key.
-    auto text = ReadFile((fs::path(dir) / kModelConfigFile).string());
-    if (!text.ok()) FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(), "");
-    const auto saved = nlohmann::json::parse(text.value(), nullptr, false);
-    const auto mine = nlohmann::json(ModelConfigJson(model->dims()));
-    std::string diff;
-    for (auto it = mine.begin(); it != mine.end(); ++it) {
-      if (!saved.is_object() || !saved.contains(it.key()) || saved[it.key()] != *it) {
-        diff +=
-            (diff.empty() ? "" : ", ") + it.key() + " " +
-            (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
-            " vs " + it->dump();
-      }
-    }
-    if (!diff.empty()) {
-      BATON_FAIL(kExitConfig,
-                 dir + " was written by another model config: " + diff + " (checkpoint vs run)",
-                 "fix model.* in the config (or model.init_from), or start a new run folder");
-    }
-    auto st_text = ReadFile(state_path.string());
-    if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");
-    try {
-      state = TrainerState::FromJson(nlohmann::json::parse(st_text.value()));
-    } catch (const std::exception& e) {
-      BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(), "");
-    }
-  } else {
-    const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
-    if (step < 0) {
-      BATON_FAIL(
-          kExitConfig,
-          dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
-          "rename the folder or pass an explicit checkpoint_step_<N> path");
-    }
-    state.step = step;
-  }
-
-  torch::NoGradGuard no_grad;
-  std::error_code ec;
-  if (fs::exists(fs::path(dir) / kMasterWeightsFile, ec)) {
-    auto weights = OpenOrFail((fs::path(dir) / kMasterWeightsFile).string());
-    for (auto& p : model->named_parameters()) {
-      p.value().copy_(ReadTensor(*weights, p.key(), p.value().sizes().vec()));
-    }
-  } else {
-    LoadTransformerWeights((fs::path(dir) / "transformer").string(), model);
-  }
-  if (mode == LoadMode::kFull && optimizer != nullptr) {
-    // One file, or one per rank of the run that saved it: any rank count can read either, each
-    // rank only the moments it owns now (and every step count).
-    OptimizerFiles files(dir);
-    for (auto& s : optimizer->state()) {
-      const std::vector<int64_t> shape = s.param.sizes().vec();
-      if (s.owned) {
-        s.exp_avg.copy_(ReadTensor(files.For("exp_avg." + s.name), "exp_avg." + s.name, shape));
-        s.exp_avg_sq.copy_(
-            ReadTensor(files.For("exp_avg_sq." + s.name), "exp_avg_sq." + s.name, shape));
-      }
-      s.step = ReadTensor(files.For("step." + s.name), "step." + s.name, {1}).item<int64_t>();
-    }
-  }
-  return state;
 }
 
 }  // namespace baton

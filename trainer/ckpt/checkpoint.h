@@ -6,10 +6,10 @@
 //                                   above checkpoint.max_shard_bytes
 //     master_weights.safetensors    the exact master weights, when the export dtype is not theirs
 //     optimizer.safetensors     exp_avg.<p>, exp_avg_sq.<p>, step.<p> for every trainable parameter
-//       or, with sharded optimizer state (optim.shard on W > 1 ranks):
-//     optimizer-0000r-of-0000W.safetensors   the same tensors of the parameters rank r-1 owns,
-//                                            written by that rank, in parallel
+//       or, on W > 1 ranks (optim.shard or replicated), each rank writing its own in parallel:
+//     optimizer-0000r-of-0000W.safetensors   the same tensors of the parameters rank r-1 owns
 //     optimizer.safetensors.index.json       which file holds each tensor
+//     master_weights-0000r-of-0000W.safetensors + its index, and transformer/'s shards by owner
 //     trainer_state.json        step, sampler cursor, RNG scheme, LR schedule, world size, hashes
 //     MANIFEST.json             written last: sizes and XXH3 hashes of the files above
 //
@@ -17,13 +17,14 @@
 // write a checkpoint from non-finite state; then writes into checkpoint_step_<N>.partial/,
 // fsyncs every file and the folder, renames, and fsyncs the parent; then applies retention (keep
 // the last K and every M-th, never the newest valid one nor the newest one checked finite;
-// .partial and invalid folders never count). Load verifies the manifest first and
+// .partial and invalid folders never count). Load verifies the manifest while reading and
 // refuses a checkpoint of another model config (naming the differing keys) unless the caller
-// asks for weights only. A sharded save is a team effort: every rank writes its own optimizer
-// file into the .partial folder, rank 0 the rest; only after every rank's file is durable does
-// rank 0 write the manifest and rename, so a rank that dies mid-save leaves no checkpoint (only a
-// .partial that the next save removes). A checkpoint loads on any number of ranks, sharded or
-// not: each rank reads the moments it owns, by name, from whichever file the index names.
+// asks for weights only. A save on W > 1 ranks is a team effort (checkpoint_save.cc): every rank
+// writes about 1/W of the bytes, the files of the parameters it owns, into the .partial folder,
+// rank 0 also the small files; only after every rank's files are durable does rank 0 write the
+// manifest and rename, so a rank that dies mid-save leaves no checkpoint (only a .partial that
+// the next save removes). A checkpoint loads on any number of ranks (checkpoint_load.cc): each
+// rank reads every weight and the moments it owns, by name, from whichever file the index names.
 // Format: docs/checkpoint_format.md. Not thread-safe.
 #pragma once
 
@@ -79,8 +80,9 @@ std::string ConfigHash(const ModelDims& dims);
 
 struct SaveResult {
   std::string path;
-  int64_t bytes = 0;
+  int64_t bytes = 0;  // all ranks' files
   double seconds = 0;
+  std::vector<int64_t> rank_bytes;  // what each rank wrote (rank 0 knows every rank's)
 };
 
 // `before_manifest`/`before_rename` are fault-injection points for tests (may be empty).
@@ -88,12 +90,16 @@ struct SaveHooks {
   std::function<void()> mid_file, before_manifest, before_rename;
 };
 
-// The ranks of a sharded save and their two agreements; SaveCheckpoint without one writes alone.
+// The ranks of a sharded save and their agreements; SaveCheckpoint without one writes alone.
 struct SaveTeam {
   int64_t rank = 0, world = 1;
-  std::vector<int64_t> owner;  // per optimizer parameter, the rank that owns its moments
-  std::function<void()> barrier;
+  std::vector<int64_t> owner;          // per optimizer parameter, the rank that owns its moments
   std::function<bool(bool)> any_rank;  // logical OR across ranks
+  // Runs this rank's part of a phase, then agrees with the others on how it went (every rank
+  // fails alike when one did: failure_agreement.h); returns every rank's payload.
+  std::function<std::vector<std::string>(const std::string& phase,
+                                         const std::function<std::string()>& part)>
+      agreed;
 };
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
@@ -107,10 +113,16 @@ std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
 
 enum class LoadMode { kFull, kWeightsOnly };
 
+// Which rank of how many loads: the files no rank reads are hashed one rank each, by turn.
+struct LoadShare {
+  int64_t rank = 0, world = 1;
+};
+
 // Loads weights (and, for kFull, the optimizer state) and returns the trainer state (for
-// kWeightsOnly from a folder without trainer_state.json: step from the folder name). Fails fast:
-// exit 65 for a corrupt checkpoint, 78 for a config mismatch.
+// kWeightsOnly from a folder without trainer_state.json: step from the folder name), reading
+// every byte once and checking the manifest's hashes on the way. Fails fast: exit 65 for a
+// corrupt checkpoint, 78 for a config mismatch.
 TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
-                            LoadMode mode);
+                            LoadMode mode, LoadShare share = {});
 
 }  // namespace baton

@@ -10,6 +10,7 @@
 #endif
 
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <thread>
 
@@ -268,6 +269,31 @@ bool ProcessGroupHandle::AnyRank(bool flag) {
       torch::TensorOptions(torch::kFloat64).device(cuda_ ? torch::kCUDA : torch::kCPU))};
   impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
   return t[0].item<double>() > 0.5;
+}
+
+std::vector<std::string> ProcessGroupHandle::AllGatherBytes(const std::string& mine) {
+  if (env_.world_size == 1) return {mine};
+  const int64_t w = env_.world_size;
+  const auto device = cuda_ ? torch::kCUDA : torch::kCPU;  // NCCL reduces device tensors only
+  torch::Tensor sizes = torch::zeros({w}, torch::kInt64);
+  sizes[env_.rank] = int64_t(mine.size());
+  std::vector<torch::Tensor> t = {sizes.to(device)};
+  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  sizes = t[0].to(torch::kCPU);
+  std::vector<int64_t> offset(size_t(w) + 1, 0);
+  for (int64_t r = 0; r < w; ++r)
+    offset[size_t(r) + 1] = offset[size_t(r)] + sizes[r].item<int64_t>();
+  torch::Tensor bytes = torch::zeros({std::max<int64_t>(offset.back(), 1)}, torch::kUInt8);
+  std::memcpy(bytes.data_ptr<uint8_t>() + offset[size_t(env_.rank)], mine.data(), mine.size());
+  t = {bytes.to(device)};
+  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  bytes = t[0].to(torch::kCPU);
+  std::vector<std::string> out;
+  for (int64_t r = 0; r < w; ++r) {
+    out.emplace_back(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()) + offset[size_t(r)],
+                     size_t(offset[size_t(r) + 1] - offset[size_t(r)]));
+  }
+  return out;
 }
 
 void ProcessGroupHandle::Barrier() {

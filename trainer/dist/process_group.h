@@ -62,6 +62,9 @@ class ProcessGroupHandle {
 
   // Logical OR of a flag across ranks (used to agree on stopping).
   bool AnyRank(bool flag);
+  // Every rank's bytes, by rank (used to agree on a failure and to collect file hashes): two
+  // small all-reduces, of the lengths and of the bytes laid end to end.
+  std::vector<std::string> AllGatherBytes(const std::string& mine);
   void Barrier();
 
   // Collectives issued and the bytes each rank handed to them, by kind, since the start.

@@ -37,8 +37,10 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
                   "warmup, fresh AdamW)");
   cmd->add_option("--stop-after", o->hooks.stop_after,
                   "Testing: stop as if signalled after N steps of this segment");
-  cmd->add_option("--fault", o->hooks.fault, "Testing: SIGKILL during a save")
-      ->check(CLI::IsMember({"mid_file", "before_manifest", "before_rename", "slow_save"}));
+  cmd->add_option("--fault", o->hooks.fault,
+                  "Testing: SIGKILL during a save, or (write_error) a write that fails")
+      ->check(CLI::IsMember(
+          {"mid_file", "before_manifest", "before_rename", "slow_save", "write_error"}));
   cmd->add_option("--fault-at-step", o->hooks.fault_at_step, "Testing: the save of this step dies");
   cmd->add_option("--fault-rank", o->hooks.fault_rank, "Testing: the rank that dies (default 0)");
   cmd->callback([=] {

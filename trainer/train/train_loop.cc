@@ -27,6 +27,7 @@
 #include "trainer/data/length_bucket_sampler.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/data/prefetch_loader.h"
+#include "trainer/dist/failure_agreement.h"
 #include "trainer/dist/process_group.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
@@ -300,7 +301,8 @@ ResumePoint Resume(const TrainOptions& opt, const Setup& s, const ResumeDecision
   const bool exact = r.decision.mode == ResumeMode::kExact;
   const auto load_t0 = Clock::now();
   TrainerState st = LoadCheckpoint(r.decision.checkpoint, model, &optimizer,
-                                   exact ? LoadMode::kFull : LoadMode::kWeightsOnly);
+                                   exact ? LoadMode::kFull : LoadMode::kWeightsOnly,
+                                   LoadShare{s.env.rank, s.env.world_size});
   r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
   if (!exact) {
     r.micro0 = r.step0() * s.config.optim.grad_accum;  // no data position: assume step-aligned
@@ -399,6 +401,11 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
   if (t.fault == "mid_file") hooks.mid_file = die;
   if (t.fault == "before_manifest") hooks.before_manifest = die;
   if (t.fault == "before_rename") hooks.before_rename = die;
+  if (t.fault == "write_error") {
+    hooks.mid_file = [] {
+      BATON_FAIL(kExitIo, "injected write failure (--fault write_error)", "");
+    };
+  }
   if (t.fault == "slow_save" && std::string(reason) == "signal") {
     hooks.before_manifest = [] { ::usleep(3000 * 1000); };  // to land a second SIGTERM inside it
   }
@@ -412,41 +419,54 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
           const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
           const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
           const char* reason) {
+  // On W > 1 ranks every rank writes the files of the parameters it owns: optim.shard's plan, or
+  // the same element-balanced plan in a replicated run.
   SaveTeam team;
-  if (shard_plan != nullptr) {
+  if (s.env.world_size > 1) {
     team.rank = s.env.rank;
     team.world = s.env.world_size;
-    team.owner = shard_plan->owner;
-    team.barrier = [&] { s.group->Barrier(); };
-    team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
-  }
-  if (s.leader() || shard_plan != nullptr) {
-    TrainerState st = identity;
-    st.step = steps_done;
-    st.sampler = rp.plans->Cursor(micro_done);
-    st.lr = rp.schedule;
-    st.last_lr = last_lr;
-    SetSaving(true);
-    const SaveResult r = SaveCheckpoint(
-        s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
-        FaultHooks(t, s.env.rank, steps_done, reason), shard_plan != nullptr ? &team : nullptr);
-    SetSaving(false);
-    if (!s.leader()) {
-      s.group->Barrier();
-      return;
+    if (shard_plan != nullptr) {
+      team.owner = shard_plan->owner;
+    } else {
+      std::vector<int64_t> numels;
+      for (const auto& p : optimizer.state()) numels.push_back(p.param.numel());
+      team.owner = MakeShardPlan(numels, s.env.world_size).owner;
     }
-    CheckpointEvent e;
-    e.step = steps_done;
-    e.path = r.path;
-    e.bytes = r.bytes;
-    e.seconds = r.seconds;
-    e.reason = reason;
-    log.Write(e, /*sync=*/true);
-    std::printf("checkpoint %s: %.1f MB in %.2f s (%s)\n", r.path.c_str(), r.bytes / 1e6, r.seconds,
-                reason);
-    std::fflush(stdout);
+    team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
+    team.agreed = [&](const std::string& phase, const std::function<std::string()>& part) {
+      return RunAgreed(*s.group, phase, part);
+    };
   }
-  s.group->Barrier();
+  // Every rank leaves the save together, with one exit code when any rank's part failed.
+  RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {
+    {
+      TrainerState st = identity;
+      st.step = steps_done;
+      st.sampler = rp.plans->Cursor(micro_done);
+      st.lr = rp.schedule;
+      st.last_lr = last_lr;
+      SetSaving(true);
+      const SaveResult r = SaveCheckpoint(
+          s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
+          FaultHooks(t, s.env.rank, steps_done, reason), s.env.world_size > 1 ? &team : nullptr);
+      SetSaving(false);
+      if (!s.leader()) return "";
+      CheckpointEvent e;
+      e.step = steps_done;
+      e.path = r.path;
+      e.bytes = r.bytes;
+      e.seconds = r.seconds;
+      e.reason = reason;
+      log.Write(e, /*sync=*/true);
+      std::string per_rank;
+      for (int64_t b : r.rank_bytes) per_rank += " " + std::to_string(b);
+      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)%s%s\n", r.path.c_str(), r.bytes / 1e6,
+                  r.seconds, reason, r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
+                  r.rank_bytes.size() > 1 ? per_rank.c_str() : "");
+      std::fflush(stdout);
+    }
+    return "";
+  });
 }
 
 // The episode ids of the optimizer step starting at micro index `micro`, on every rank.
@@ -588,7 +608,12 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
 
   // 5. Resume.
   const TrainerState identity = RunIdentity(s, dims);
-  const ResumePoint rp = Resume(opt, s, start, identity, model, optimizer, init_dir);
+  // Each rank reads its part of the checkpoint; one that fails makes every rank fail alike.
+  ResumePoint rp;
+  RunAgreed(*s.group, "while loading the checkpoint", [&] {
+    rp = Resume(opt, s, start, identity, model, optimizer, init_dir);
+    return std::string();
+  });
   ReportSegmentStart(log, s, rp, identity);
   if (s.leader()) {  // the log made it, unless --events points elsewhere; the first save would
     std::error_code ec;

@@ -1,0 +1,300 @@
+// SaveCheckpoint: every rank writes about 1/W of the bytes, each file hashed while it is written.
+//
+// Who writes what (docs/checkpoint_format.md): each parameter has an owning rank, the one that
+// owns its AdamW moments (optim.shard's plan, or the same element-balanced plan in a replicated
+// run, where every rank holds every moment but writes only its own). A rank writes, for the
+// parameters it owns, the moments and step counts (optimizer-0000r-of-0000W), the exact master
+// weights when the export dtype is not theirs (master_weights-0000r-of-0000W) and the
+// transformer/ export shards (diffusion_pytorch_model-0000i-of-0000n, diffusers' names, split
+// further above checkpoint.max_shard_bytes). Rank 0 also writes the small files: config.json,
+// the three indexes, trainer_state.json, and last, after every rank's files are durable, the
+// manifest from the sizes and hashes each rank computed while writing. One rank keeps the
+// single-file names of earlier versions.
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "schema/atomic_file.h"
+#include "schema/checkpoint_manifest.h"
+#include "schema/exit_codes.h"
+#include "schema/safetensors.h"
+#include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/tensor_file_io.h"
+#include "trainer/ckpt/upstream_io.h"
+#include "trainer/dist/shard_plan.h"
+#include "trainer/fail.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Tensors held on the CPU and contiguous for the life of a write: a CPU master tensor is used
+// as it is (no copy); a device tensor or another dtype gets the one copy the format needs.
+struct HeldTensors {
+  std::vector<torch::Tensor> keep;
+  std::vector<StTensorRef> refs;
+  void Add(const std::string& name, const torch::Tensor& t,
+           std::optional<torch::Dtype> dtype = std::nullopt) {
+    torch::Tensor held = t.detach();
+    if (held.device().type() != torch::kCPU) held = held.to(torch::kCPU);
+    if (dtype && held.scalar_type() != *dtype) held = held.to(*dtype);
+    keep.push_back(held.contiguous());
+    refs.push_back({name, ToStDType(keep.back().scalar_type()), keep.back().sizes().vec(),
+                    keep.back().data_ptr()});
+  }
+};
+
+void CheckOk(const Status& st, const std::string& hint) {
+  if (!st.ok()) FailAt(__FILE__, __LINE__, st, hint);
+}
+
+// One written file, as the manifest lists it.
+nlohmann::json Entry(const std::string& rel, const FileDigest& d) {
+  return nlohmann::json{{"path", rel}, {"bytes", d.bytes}, {"xxh3", d.xxh3}};
+}
+
+// A small file rank 0 writes whole: atomically, hashed from the text itself.
+nlohmann::json WriteSmall(const fs::path& dir, const std::string& rel, const std::string& text) {
+  CheckOk(WriteTextAtomic((dir / rel).string(), text), "check disk space");
+  return Entry(rel, {text.size(), Xxh3Hex(XXH3_64bits(text.data(), text.size()))});
+}
+
+// The transformer/ export's files: per rank, the parameters it owns in the model's order, cut
+// where the next one would pass `max_shard_bytes` (diffusers' rule within each rank), numbered
+// across all ranks. One file in all keeps upstream's single name and needs no index.
+struct ExportShard {
+  std::string file;  // relative to transformer/
+  int64_t rank = 0;
+  std::vector<size_t> params;
+};
+
+std::vector<ExportShard> PlanExport(const std::vector<int64_t>& owner,
+                                    const std::vector<int64_t>& bytes, int64_t world,
+                                    int64_t max_shard_bytes) {
+  std::vector<ExportShard> shards;
+  for (int64_t r = 0; r < world; ++r) {
+    int64_t current = 0;
+    bool open = false;
+    for (size_t i = 0; i < owner.size(); ++i) {
+      if (owner[i] != r) continue;
+      if (!open || (current + bytes[i] > max_shard_bytes && !shards.back().params.empty())) {
+        shards.push_back({"", r, {}});
+        current = 0;
+        open = true;
+      }
+      shards.back().params.push_back(i);
+      current += bytes[i];
+    }
+  }
+  const size_t n = shards.size();
+  for (size_t i = 0; i < n; ++i) {
+    char name[96];
+    if (n == 1) {
+      std::snprintf(name, sizeof name, "diffusion_pytorch_model.safetensors");
+    } else {
+      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05zu-of-%05zu.safetensors", i + 1,
+                    n);
+    }
+    shards[i].file = name;
+  }
+  return shards;
+}
+
+}  // namespace
+
+SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
+                          const AdamW& optimizer, const TrainerState& state,
+                          const CheckpointSection& retention, const SaveHooks& hooks,
+                          const SaveTeam* team) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool multi = team != nullptr && team->world > 1;
+  const int64_t rank = multi ? team->rank : 0, world = multi ? team->world : 1;
+  const bool leader = rank == 0;
+  const std::string name = kCheckpointPrefix + std::to_string(state.step);
+  // A checkpoint vouches for its state: never one that would spread NaN into every resume. Every
+  // rank checks the moments it holds (rank 0 also the weights), and all agree before writing.
+  const std::string bad = FirstNonFinite(leader ? &model : nullptr, optimizer);
+  const bool any_bad = multi ? team->any_rank(!bad.empty()) : !bad.empty();
+  if (any_bad) {
+    BATON_FAIL(kExitDiverged,
+               "refusing to write " + name + ": " +
+                   (bad.empty() ? std::string("another rank's optimizer state") : "tensor " + bad) +
+                   " holds NaN/Inf (training diverged)",
+               "lower optim.lr or check the data (baton-train data-check); the last finite "
+               "checkpoint is kept");
+  }
+  const fs::path final_dir = fs::path(checkpoints_dir) / name;
+  const fs::path partial = final_dir.string() + kPartialSuffix;
+  std::error_code ec;
+  auto make_folder = [&]() -> std::string {
+    if (!leader) return "";
+    fs::create_directories(checkpoints_dir, ec);
+    // Only this save writes here, so any .partial is a save that was cut short.
+    for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
+        fs::remove_all(e.path(), ec);
+    }
+    fs::create_directories(partial / "transformer", ec);
+    if (ec)
+      BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
+                 "check disk space and permissions");
+    return "";
+  };
+  // A rank that fails in its part (a write refused) makes every rank fail alike, before anything
+  // is vouched for, instead of leaving the others waiting for it.
+  if (multi) {
+    team->agreed("while creating the checkpoint folder", make_folder);
+  } else {
+    make_folder();
+  }
+
+  // Ownership: a parameter's weights go with its moments; one without moments (frozen) by turn.
+  const auto& opt_state = optimizer.state();
+  std::map<std::string, int64_t> owner_of;
+  for (size_t i = 0; i < opt_state.size(); ++i) {
+    owner_of[opt_state[i].name] = multi ? team->owner.at(i) : 0;
+  }
+  const auto params = model->named_parameters();
+  const auto master_dtype = params.front().value().scalar_type();
+  const torch::Dtype export_dtype = ExportDtype(retention.export_dtype);
+  const bool write_master = export_dtype != master_dtype;
+  std::vector<int64_t> weight_owner, export_bytes;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = owner_of.find(params[i].key());
+    weight_owner.push_back(it != owner_of.end() ? it->second : int64_t(i) % world);
+    export_bytes.push_back(params[i].value().numel() * int64_t(c10::elementSize(export_dtype)));
+  }
+  const std::vector<ExportShard> shards =
+      PlanExport(weight_owner, export_bytes, world, retention.max_shard_bytes);
+  const std::string optimizer_file = multi ? OptimizerShardFile(rank, world) : kOptimizerFile;
+  const std::string master_file = multi ? MasterWeightsShardFile(rank, world) : kMasterWeightsFile;
+
+  auto part = [&]() -> std::string {
+    nlohmann::json written = nlohmann::json::array();
+    auto write = [&](const std::string& rel, const HeldTensors& t,
+                     const std::map<std::string, std::string>& metadata = {}) {
+      auto d = WriteHashedSafetensors((partial / rel).string(), t.refs, metadata);
+      if (!d.ok()) {
+        FailAt(__FILE__, __LINE__, d.status(),
+               "check disk space and that " + checkpoints_dir + " is writable");
+      }
+      written.push_back(Entry(rel, d.value()));
+    };
+    {
+      HeldTensors o;  // the moments and step counts of the parameters this rank owns
+      for (size_t i = 0; i < opt_state.size(); ++i) {
+        const auto& s = opt_state[i];
+        if (owner_of[s.name] != rank) continue;
+        if (!s.owned) {
+          BATON_FAIL(kExitInternal,
+                     "rank " + std::to_string(rank) + " owns " + s.name +
+                         " in the save plan but holds no moments for it",
+                     "the save's ownership must be optim.shard's");
+        }
+        o.Add("exp_avg." + s.name, s.exp_avg);
+        o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
+        o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
+      }
+      write(optimizer_file, o);
+    }
+    if (hooks.mid_file) hooks.mid_file();
+    if (write_master) {  // the exact weights beside a transformer/ in another dtype
+      HeldTensors w;
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (weight_owner[i] == rank) w.Add(params[i].key(), params[i].value());
+      }
+      write(master_file, w);
+    }
+    for (const auto& sh : shards) {
+      if (sh.rank != rank) continue;
+      HeldTensors e;  // converted one shard at a time: one shard's copy in memory at most
+      for (size_t i : sh.params) e.Add(params[i].key(), params[i].value(), export_dtype);
+      write("transformer/" + sh.file, e, {{"format", "pt"}});
+    }
+    if (leader) {
+      written.push_back(
+          WriteSmall(partial, kModelConfigFile, UpstreamConfigJson(model->dims()).dump(2) + "\n"));
+      if (shards.size() > 1) {
+        nlohmann::json map = nlohmann::json::object();
+        int64_t total = 0;
+        for (const auto& sh : shards) {
+          for (size_t i : sh.params) {
+            map[params[i].key()] = sh.file;
+            total += export_bytes[i];
+          }
+        }
+        nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", map}};
+        written.push_back(WriteSmall(partial, kWeightsIndexFile, index.dump(2) + "\n"));
+      }
+      if (multi && write_master) {
+        nlohmann::ordered_json map = nlohmann::ordered_json::object();
+        for (size_t i = 0; i < params.size(); ++i) {
+          map[params[i].key()] = MasterWeightsShardFile(weight_owner[i], world);
+        }
+        nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
+        written.push_back(WriteSmall(partial, kMasterWeightsIndexFile, index.dump(2) + "\n"));
+      }
+      if (multi) {
+        nlohmann::ordered_json map = nlohmann::ordered_json::object();
+        for (const auto& s : opt_state) {
+          const std::string file = OptimizerShardFile(owner_of[s.name], world);
+          for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
+        }
+        nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
+        written.push_back(WriteSmall(partial, kOptimizerIndexFile, index.dump(2) + "\n"));
+      }
+      written.push_back(WriteSmall(partial, kStateFile, state.ToJson().dump(2) + "\n"));
+    }
+    return written.dump();
+  };
+  // Every rank's files are durable (each was fsync'd) before the manifest vouches for them.
+  const std::vector<std::string> parts =
+      multi ? team->agreed("while writing its part of the checkpoint", part)
+            : std::vector<std::string>{part()};
+  SaveResult r;
+  r.rank_bytes.assign(size_t(world), 0);
+  CheckpointManifest m;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    for (const auto& e : nlohmann::json::parse(parts[k])) {
+      m.files.push_back({e.at("path").get<std::string>(), e.at("bytes").get<uint64_t>(),
+                         e.at("xxh3").get<std::string>()});
+      r.rank_bytes[k] += int64_t(m.files.back().bytes);
+      r.bytes += int64_t(m.files.back().bytes);
+    }
+  }
+  if (!leader) return r;
+  if (hooks.before_manifest) hooks.before_manifest();
+  m.step = state.step;
+  m.kind = "full";
+  m.world_size = state.world_size;
+  m.config_hash = state.config_hash;
+  m.finite = true;  // checked above
+  CheckOk(WriteManifestListed(partial.string(), m), "check disk space");
+  CheckOk(FsyncDir((partial / "transformer").string()), "");
+  CheckOk(FsyncDir(partial.string()), "");
+  if (hooks.before_rename) hooks.before_rename();
+  if (fs::exists(final_dir, ec)) {  // re-saving a step (a resume redid it): replace whole
+    const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
+    fs::rename(final_dir, old, ec);
+    fs::rename(partial, final_dir, ec);
+    fs::remove_all(old);
+  } else {
+    fs::rename(partial, final_dir, ec);
+  }
+  if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
+  CheckOk(FsyncDir(checkpoints_dir), "");
+
+  r.path = final_dir.string();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ApplyRetention(checkpoints_dir, retention);
+  return r;
+}
+
+}  // namespace baton
