@@ -134,7 +134,13 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   std::error_code ec;
   auto make_folder = [&]() -> std::string {
     if (!leader) return "";
-    fs::create_directories(checkpoints_dir, ec);
+    // checkpoints/ inside the run folder, never the run folder itself: one deleted under the
+    // live run (since the step boundary's check) is an error, not a new folder of that name.
+    const fs::path run_folder = fs::path(checkpoints_dir).parent_path();
+    if (!fs::is_directory(run_folder, ec))
+      BATON_FAIL(kExitData, run_folder.string() + ": the run folder is gone",
+                 "it was deleted or moved while the run trained; restore it and resume");
+    fs::create_directory(checkpoints_dir, ec);
     // Only this save writes here, so any .partial is a save that was cut short.
     for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
       const std::string n = e.path().filename().string();
