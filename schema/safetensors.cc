@@ -360,8 +360,9 @@ Result<std::vector<double>> SafetensorsFile::ReadFloat64(const std::string& name
   return Convert<double>(*t, Data(*t));
 }
 
-Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+Result<std::string> SafetensorsHeader(const std::string& path,
+                                      const std::vector<StTensorRef>& tensors,
+                                      const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -382,8 +383,15 @@ Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>&
     offset = nbytes;
   }
   std::string text = header.dump();
-  // Pad with spaces so the data section starts 8-byte aligned (as upstream writers do).
   while ((text.size() + 8) % 8 != 0) text.push_back(' ');
+  return text;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  Result<std::string> header = SafetensorsHeader(path, tensors, metadata);
+  if (!header.ok()) return header.status();
+  const std::string& text = *header;
   return WriteFileAtomic(path, [&](std::FILE* f) -> Status {
     const uint64_t n = text.size();
     if (std::fwrite(&n, 8, 1, f) != 1 || std::fwrite(text.data(), 1, n, f) != n) {

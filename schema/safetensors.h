@@ -20,8 +20,8 @@ namespace baton {
 
 enum class StDType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
 
-const char* StDTypeName(StDType dtype);        // "F32", ...
-size_t StDTypeSize(StDType dtype);             // bytes per element
+const char* StDTypeName(StDType dtype);  // "F32", ...
+size_t StDTypeSize(StDType dtype);       // bytes per element
 bool ParseStDType(const std::string& name, StDType* out);
 
 struct StTensorInfo {
@@ -54,8 +54,8 @@ class SafetensorsFile {
 
   // The named tensor converted to float32 / float64 (F64, F32, F16, BF16, ints, U8, BOOL);
   // Code::kData naming file and tensor when absent or when `expected_shape` (if given) differs.
-  Result<std::vector<float>> ReadFloat32(const std::string& name,
-                                         const std::vector<int64_t>* expected_shape = nullptr) const;
+  Result<std::vector<float>> ReadFloat32(
+      const std::string& name, const std::vector<int64_t>* expected_shape = nullptr) const;
   // The named tensor converted to float64 without an intermediate float32 (exact for F64, F32,
   // F16, BF16 and integers up to 2^53).
   Result<std::vector<double>> ReadFloat64(const std::string& name) const;
@@ -77,6 +77,15 @@ struct StTensorRef {
   std::vector<int64_t> shape;
   const void* data = nullptr;
 };
+
+// The JSON header of a file holding `tensors` in the given order, padded with spaces so the data
+// section starts 8-byte aligned (as upstream writers do); the file is its 8-byte little-endian
+// length, this text, then each tensor's bytes. Names must be unique and not "__metadata__", and
+// the sizes must fit 64 bits (InvalidArgument naming `path` otherwise). One layout for every
+// writer: WriteSafetensors and the checkpoint's hashing writer.
+Result<std::string> SafetensorsHeader(const std::string& path,
+                                      const std::vector<StTensorRef>& tensors,
+                                      const std::map<std::string, std::string>& metadata);
 
 // Writes the tensors in the given order, atomically (temp file, fsync, rename, dir fsync).
 // Names must be unique and not "__metadata__".

@@ -10,8 +10,6 @@
 #include <cinttypes>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <set>
 
 namespace baton {
 
@@ -99,25 +97,9 @@ std::string Xxh3Hex(uint64_t hash) {
 Result<FileDigest> WriteHashedSafetensors(const std::string& path,
                                           const std::vector<StTensorRef>& tensors,
                                           const std::map<std::string, std::string>& metadata) {
-  // The header exactly as WriteSafetensors lays it out (it validated sizes and names; the
-  // checkpoint's tensors come from a model, so they are well formed).
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  uint64_t offset = 0;
-  std::set<std::string> names;
-  for (const auto& t : tensors) {
-    if (t.name == "__metadata__" || !names.insert(t.name).second) {
-      return Status::InvalidArgument(path + ": tensor name '" + t.name +
-                                     "' is reserved or repeated");
-    }
-    const uint64_t n = Bytes(t);
-    header[t.name] = {{"dtype", StDTypeName(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + n}}};
-    offset += n;
-  }
-  std::string text = header.dump();
-  while ((text.size() + 8) % 8 != 0) text.push_back(' ');
+  Result<std::string> header = SafetensorsHeader(path, tensors, metadata);
+  if (!header.ok()) return header.status();
+  const std::string& text = *header;
   const uint64_t len = text.size();
 
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
