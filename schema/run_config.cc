@@ -575,6 +575,7 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       EnumKey<S, bool>("release_requeue_hold", &S::release_requeue_hold,
                        {{"false", false}, {"true", true}}),
       FloatKey<S>("release_hold_after_s", &S::release_hold_after_s, 1.0, 3600.0),
+      FloatKey<S>("preempt_grace_s", &S::preempt_grace_s, 0.0, 86400.0),
   };
   return keys;
 }
@@ -736,6 +737,7 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       EnumKey<S, std::string>("export_dtype", &S::export_dtype,
                               {{"fp32", "fp32"}, {"bf16", "bf16"}}),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
+      FloatKey<S>("write_gbps", &S::write_gbps, 0.0, 10000.0),
   };
   return keys;
 }

@@ -47,6 +47,10 @@ struct SlurmSection {
   // newer, in whole seconds, than the revoked one). false: wait out the hold.
   bool release_requeue_hold = true;
   double release_hold_after_s = 3;
+  // Seconds a preempted job lives after SLURM's first signal; 0 = ask SLURM at submit (the
+  // partition's GraceTime plus the cluster's KillWait). `baton submit` weighs the predicted stop
+  // save against it (docs/orchestrator.md, "Grace budget").
+  double preempt_grace_s = 0;
 };
 
 enum class SamplerPlan { kGlobal, kPerRank };
@@ -116,6 +120,9 @@ struct CheckpointSection {
   // the master dtype also holds the exact master weights for resume.
   std::string export_dtype = "fp32";      // fp32 | bf16
   int64_t max_shard_bytes = 10000000000;  // above it transformer/ is sharded (diffusers' "10GB")
+  // The checkpoint folder's write rate per rank, GB/s, for the grace check at submit; 0 = measure
+  // it with a short fsync'd probe of the folder (cached per folder for a day).
+  double write_gbps = 0;
 };
 
 enum class DType { kFloat32, kFloat64, kBFloat16 };

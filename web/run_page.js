@@ -38,6 +38,23 @@ function auditLine(run) {
     a.nonfinite_steps ? el('span', { class: 'skipped' }, ' · ', `${fmt.int(a.nonfinite_steps)} steps skipped (non-finite)`) : null);
 }
 
+// The stop save: what submit predicted against the preemption grace, and what the stop saves took.
+function stopSaveLine(run) {
+  const s = run.stop_save;
+  if (!s || (s.predicted_s === null && s.measured.length === 0)) return null;
+  const parts = [el('strong', {}, 'Stop save: ')];
+  if (s.predicted_s !== null) {
+    parts.push(`predicted ${s.predicted_s.toFixed(1)} s (${(s.bytes_per_rank / 1e9).toFixed(2)} GB per rank at ${s.write_gbps.toFixed(2)} GB/s, ${s.write_source})`,
+      ' · ', `grace ${s.grace_s.toFixed(0)} s (${s.grace_source})`, ' · ',
+      el('span', { class: s.fits ? '' : 'skipped' }, s.fits ? 'fits' : 'does not fit with the margin'));
+  } else {
+    parts.push('not predicted at submit');
+  }
+  const measured = s.measured.slice(0, 3).map((m) => `${m.seconds === null ? '?' : m.seconds.toFixed(2)} s at step ${fmt.int(m.step)}`);
+  parts.push(' · ', measured.length ? `measured ${measured.join(', ')}` : 'no stop save yet');
+  return el('p', { id: 'stop-save', class: 'audit' }, ...parts);
+}
+
 // How the trainer itself ended the attempt (segment_end): its reason and exit code; an attempt
 // that ended without one (killed, crashed) says so.
 function trainerEnd(a) {
@@ -257,6 +274,7 @@ export async function showRun(root, id, state, isCurrent) {
       (run.partition ? ` · partition ${run.partition}` : '') + (run.reason ? ` · ${run.reason}` : '')),
     whyItStopped(run, attempts.attempts, openLog),
     auditLine(run),
+    stopSaveLine(run),
     el('div', { class: 'controls' }, el('label', {}, 'x axis ', axisSelect),
       el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`),
       zoom, csv, el('a', { href: `#/compare?runs=${id}` }, 'compare…')),

@@ -18,6 +18,7 @@
 #include "orchestrator/http/run_timeline.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/attempt_evidence.h"
+#include "orchestrator/store/stop_save_summary.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
 #include "schema/run_folder.h"
@@ -298,6 +299,8 @@ int RunShow(const QueryOptions& o) {
   if (!skipped.ok()) return ReportError(skipped.status());
   int64_t last = 0;
   for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
+  Result<StopSaveSummary> stop_save = ReadStopSaveSummary(*store, run->id);
+  if (!stop_save.ok()) return ReportError(stop_save.status());
   if (o.json) {
     json j = CliRunJson(*run);
     j["last_step"] = last;
@@ -314,6 +317,7 @@ int RunShow(const QueryOptions& o) {
     }
     j["nonfinite"] = skipped_list;
     j["attempts"] = CliAttemptsJson(*attempts);
+    j["stop_save"] = StopSaveJson(*stop_save);
     std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
@@ -344,7 +348,10 @@ int RunShow(const QueryOptions& o) {
   std::cout << "  job      " << (run->job_id.empty() ? "-" : run->job_id) << "\n"
             << "  run dir  " << run->run_dir << "\n"
             << "  config   " << run->config_source << "\n"
-            << "  created  " << FormatTime(run->created_at) << "\n\n";
+            << "  created  " << FormatTime(run->created_at) << "\n";
+  const std::string stop_line = StopSaveLine(*stop_save);
+  if (!stop_line.empty()) std::cout << "  stop save " << PrintableText(stop_line) << "\n";
+  std::cout << "\n";
   PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
   // Why it stopped, in the job's own output: the tail of the last attempt's log.
   if (!attempts->empty() &&

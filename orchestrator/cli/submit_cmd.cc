@@ -19,6 +19,7 @@ struct SubmitOptions {
   std::string name;
   bool dry_run = false;
   bool json = false;
+  bool strict = false;
 };
 
 int RunSubmit(const SubmitOptions& o) {
@@ -29,6 +30,7 @@ int RunSubmit(const SubmitOptions& o) {
   req.baton_bin = SelfPath();
   req.baton_home = BatonHome();
   req.trainer_bin = FindTrainerBinary();
+  req.strict = o.strict;
   RealSlurmClient slurm;
   std::unique_ptr<Store> store;
   if (!o.dry_run) {
@@ -42,6 +44,7 @@ int RunSubmit(const SubmitOptions& o) {
   }
   Result<SubmitResult> r = SubmitRun(store.get(), slurm, req, UnixTimeNow());
   if (!r.ok()) return ReportError(r.status());
+  for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
   if (o.dry_run) {
     if (o.json) {
       std::cout << nlohmann::json{{"run_id", nullptr},
@@ -79,6 +82,8 @@ void AddSubmitCommand(CLI::App& app, int* rc) {
   cmd->add_option("--name", o->name, "Run name (default: run.name)");
   cmd->add_flag("--dry-run", o->dry_run, "Print the batch script; submit nothing");
   cmd->add_flag("--json", o->json, "Print {\"run_id\": .., \"job_id\": ..}");
+  cmd->add_flag("--strict", o->strict,
+                "Refuse (exit 78) a run whose stop save does not fit the preemption grace");
   cmd->callback([o, rc] { *rc = RunSubmit(*o); });
 }
 

@@ -9,6 +9,7 @@
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/series_rollup_reader.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
+#include "orchestrator/store/stop_save_summary.h"
 #include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
@@ -337,6 +338,9 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   out["segments"] = std::move(segments);
   out["audit"] = AuditJson(BuildAudit(d.segments, d.schedule));
   BATON_ASSIGN_OR_RETURN(out["nonfinite"], NonfiniteJson(lease.store(), run_id, d.segments));
+  BATON_ASSIGN_OR_RETURN(const StopSaveSummary stop_save,
+                         ReadStopSaveSummary(lease.store(), run_id));
+  out["stop_save"] = StopSaveJson(stop_save);
   out["now"] = now;
   return out;
 }

@@ -76,4 +76,11 @@ JobInfo* FakeSlurmClient::job(const std::string& job_id) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+Result<PreemptGrace> FakeSlurmClient::GetPreemptGrace(const std::string& partition) {
+  if (down) return DownError("scontrol show partition");
+  PreemptGrace g = grace;
+  if (!partition.empty()) g.partition = partition;
+  return g;
+}
+
 }  // namespace baton

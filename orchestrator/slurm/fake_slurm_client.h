@@ -20,6 +20,7 @@ class FakeSlurmClient : public SlurmClient {
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
+  Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
 
   // Test controls.
   void SetState(const std::string& job_id, const std::string& state,
@@ -34,6 +35,8 @@ class FakeSlurmClient : public SlurmClient {
   std::vector<std::string> cancelled;  // job ids
   std::vector<std::string> released;   // job ids whose requeue hold was released
   std::string refuse_release;          // non-empty: scontrol update refuses with this
+  // What GetPreemptGrace answers for every partition (the dev cluster's debug partition).
+  PreemptGrace grace{"debug", 30, 5};
 
  private:
   Status DownError(const char* command) const;

@@ -107,4 +107,22 @@ Status RealSlurmClient::ReleaseHold(const std::string& job_id) {
   return Status::Ok();
 }
 
+Result<PreemptGrace> RealSlurmClient::GetPreemptGrace(const std::string& partition) {
+  const std::vector<std::string> parts = {"scontrol", "-o", "show", "partition"};
+  Result<ProcessResult> p = RunSlurm(parts, timeout_s_);
+  if (!p.ok()) return p.status();
+  if (p->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(parts) + "' failed: " + Trim(p->err));
+  }
+  BATON_ASSIGN_OR_RETURN(PreemptGrace g, ParsePartitionGrace(p->out, partition));
+  const std::vector<std::string> config = {"scontrol", "show", "config"};
+  Result<ProcessResult> c = RunSlurm(config, timeout_s_);
+  if (!c.ok()) return c.status();
+  if (c->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(config) + "' failed: " + Trim(c->err));
+  }
+  BATON_ASSIGN_OR_RETURN(g.kill_wait_s, ParseKillWait(c->out));
+  return g;
+}
+
 }  // namespace baton

@@ -20,6 +20,7 @@ class RealSlurmClient : public SlurmClient {
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
+  Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
 
  private:
   double timeout_s_;

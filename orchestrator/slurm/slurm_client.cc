@@ -1,6 +1,7 @@
 #include "orchestrator/slurm/slurm_client.h"
 
 #include <cctype>
+#include <optional>
 
 namespace baton {
 
@@ -73,6 +74,72 @@ bool LooksLikeControllerDown(const std::string& s) {
     if (s.find(needle) != std::string::npos) return true;
   }
   return false;
+}
+
+namespace {
+
+// A whole non-negative number of seconds, or nullopt.
+std::optional<int64_t> Seconds(const std::string& v) {
+  if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(v);
+}
+
+}  // namespace
+
+Result<PreemptGrace> ParsePartitionGrace(const std::string& scontrol_out,
+                                         const std::string& partition) {
+  size_t start = 0;
+  while (start < scontrol_out.size()) {
+    size_t end = scontrol_out.find('\n', start);
+    if (end == std::string::npos) end = scontrol_out.size();
+    const JobInfo line = ParseScontrolJob(scontrol_out.substr(start, end - start));
+    start = end + 1;
+    const auto name = line.fields.find("PartitionName");
+    if (name == line.fields.end()) continue;
+    const auto dflt = line.fields.find("Default");
+    const bool match = partition.empty()
+                           ? dflt != line.fields.end() && dflt->second == "YES"
+                           : name->second == partition;
+    if (!match) continue;
+    PreemptGrace g;
+    g.partition = name->second;
+    const auto grace = line.fields.find("GraceTime");
+    const std::optional<int64_t> s =
+        grace == line.fields.end() ? std::optional<int64_t>(0) : Seconds(grace->second);
+    if (!s) {
+      return Status::Config("partition " + g.partition + ": GraceTime '" + grace->second +
+                            "' is not a number of seconds");
+    }
+    g.grace_time_s = *s;
+    return g;
+  }
+  return Status::Config(partition.empty()
+                            ? std::string("SLURM has no default partition (Default=YES); set "
+                                          "slurm.partition")
+                            : "SLURM has no partition '" + partition + "' (slurm.partition)");
+}
+
+Result<int64_t> ParseKillWait(const std::string& show_config_out) {
+  size_t start = 0;
+  while (start < show_config_out.size()) {
+    size_t end = show_config_out.find('\n', start);
+    if (end == std::string::npos) end = show_config_out.size();
+    const std::string line = show_config_out.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("KillWait", 0) != 0) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) break;
+    size_t i = eq + 1;
+    while (i < line.size() && line[i] == ' ') ++i;
+    size_t j = i;
+    while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+    if (const std::optional<int64_t> s = Seconds(line.substr(i, j - i))) return *s;
+    return Status::Internal("scontrol show config: KillWait '" + line.substr(eq + 1) +
+                            "' is not a number of seconds");
+  }
+  return Status::Internal("scontrol show config printed no KillWait line");
 }
 
 }  // namespace baton

@@ -30,6 +30,17 @@ struct JobInfo {
   std::map<std::string, std::string> fields;  // everything, for diagnostics
 };
 
+// How long a preempted job of a partition lives after SLURM's first signal: the partition's
+// GraceTime, then the SIGTERM -> SIGKILL wait of the end sequence (KillWait). SLURM sets a
+// preempted job's end to now + GraceTime and then signals SIGCONT, SIGTERM and, KillWait seconds
+// later, SIGKILL.
+struct PreemptGrace {
+  std::string partition;     // the one asked about, or the default partition's name
+  int64_t grace_time_s = 0;  // PartitionName=... GraceTime=
+  int64_t kill_wait_s = 0;   // scontrol show config: KillWait
+  int64_t total_s() const { return grace_time_s + kill_wait_s; }
+};
+
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
@@ -51,7 +62,20 @@ class SlurmClient {
   // (BeginTime = requeue + ~2 min). kUnavailable when SLURM cannot be reached; kConfig when it
   // answers but refuses (a site that does not let owners move their start time).
   [[nodiscard]] virtual Status ReleaseHold(const std::string& job_id) = 0;
+
+  // scontrol show partition / show config. `partition` "" means the default partition.
+  // kConfig when the partition does not exist; kUnavailable when SLURM cannot be reached.
+  [[nodiscard]] virtual Result<PreemptGrace> GetPreemptGrace(const std::string& partition) = 0;
 };
+
+// From the lines of `scontrol -o show partition`: the named partition (or the one marked
+// Default=YES when `partition` is "") and its GraceTime. kConfig naming the partition when none
+// matches, or when its GraceTime is not a number of seconds.
+[[nodiscard]] Result<PreemptGrace> ParsePartitionGrace(const std::string& scontrol_out,
+                                                       const std::string& partition);
+
+// KillWait's seconds from `scontrol show config` ("KillWait                = 30 sec").
+[[nodiscard]] Result<int64_t> ParseKillWait(const std::string& show_config_out);
 
 // Parses one line of `scontrol -o show job` ("JobId=12 JobName=x ... JobState=RUNNING ...").
 // Values may contain spaces (Command=, Reason=); a token starts a new field only when it looks

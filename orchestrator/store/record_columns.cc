@@ -150,4 +150,33 @@ const ColumnTable<CheckpointRecord>& CheckpointTable() {
   return kTable;
 }
 
+const ColumnTable<StopSaveBudgetRecord>& StopSaveBudgetTable() {
+  using R = StopSaveBudgetRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("run_id", &R::run_id),  // the key: a re-check replaces the row
+      Col("grace_s", &R::grace_s),
+      Col("grace_source", &R::grace_source),
+      Col("bytes_per_rank", &R::bytes_per_rank),
+      Col("write_gbps", &R::write_gbps),
+      Col("write_source", &R::write_source),
+      Col("predicted_s", &R::predicted_s),
+      Col("fits", &R::fits),
+      Col("checked_at", &R::checked_at),
+  };
+  static const ColumnTable<R> kTable("stop_save_budgets", kColumns);
+  return kTable;
+}
+
+const ColumnTable<WriteProbeRecord>& WriteProbeTable() {
+  using R = WriteProbeRecord;
+  static const std::vector<Column<R>> kColumns = {
+      Col("folder", &R::folder),  // the key: a new probe replaces the row
+      Col("gbps", &R::gbps),
+      Col("bytes", &R::bytes),
+      Col("measured_at", &R::measured_at),
+  };
+  static const ColumnTable<R> kTable("write_probes", kColumns);
+  return kTable;
+}
+
 }  // namespace baton

@@ -193,5 +193,7 @@ const ColumnTable<AttemptRecord>& AttemptTable();
 const ColumnTable<StepRecord>& StepTable();
 const ColumnTable<MicrostepRecord>& MicrostepTable();
 const ColumnTable<CheckpointRecord>& CheckpointTable();
+const ColumnTable<StopSaveBudgetRecord>& StopSaveBudgetTable();
+const ColumnTable<WriteProbeRecord>& WriteProbeTable();
 
 }  // namespace baton

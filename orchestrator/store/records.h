@@ -124,4 +124,26 @@ struct CheckpointRecord {
   double time = 0;
 };
 
+// The stop save `baton submit` predicted for a run against the preemption grace (schema
+// version 10): the largest rank's checkpoint bytes over the checkpoint folder's write rate.
+struct StopSaveBudgetRecord {
+  int64_t run_id = 0;
+  double grace_s = 0;
+  std::string grace_source;  // where grace_s came from, in words
+  int64_t bytes_per_rank = 0;
+  double write_gbps = 0;
+  std::string write_source;  // "checkpoint.write_gbps", or the probe that measured it
+  double predicted_s = 0;
+  bool fits = false;  // with the margin (docs/orchestrator.md, "Grace budget")
+  double checked_at = 0;
+};
+
+// A checkpoint folder's fsync'd sequential write rate, from a short probe (schema version 10).
+struct WriteProbeRecord {
+  std::string folder;
+  double gbps = 0;
+  int64_t bytes = 0;  // written by the probe
+  double measured_at = 0;
+};
+
 }  // namespace baton

@@ -384,6 +384,36 @@ Result<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id) {
   return CheckpointTable().ReadAll(*s);
 }
 
+// ------------------------------------------------------- stop-save budgets and write probes
+
+Status Store::UpsertStopSaveBudgetInTx(const StopSaveBudgetRecord& b) {
+  static const TableStatement kInsert = StopSaveBudgetTable().Insert("INSERT OR REPLACE");
+  return StopSaveBudgetTable().Write(*db_, kInsert, b);
+}
+
+Result<std::optional<StopSaveBudgetRecord>> Store::GetStopSaveBudget(int64_t run_id) {
+  static const std::string kSql = StopSaveBudgetTable().Select("WHERE run_id = ?1");
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
+  s->Bind(1, run_id);
+  BATON_ASSIGN_OR_RETURN(std::vector<StopSaveBudgetRecord> rows, StopSaveBudgetTable().ReadAll(*s));
+  if (rows.empty()) return std::optional<StopSaveBudgetRecord>();
+  return std::optional<StopSaveBudgetRecord>(rows.front());
+}
+
+Status Store::PutWriteProbe(const WriteProbeRecord& p) {
+  static const TableStatement kInsert = WriteProbeTable().Insert("INSERT OR REPLACE");
+  return Write([&] { return WriteProbeTable().Write(*db_, kInsert, p); });
+}
+
+Result<std::optional<WriteProbeRecord>> Store::GetWriteProbe(const std::string& folder) {
+  static const std::string kSql = WriteProbeTable().Select("WHERE folder = ?1");
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
+  s->Bind(1, folder);
+  BATON_ASSIGN_OR_RETURN(std::vector<WriteProbeRecord> rows, WriteProbeTable().ReadAll(*s));
+  if (rows.empty()) return std::optional<WriteProbeRecord>();
+  return std::optional<WriteProbeRecord>(rows.front());
+}
+
 // -------------------------------------------------------------------------- ingest cursors
 
 Result<int64_t> Store::CursorInTx(const std::string& path) {

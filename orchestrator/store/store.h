@@ -129,6 +129,13 @@ class Store {
   // Newest step first.
   [[nodiscard]] Result<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id);
 
+  // ---- stop-save budgets and write probes (submit's grace check)
+  [[nodiscard]] Status UpsertStopSaveBudgetInTx(const StopSaveBudgetRecord& b);
+  // nullopt for a run submitted without a check (or before schema version 10).
+  [[nodiscard]] Result<std::optional<StopSaveBudgetRecord>> GetStopSaveBudget(int64_t run_id);
+  [[nodiscard]] Status PutWriteProbe(const WriteProbeRecord& p);
+  [[nodiscard]] Result<std::optional<WriteProbeRecord>> GetWriteProbe(const std::string& folder);
+
   // ---- ingest cursors
   // Bytes of `path` already ingested (0 when never seen).
   [[nodiscard]] Result<int64_t> CursorInTx(const std::string& path);

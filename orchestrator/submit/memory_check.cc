@@ -48,20 +48,8 @@ std::string Trim(std::string s) {
 
 }  // namespace
 
-Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
-                       const std::string& trainer_bin) {
-  const bool cuda = config.train.device == "cuda";
-  const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
-  const std::string key = cuda ? "slurm.gpu_memory_gb" : "slurm.mem_per_task_gb";
-  if (limit_gb <= 0) return Status::Ok();
-  if (trainer_bin.empty()) {
-    return Status::Unavailable(
-        config_path + ": " + key +
-        " is set, but baton-train (which computes the memory plan) was not found "
-        "($BATON_TRAIN_BIN, "
-        "next to baton, or the build tree's trainer/); set BATON_TRAIN_BIN, or set " +
-        key + ": 0 to submit without the check");
-  }
+Result<nlohmann::json> RunMemoryPlan(const RunConfig& config, const std::string& config_path,
+                                     const std::string& trainer_bin) {
   const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
   const std::vector<std::string> argv = {trainer_bin, "plan-memory",  "--config",
                                          config_path, "--world-size", std::to_string(world),
@@ -76,9 +64,34 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
                                             ") failed with exit " + std::to_string(r.exit_code) +
                                             ": " + Trim(r.err));
   }
-  nlohmann::json plan;
+  nlohmann::json plan = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (!plan.is_object()) {
+    return Status::Internal(CommandLine(argv) + " printed no plan baton can read");
+  }
+  return plan;
+}
+
+Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
+                       const std::string& trainer_bin, const nlohmann::json* plan_in) {
+  const bool cuda = config.train.device == "cuda";
+  const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
+  const std::string key = cuda ? "slurm.gpu_memory_gb" : "slurm.mem_per_task_gb";
+  if (limit_gb <= 0) return Status::Ok();
+  if (plan_in == nullptr && trainer_bin.empty()) {
+    return Status::Unavailable(
+        config_path + ": " + key +
+        " is set, but baton-train (which computes the memory plan) was not found "
+        "($BATON_TRAIN_BIN, "
+        "next to baton, or the build tree's trainer/); set BATON_TRAIN_BIN, or set " +
+        key + ": 0 to submit without the check");
+  }
+  const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
+  nlohmann::json ran;
+  if (plan_in == nullptr) {
+    BATON_ASSIGN_OR_RETURN(ran, RunMemoryPlan(config, config_path, trainer_bin));
+  }
+  const nlohmann::json& plan = plan_in != nullptr ? *plan_in : ran;
   try {
-    plan = nlohmann::json::parse(r.out);
     const auto& b = plan.at("bytes");
     const double total = b.at("total").get<double>();
     const double limit = limit_gb * double(int64_t(1) << 30);
@@ -114,7 +127,8 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
         std::to_string(plan.at("row").at("tokens").get<int64_t>()) + " tokens). Try " + hint +
         "; `baton-train plan-memory --config " + config_path + "` prints the plan");
   } catch (const nlohmann::json::exception& e) {
-    return Status::Internal(CommandLine(argv) + " printed no plan baton can read: " + e.what());
+    return Status::Internal("baton-train plan-memory printed no plan baton can read: " +
+                            std::string(e.what()));
   }
 }
 

@@ -8,6 +8,7 @@
 // Stateless; thread-safe.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "schema/run_config.h"
@@ -18,7 +19,16 @@ namespace baton {
 // `config_path` is the file as the user named it; `trainer_bin` the trainer (FindTrainerBinary(),
 // "" when none). kConfig naming the key, the limit, the planned total and its categories when the
 // plan does not fit; the trainer's own error (its exit code mapped back) when it cannot plan.
+// `plan`: the report RunMemoryPlan already made for this config, or null to run the trainer here
+// (only when the key is set).
 [[nodiscard]] Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
-                                     const std::string& trainer_bin);
+                                     const std::string& trainer_bin,
+                                     const nlohmann::json* plan = nullptr);
+
+// `baton-train plan-memory --config CONFIG_PATH --world-size W --json`, parsed: the report both
+// the memory check and the grace check read (grace_check.h). `trainer_bin` must not be "".
+[[nodiscard]] Result<nlohmann::json> RunMemoryPlan(const RunConfig& config,
+                                                   const std::string& config_path,
+                                                   const std::string& trainer_bin);
 
 }  // namespace baton

@@ -18,6 +18,7 @@ struct SbatchParams {
   std::string run_name;
   std::string run_dir;    // absolute
   std::string baton_bin;  // absolute path of the baton that will run `baton launch`
+  std::string grace_s;    // seconds a preemption gives (exported as BATON_GRACE_S), or ""
 };
 
 // Renders `template_text` with `values`: "{{KEY}}" is replaced, lines starting "{{?KEY}}" are

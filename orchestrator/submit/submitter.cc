@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 
+#include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
@@ -61,6 +63,68 @@ class Cleanup {
 
 }  // namespace
 
+namespace {
+
+// The nearest folder that exists on the way to where the run folder will be: the probe writes
+// there, on the filesystem the checkpoints will use.
+std::string ProbeFolder(const RunConfig& config, const SubmitRequest& req) {
+  fs::path p = !config.run.dir.empty() ? fs::absolute(config.run.dir).parent_path()
+                                       : fs::path(req.baton_home) / "runs";
+  std::error_code ec;
+  p = p.lexically_normal();
+  while (!p.empty() && !fs::is_directory(p, ec) && p != p.root_path()) p = p.parent_path();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// The grace check (grace_check.h) into `out`: the budget, and a warning when it does not fit or
+// cannot be made; with `strict` either refuses.
+Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const nlohmann::json* plan,
+                  const std::string& no_plan, SlurmClient& slurm, Store* store, double now,
+                  SubmitResult* out) {
+  const std::string head = req.config_path + ": ";
+  int64_t bytes = -1;
+  if (plan != nullptr && plan->contains("checkpoint")) {
+    bytes = plan->at("checkpoint").value("bytes_per_rank_max", int64_t(-1));
+  }
+  if (bytes < 0) {
+    const std::string why = "the stop save was not weighed against the preemption grace: " +
+                            (plan == nullptr ? no_plan : "the plan has no checkpoint size");
+    if (req.strict) return Status::Config(head + why + " (--strict)");
+    out->warnings.push_back(why);
+    return Status::Ok();
+  }
+  Result<StopSaveBudgetRecord> b =
+      PlanStopSave(config, bytes, slurm, store, ProbeFolder(config, req), now);
+  if (!b.ok()) {
+    if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
+    const std::string why = "the stop save was not weighed against the preemption grace: " +
+                            b.status().message() +
+                            "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them";
+    if (req.strict) return Status::Config(head + why + " (--strict)");
+    out->warnings.push_back(why);
+    return Status::Ok();
+  }
+  out->budget = *b;
+  const std::string warning = StopSaveWarning(*b, config);
+  if (warning.empty()) return Status::Ok();
+  if (req.strict) return Status::Config(head + warning + " (--strict refuses it)");
+  out->warnings.push_back(warning);
+  return Status::Ok();
+}
+
+// The grace the job's processes are told (BATON_GRACE_S): the trainer decides with it whether a
+// background save still fits when a stop comes.
+std::string GraceEnv(const SubmitResult& out) {
+  if (!out.budget) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", out.budget->grace_s);
+  return buf;
+}
+
+}  // namespace
+
 Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
                                double now) {
   BATON_ASSIGN_OR_RETURN(RunConfig config, LoadRunConfig(req.config_path));
@@ -69,7 +133,22 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   BATON_RETURN_IF_ERROR(
       CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
   config.run.name = out.name;
-  BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, req.config_path, req.trainer_bin));
+  // One plan for both checks. Without a trainer or a plan the memory check says what it says
+  // today; the grace check is then only a warning (or, strict, a refusal).
+  std::optional<nlohmann::json> plan;
+  std::string no_plan = "baton-train (which plans the checkpoint's size) was not found";
+  if (!req.trainer_bin.empty()) {
+    Result<nlohmann::json> p = RunMemoryPlan(config, req.config_path, req.trainer_bin);
+    if (p.ok()) {
+      plan = std::move(p).value();
+    } else {
+      no_plan = p.status().message();
+    }
+  }
+  BATON_RETURN_IF_ERROR(
+      CheckMemoryPlan(config, req.config_path, req.trainer_bin, plan ? &*plan : nullptr));
+  BATON_RETURN_IF_ERROR(CheckGrace(config, req, plan ? &*plan : nullptr, no_plan, slurm, store,
+                                   now, &out));
 
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
@@ -77,7 +156,7 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
     config.run.dir = out.run_dir;
     BATON_ASSIGN_OR_RETURN(
-        out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin}));
+        out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin, GraceEnv(out)}));
     return out;
   }
   if (store == nullptr) return Status::Internal("submit without a store");
@@ -95,6 +174,10 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   row.config = "";
   BATON_ASSIGN_OR_RETURN(const int64_t id, store->CreateRunInTx(row, now));
   out.run_id = id;
+  if (out.budget) {
+    out.budget->run_id = id;
+    BATON_RETURN_IF_ERROR(store->UpsertStopSaveBudgetInTx(*out.budget));
+  }
   out.run_dir = !config.run.dir.empty()
                     ? config.run.dir
                     : req.baton_home + "/runs/" + std::to_string(id) + "-" + Slugify(out.name);
@@ -123,7 +206,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   // Freeze the resolved config and render the script.
   const std::string frozen = ToYaml(config);
   BATON_ASSIGN_OR_RETURN(out.script, RenderSbatchScript(config, {std::to_string(id), out.name,
-                                                                 out.run_dir, req.baton_bin}));
+                                                                 out.run_dir, req.baton_bin,
+                                                                 GraceEnv(out)}));
   cleanup.AddFile(folder.RunYaml());
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   const std::string script_path = folder.SbatchScript();

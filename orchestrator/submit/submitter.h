@@ -9,10 +9,13 @@
 // (normally well under a second; other writers wait up to the busy timeout).
 // A config that states a memory per rank (slurm.gpu_memory_gb / mem_per_task_gb) is refused
 // before anything is created when the trainer's memory plan exceeds it (memory_check.h), dry run
-// included. Thread-compatible.
+// included. Then the stop save is weighed against the preemption grace (grace_check.h): a warning
+// when it does not fit, a refusal with `strict`. Thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
@@ -29,6 +32,9 @@ struct SubmitRequest {
   // baton-train, for the memory plan when the config states a memory per rank (memory_check.h);
   // "" when none was found.
   std::string trainer_bin;
+  // A stop save that does not fit the preemption grace (grace_check.h) refuses the run (kConfig,
+  // 78) instead of warning; so does a grace that could not be checked.
+  bool strict = false;
 };
 
 struct SubmitResult {
@@ -37,6 +43,10 @@ struct SubmitResult {
   std::string job_id;  // "" for a dry run
   std::string run_dir;
   std::string script;  // the rendered sbatch.sh
+  // The stop save weighed against the grace (also stored, for a real submit); none when it could
+  // not be checked (`warnings` says why).
+  std::optional<StopSaveBudgetRecord> budget;
+  std::vector<std::string> warnings;  // for stderr
 };
 
 // `store` may be null for a dry run.

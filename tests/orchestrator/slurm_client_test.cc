@@ -27,6 +27,27 @@ TEST(ScontrolParse, ReadsFieldsWithSpacesInValues) {
   EXPECT_EQ(j.fields.at("WorkDir"), "/tmp/a b");
 }
 
+TEST(ScontrolParse, ReadsAPartitionsGraceAndTheKillWait) {
+  const std::string parts =
+      "PartitionName=gpu AllowGroups=ALL Default=NO GraceTime=120 MaxTime=INFINITE\n"
+      "PartitionName=debug AllowGroups=ALL Default=YES GraceTime=30 State=UP\n"
+      "PartitionName=high Default=NO State=UP\n";
+  EXPECT_EQ(ParsePartitionGrace(parts, "gpu").value().grace_time_s, 120);
+  const PreemptGrace d = ParsePartitionGrace(parts, "").value();
+  EXPECT_EQ(d.partition, "debug");
+  EXPECT_EQ(d.grace_time_s, 30);
+  EXPECT_EQ(ParsePartitionGrace(parts, "high").value().grace_time_s, 0);  // none: no grace
+  const Status missing = ParsePartitionGrace(parts, "nope").status();
+  EXPECT_EQ(missing.code(), Code::kConfig);
+  EXPECT_NE(missing.message().find("'nope'"), std::string::npos);
+  EXPECT_EQ(ParsePartitionGrace("PartitionName=x GraceTime=abc\n", "x").status().code(),
+            Code::kConfig);
+  EXPECT_EQ(ParseKillWait("JobAcctGatherType       = (null)\nKillWait                = 30 sec\n")
+                .value(),
+            30);
+  EXPECT_FALSE(ParseKillWait("MinJobAge = 300 sec\n").ok());
+}
+
 TEST(ScontrolParse, RecognisesAControllerThatIsDown) {
   EXPECT_TRUE(
       LooksLikeControllerDown("sbatch: error: Batch job submission failed: Unable to contact slurm "

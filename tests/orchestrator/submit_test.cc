@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/sbatch_script.h"
+#include "orchestrator/submit/write_probe.h"
 #include "test_util.h"
 
 namespace baton {
@@ -115,6 +117,108 @@ TEST_F(SubmitTest, DryRunTouchesNothing) {
   EXPECT_TRUE(slurm_.submitted.empty());
   EXPECT_TRUE(store_->ListRuns().value().empty());
   EXPECT_FALSE(std::filesystem::exists(tmp_ / "home/runs"));
+}
+
+// A trainer that prints only the part of plan-memory's report the grace check reads: a stand-in
+// for `baton-train plan-memory --json`, whose real figures tests/integration's grace test uses.
+std::string FakePlanner(const std::string& dir, int64_t bytes_per_rank) {
+  const std::filesystem::path bin = std::filesystem::path(dir) / "fake-plan-memory";
+  Append(bin, "#!/bin/sh\necho '{\"checkpoint\": {\"bytes_per_rank_max\": " +
+                  std::to_string(bytes_per_rank) + "}}'\n");
+  std::filesystem::permissions(bin, std::filesystem::perms::owner_all);
+  return bin.string();
+}
+
+TEST_F(SubmitTest, AStopSaveThatFitsIsStoredAndTheGraceReachesTheJob) {
+  Append(tmp_ / "g.yaml",
+         "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 2}\n");
+  req_.config_path = tmp_ / "g.yaml";
+  req_.trainer_bin = FakePlanner(tmp_.path(), 10000000000);  // 10 GB per rank at 2 GB/s: 5 s
+  SubmitResult r = SubmitRun(store_.get(), slurm_, req_, 1).value();
+  EXPECT_TRUE(r.warnings.empty());
+  const StopSaveBudgetRecord b = store_->GetStopSaveBudget(r.run_id).value().value();
+  EXPECT_EQ(b.bytes_per_rank, 10000000000);
+  EXPECT_DOUBLE_EQ(b.predicted_s, 5.0);
+  EXPECT_DOUBLE_EQ(b.grace_s, 35.0);  // the fake's GraceTime 30 + KillWait 5
+  EXPECT_EQ(b.grace_source, "partition debug: GraceTime 30 s + KillWait 5 s");
+  EXPECT_EQ(b.write_source, "checkpoint.write_gbps");
+  EXPECT_TRUE(b.fits);
+  EXPECT_NE(r.script.find("\nexport BATON_GRACE_S=35\n"), std::string::npos) << r.script;
+}
+
+TEST_F(SubmitTest, AStopSaveThatDoesNotFitWarnsAndStrictRefusesIt) {
+  Append(tmp_ / "g.yaml",
+         "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 1}\n");
+  req_.config_path = tmp_ / "g.yaml";
+  // 30 GB at 1 GB/s: 30 s, within the 35 s grace but not with the margin (45 s).
+  req_.trainer_bin = FakePlanner(tmp_.path(), 30000000000);
+  SubmitResult r = SubmitRun(store_.get(), slurm_, req_, 1).value();
+  ASSERT_EQ(r.warnings.size(), 1u);
+  for (const char* part : {"30.00 GB per rank", "30.0 s", "grace is 35 s", "more ranks",
+                           "checkpoint.async", "faster checkpoint folder"}) {
+    EXPECT_NE(r.warnings[0].find(part), std::string::npos) << part << ": " << r.warnings[0];
+  }
+  EXPECT_FALSE(store_->GetStopSaveBudget(r.run_id).value().value().fits);
+
+  req_.strict = true;
+  const size_t runs = store_->ListRuns().value().size();
+  Result<SubmitResult> refused = SubmitRun(store_.get(), slurm_, req_, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kConfig);  // exit 78
+  EXPECT_NE(refused.status().message().find("g.yaml"), std::string::npos);
+  EXPECT_EQ(store_->ListRuns().value().size(), runs);  // nothing created
+  EXPECT_EQ(slurm_.submitted.size(), 1u);
+}
+
+TEST_F(SubmitTest, TheConfiguredGraceWinsOverSlurms) {
+  Append(tmp_ / "g.yaml",
+         "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 1}\n"
+         "slurm: {preempt_grace_s: 120}\n");
+  req_.config_path = tmp_ / "g.yaml";
+  req_.trainer_bin = FakePlanner(tmp_.path(), 30000000000);
+  slurm_.down = false;
+  slurm_.grace = {"debug", 0, 1};  // would not fit: the key must be what is used
+  SubmitResult r = SubmitRun(store_.get(), slurm_, req_, 1).value();
+  const StopSaveBudgetRecord b = store_->GetStopSaveBudget(r.run_id).value().value();
+  EXPECT_DOUBLE_EQ(b.grace_s, 120.0);
+  EXPECT_EQ(b.grace_source, "slurm.preempt_grace_s");
+  EXPECT_TRUE(b.fits);
+}
+
+TEST_F(SubmitTest, TheWriteRateIsProbedOncePerFolder) {
+  Append(tmp_ / "g.yaml", "run: {steps: 5}\ndata: {path: data}\n");
+  req_.config_path = tmp_ / "g.yaml";
+  req_.trainer_bin = FakePlanner(tmp_.path(), 1000000);
+  // The probe writes where the run folder will go: $BATON_HOME/runs once it exists (before, its
+  // nearest existing parent).
+  const std::string folder = tmp_ / "home/runs";
+  std::filesystem::create_directories(folder);
+  SubmitResult first = SubmitRun(store_.get(), slurm_, req_, 100).value();
+  const WriteProbeRecord probe = store_->GetWriteProbe(folder).value().value();
+  EXPECT_GT(probe.gbps, 0.0);
+  EXPECT_EQ(probe.bytes, kWriteProbeBytes);
+  EXPECT_EQ(probe.measured_at, 100);
+  const StopSaveBudgetRecord b = store_->GetStopSaveBudget(first.run_id).value().value();
+  EXPECT_EQ(b.write_gbps, probe.gbps);
+  EXPECT_NE(b.write_source.find("probe of " + folder), std::string::npos) << b.write_source;
+  // Within the day the cached figure is used; the probe file never stays behind.
+  SubmitRun(store_.get(), slurm_, req_, 200).value();
+  EXPECT_EQ(store_->GetWriteProbe(folder).value().value().measured_at, 100);
+  SubmitRun(store_.get(), slurm_, req_, 100 + kWriteProbeMaxAgeS + 1).value();
+  EXPECT_EQ(store_->GetWriteProbe(folder).value().value().measured_at, 100 + kWriteProbeMaxAgeS + 1);
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    EXPECT_EQ(e.path().filename().string().rfind(".baton-write-probe", 0), std::string::npos);
+  }
+}
+
+TEST(WriteProbe, AFolderThatCannotTakeAFileIsAnIoErrorNamingIt) {
+  TempDir tmp;
+  const std::string folder = tmp / "missing";
+  Result<double> r = ProbeWriteRate(folder, 1 << 20);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kIo);
+  EXPECT_NE(r.status().message().find(folder), std::string::npos);
+  EXPECT_NE(r.status().message().find("choose another folder"), std::string::npos);
 }
 
 TEST(SbatchScript, RendersConditionalLinesAndRefusesUnknownKeys) {

@@ -36,6 +36,20 @@ for idx in ("master_weights.safetensors.index.json", "optimizer.safetensors.inde
     assert len(files) >= 2, (idx, files)  # both ranks hold a share
 PY
 grep -q "bytes per rank: [0-9]* [0-9]*" "$tmp/train.log" || fail "rank 0 does not report the bytes per rank"
+# The plan submit weighs against the preemption grace predicts each rank's tensor bytes: what the
+# save wrote is that plus headers and rank 0's small files (tens of kB here).
+"$bt" plan-memory --config "$tmp/full.yaml" --world-size 2 --json > "$tmp/plan.json" ||
+  fail "plan-memory failed"
+python3 - "$tmp/plan.json" "$(grep -o "bytes per rank: [0-9 ]*" "$tmp/train.log" | tail -1)" <<'PY' ||
+import json, sys
+plan = json.load(open(sys.argv[1]))["checkpoint"]
+written = [int(x) for x in sys.argv[2].split(":")[1].split()]
+assert len(plan["rank_bytes"]) == len(written) == 2, (plan, written)
+assert plan["bytes_per_rank_max"] == max(plan["rank_bytes"]) > 0, plan
+for p, w in zip(plan["rank_bytes"], written):
+    assert p <= w <= p + 65536, (plan["rank_bytes"], written)
+PY
+  fail "the planned checkpoint bytes per rank are not what the save wrote"
 expect_exit 0 "$bt" ckpt verify "$ck"
 
 # 2. Exact resume on 2 ranks is bit for bit (every tensor file); on 1 rank it continues exactly.

@@ -1,5 +1,6 @@
 // MemoryPlan: the per-rank byte counts of the categories that follow from the sizes alone.
 #include "trainer/memory/memory_plan.h"
+#include "trainer/memory/checkpoint_bytes.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,27 @@ PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames) {
                                m.dim / m.heads, 1, 4, 64, m.heads)
                   .ok());
   return r;
+}
+
+TEST(CheckpointBytes, EachOwnerWritesItsMomentsMasterAndExport) {
+  // Three trainable tensors of 100, 100 and 200 elements and one frozen of 10. On 2 ranks the
+  // element-balanced plan gives rank 0 the first two, rank 1 the third; the frozen one (index 3)
+  // goes to 3 % 2 = rank 1 and has no moments.
+  const std::vector<PlanParameter> params = {
+      {"a", 100, true}, {"b", 100, true}, {"c", 200, true}, {"frozen", 10, false}};
+  // fp32 master, bf16 export: 2 + 4 bytes of weights and 8 of moments per trainable element.
+  const CheckpointBytes two = PlanCheckpointBytes(params, 2, 4, 2);
+  ASSERT_EQ(two.rank_bytes.size(), 2u);
+  EXPECT_EQ(two.rank_bytes[0], 200 * (6 + 8));
+  EXPECT_EQ(two.rank_bytes[1], 200 * (6 + 8) + 10 * 6);
+  EXPECT_EQ(two.total, 400 * 14 + 60);
+  EXPECT_EQ(two.largest, two.rank_bytes[1]);
+  // An export in the master dtype is the master copy: no second weight file.
+  const CheckpointBytes same = PlanCheckpointBytes(params, 1, 4, 4);
+  EXPECT_EQ(same.total, 400 * (4 + 8) + 10 * 4);
+  EXPECT_FALSE(same.overflow);
+  // Beyond int64 is flagged, never wrapped.
+  EXPECT_TRUE(PlanCheckpointBytes({{"huge", int64_t(1) << 61, true}}, 1, 8, 8).overflow);
 }
 
 TEST(MemoryPlan, ParameterCountOfTheRealModel) {

@@ -26,6 +26,7 @@
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/length_bucket_sampler.h"
 #include "trainer/fail.h"
+#include "trainer/memory/checkpoint_bytes.h"
 #include "trainer/memory/memory_plan.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/optim/adamw.h"
@@ -343,7 +344,12 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
             cuda ? kCudaRuntimeBytes : MeasureCpuRuntime(dtype, config.slurm.cpus_per_task);
       }
       const MemoryPlan p = MakeMemoryPlan(m, row, s);
-      if (p.overflow) {
+      // What one checkpoint makes each rank write: the stop save's size, which `baton submit`
+      // weighs against the preemption grace.
+      const CheckpointBytes ckpt =
+          PlanCheckpointBytes(ModelParameters(m), world, p.master_bytes,
+                              config.checkpoint.export_dtype == "bf16" ? 2 : p.master_bytes);
+      if (p.overflow || ckpt.overflow) {
         BATON_FAIL(a->frames > 0 ? kExitUsage : kExitConfig,
                    "plan-memory: the plan's byte counts exceed 2^63 (the model of " +
                        std::to_string(p.parameters) + " parameters with a row of " +
@@ -396,6 +402,12 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                             {"attention_call", p.activations.attention_call},
                             {"working_attention", p.activations.working_attention}};
         j["heap_factor"] = s.heap_factor;
+        // Per-rank figures only for worlds a reader would list; the largest share is what a
+        // save's time follows.
+        j["checkpoint"] = {{"bytes_total", ckpt.total},
+                           {"bytes_per_rank_max", ckpt.largest},
+                           {"export_dtype", config.checkpoint.export_dtype}};
+        if (world <= 64) j["checkpoint"]["rank_bytes"] = ckpt.rank_bytes;
         j["total_by_checkpointing"] = {{"none", p.total_none},
                                        {"blocks", p.total_blocks},
                                        {"blocks+attention", p.total_blocks_attention}};
@@ -452,6 +464,9 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       }
       line(cuda ? "runtime (CUDA allowance)" : "runtime (libtorch, measured)", p.runtime);
       line("total per rank", p.total);
+      line("checkpoint, largest rank", ckpt.largest,
+           "  (" + Gib(ckpt.total) + " in all, written by " + std::to_string(world) +
+               " rank(s))");
       for (const auto& o : settings) {
         if (o.name != used) line(("  (total with " + o.name + ")").c_str(), o.total);
       }
