@@ -10,6 +10,8 @@
 #     bf16 export, so master weights, transformer/ and AdamW are all split), optim.shard and
 #     replicated
 #   signal -> exit: the time from SIGUSR1 to exit 75
+#   projection lingbot_va_5b_8x80 W=8: the real model's largest per-rank checkpoint bytes
+#     (plan-memory) and its stop save at this disk's rate
 # usage: bench/checkpoint_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -134,4 +136,18 @@ sig = [r for r in rows if r["type"] == "checkpoint" and r["reason"] == "signal"]
 step_s = sorted(r["step_time_s"] for r in steps)[len(steps) // 2]
 print(f"signal -> exit: {s1 - s0:.2f} s (exit {rc}; median step {step_s:.2f} s, signal save "
       f"{sig[-1]['seconds'] if sig else float('nan'):.2f} s)")
+PY
+
+# The real model's stop save, projected from the plan at this disk's rate: the largest rank's
+# checkpoint bytes (what `baton submit` weighs against the preemption grace).
+"$bt" plan-memory --config configs/lingbot_va_5b_8x80.yaml --world-size 8 --frames 36 --height 24 \
+  --width 20 --action-steps 16 --text-len 512 --channels 48 --action-dim 30 --text-dim 4096 \
+  --json > "$work/plan_5b.json"
+python3 - "$work/plan_5b.json" "$disk_s" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["checkpoint"]
+disk = (16 * 64 * 2**20) / 1e9 / float(sys.argv[2])
+gb = c["bytes_per_rank_max"] / 1e9
+print(f"projection lingbot_va_5b_8x80 W=8: {gb:.2f} GB per rank ({c['bytes_total'] / 1e9:.1f} GB in all), "
+      f"stop save {gb / disk:.1f} s at {disk:.2f} GB/s")
 PY

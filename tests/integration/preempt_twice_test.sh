@@ -16,6 +16,18 @@ make_dataset "$TMP/ds"
 write_config "$TMP/p2.yaml" it-preempt2 "$STEPS" \
   "checkpoint: {every: 100, keep_last: 10}" \
   "slurm: {partition: debug, cpus_per_task: $CPUS, time: \"10:00\", signal: USR1, signal_lead_s: 60}"
+# A stop save that cannot fit the real partition's grace (a write rate of 1 kB/s): a warning
+# naming the levers, and with --strict a refusal (78) that creates nothing.
+write_config "$TMP/slow.yaml" it-slow-folder 10 "checkpoint: {every: 100, write_gbps: 0.000001}" \
+  "slurm: {partition: debug, cpus_per_task: $CPUS, time: \"10:00\"}"
+runs_before=$("$baton" ls --json | jq length)
+rc=0; "$baton" submit "$TMP/slow.yaml" --strict > "$TMP/strict.out" 2>&1 || rc=$?
+((rc == 78)) || fail "submit --strict of a stop save that cannot fit exited $rc: $(cat "$TMP/strict.out")"
+grep -q "GraceTime 30 s + KillWait 5 s" "$TMP/strict.out" && grep -q "more ranks" "$TMP/strict.out" ||
+  fail "the refusal does not name the grace and the levers: $(cat "$TMP/strict.out")"
+[[ $("$baton" ls --json | jq length) == "$runs_before" ]] || fail "a refused submit created a run"
+ok "submit --strict refuses a stop save over the partition's grace (78), nothing created"
+
 submit "$TMP/p2.yaml"
 grep -q -- '--signal=B:USR1@60' "$run_dir/sbatch.sh" || fail "sbatch.sh lacks --signal=B:USR1@60"
 ok "submitted run $run as job $job (target $STEPS steps, $CPUS CPUs)"
@@ -41,6 +53,13 @@ wait_for 300 "run $run to be COMPLETED" run_is "$run" COMPLETED FAILED CANCELLED
 ok "run $run COMPLETED; SLURM job $job COMPLETED with Restarts=2 (same job id throughout)"
 
 # ---------------------------------------------------------------- history
+# The stop save: predicted at submit against the partition's real grace, measured at each stop.
+show=$("$baton" show "$run" --json)
+jq -e '.stop_save | .grace_s == 35 and (.grace_source | test("GraceTime 30 s [+] KillWait 5 s"))
+  and .predicted_s > 0 and .fits and .bytes_per_rank > 0 and (.write_source | test("probe of"))' \
+  <<<"$show" > /dev/null || fail "baton show --json stop_save: $(jq -c .stop_save <<<"$show")"
+"$baton" show "$run" | grep -q "stop save predicted .* grace 35 s .* measured" ||
+  fail "baton show has no stop save line: $("$baton" show "$run" | head -12)"
 attempts=$("$baton" attempts "$run" --json)
 a() { jq -r ".[$1].$2" <<<"$attempts"; }
 n=$(jq length <<<"$attempts")
@@ -68,6 +87,9 @@ for i in 1 2; do
   [[ $w == null ]] || ((w <= $(a $i step0))) || fail "attempt $i warms up until step $w"
 done
 ok "attempts: 0..$e0 fresh (preempted, 75) | $e0..$e1 exact (preempted, 75) | $e1..$STEPS exact (completed, 0)"
+[[ $(jq -c '[.stop_save.measured[].step] | sort' <<<"$show") == "[$e0,$e1]" ]] ||
+  fail "measured stop saves at $(jq -c '[.stop_save.measured[].step]' <<<"$show"), want $e0 and $e1"
+ok "stop save predicted $(jq .stop_save.predicted_s <<<"$show") s against a grace of 35 s; measured at steps $e0 and $e1"
 
 # Every stop wrote its checkpoint on the signal, every step after the first attempt ran at full LR.
 for i in 0 1; do
