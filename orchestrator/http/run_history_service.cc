@@ -9,8 +9,8 @@
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/series_rollup_reader.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
-#include "orchestrator/store/stop_save_summary.h"
 #include "orchestrator/store/record_json.h"
+#include "orchestrator/store/stop_save_summary.h"
 
 using nlohmann::json;
 

@@ -99,9 +99,8 @@ Result<PreemptGrace> ParsePartitionGrace(const std::string& scontrol_out,
     const auto name = line.fields.find("PartitionName");
     if (name == line.fields.end()) continue;
     const auto dflt = line.fields.find("Default");
-    const bool match = partition.empty()
-                           ? dflt != line.fields.end() && dflt->second == "YES"
-                           : name->second == partition;
+    const bool match = partition.empty() ? dflt != line.fields.end() && dflt->second == "YES"
+                                         : name->second == partition;
     if (!match) continue;
     PreemptGrace g;
     g.partition = name->second;

@@ -44,9 +44,10 @@ nlohmann::json StopSaveJson(const StopSaveSummary& s) {
   }
   nlohmann::json measured = nlohmann::json::array();
   for (const CheckpointRecord& c : s.measured) {
-    measured.push_back({{"step", c.step},
-                        {"seconds", std::isnan(c.seconds) ? nlohmann::json() : nlohmann::json(c.seconds)},
-                        {"bytes", c.bytes}});
+    measured.push_back(
+        {{"step", c.step},
+         {"seconds", std::isnan(c.seconds) ? nlohmann::json() : nlohmann::json(c.seconds)},
+         {"bytes", c.bytes}});
   }
   j["measured"] = measured;
   return j;
@@ -57,10 +58,9 @@ std::string StopSaveLine(const StopSaveSummary& s) {
   if (s.budget) {
     const StopSaveBudgetRecord& b = *s.budget;
     line = "predicted " + Fixed(b.predicted_s, 1) + " s for " +
-           Fixed(double(b.bytes_per_rank) / 1e9, 2) + " GB per rank at " +
-           Fixed(b.write_gbps, 2) + " GB/s (" + b.write_source + "), grace " +
-           Fixed(b.grace_s, 0) + " s (" + b.grace_source + "): " +
-           (b.fits ? "fits" : "DOES NOT FIT with the margin");
+           Fixed(double(b.bytes_per_rank) / 1e9, 2) + " GB per rank at " + Fixed(b.write_gbps, 2) +
+           " GB/s (" + b.write_source + "), grace " + Fixed(b.grace_s, 0) + " s (" +
+           b.grace_source + "): " + (b.fits ? "fits" : "DOES NOT FIT with the margin");
   }
   if (!s.measured.empty()) {
     if (!line.empty()) line += "; ";

@@ -28,9 +28,8 @@ Result<StopSaveBudgetRecord> PlanStopSave(const RunConfig& config, int64_t bytes
   } else {
     BATON_ASSIGN_OR_RETURN(const PreemptGrace g, slurm.GetPreemptGrace(config.slurm.partition));
     b.grace_s = double(g.total_s());
-    b.grace_source = "partition " + g.partition + ": GraceTime " +
-                     std::to_string(g.grace_time_s) + " s + KillWait " +
-                     std::to_string(g.kill_wait_s) + " s";
+    b.grace_source = "partition " + g.partition + ": GraceTime " + std::to_string(g.grace_time_s) +
+                     " s + KillWait " + std::to_string(g.kill_wait_s) + " s";
   }
   if (config.checkpoint.write_gbps > 0) {
     b.write_gbps = config.checkpoint.write_gbps;
@@ -47,8 +46,8 @@ Result<StopSaveBudgetRecord> PlanStopSave(const RunConfig& config, int64_t bytes
       if (store != nullptr) BATON_RETURN_IF_ERROR(store->PutWriteProbe(*cached));
     }
     b.write_gbps = cached->gbps;
-    b.write_source = "probe of " + probe_folder + " (" +
-                     std::to_string(cached->bytes >> 20) + " MiB fsync'd)";
+    b.write_source =
+        "probe of " + probe_folder + " (" + std::to_string(cached->bytes >> 20) + " MiB fsync'd)";
   }
   b.predicted_s = double(bytes_per_rank) / 1e9 / b.write_gbps;
   b.fits = b.predicted_s * kGraceMargin <= b.grace_s;
@@ -60,9 +59,10 @@ std::string StopSaveWarning(const StopSaveBudgetRecord& b, const RunConfig& conf
   const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
   return "the stop save may not fit the preemption grace: " +
          Fixed(double(b.bytes_per_rank) / 1e9, 2) + " GB per rank at " + Fixed(b.write_gbps, 2) +
-         " GB/s (" + b.write_source + ") takes " + Fixed(b.predicted_s, 1) + " s, and the grace is " +
-         Fixed(b.grace_s, 0) + " s (" + b.grace_source + "); with the margin (x" +
-         Fixed(kGraceMargin, 1) + ") it needs " + Fixed(b.predicted_s * kGraceMargin, 1) +
+         " GB/s (" + b.write_source + ") takes " + Fixed(b.predicted_s, 1) +
+         " s, and the grace is " + Fixed(b.grace_s, 0) + " s (" + b.grace_source +
+         "); with the margin (x" + Fixed(kGraceMargin, 1) + ") it needs " +
+         Fixed(b.predicted_s * kGraceMargin, 1) +
          " s. A preemption would then fall back to the last periodic checkpoint. Levers: more " +
          "ranks (each writes 1/W; now " + std::to_string(world) +
          "), async periodic saves (checkpoint.async) so less is lost, a faster checkpoint " +

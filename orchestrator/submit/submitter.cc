@@ -99,9 +99,9 @@ Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const nlohm
       PlanStopSave(config, bytes, slurm, store, ProbeFolder(config, req), now);
   if (!b.ok()) {
     if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
-    const std::string why = "the stop save was not weighed against the preemption grace: " +
-                            b.status().message() +
-                            "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them";
+    const std::string why =
+        "the stop save was not weighed against the preemption grace: " + b.status().message() +
+        "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them";
     if (req.strict) return Status::Config(head + why + " (--strict)");
     out->warnings.push_back(why);
     return Status::Ok();
@@ -147,16 +147,16 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   }
   BATON_RETURN_IF_ERROR(
       CheckMemoryPlan(config, req.config_path, req.trainer_bin, plan ? &*plan : nullptr));
-  BATON_RETURN_IF_ERROR(CheckGrace(config, req, plan ? &*plan : nullptr, no_plan, slurm, store,
-                                   now, &out));
+  BATON_RETURN_IF_ERROR(
+      CheckGrace(config, req, plan ? &*plan : nullptr, no_plan, slurm, store, now, &out));
 
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
     out.run_dir = !config.run.dir.empty() ? config.run.dir
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
     config.run.dir = out.run_dir;
-    BATON_ASSIGN_OR_RETURN(
-        out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin, GraceEnv(out)}));
+    BATON_ASSIGN_OR_RETURN(out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir,
+                                                                   req.baton_bin, GraceEnv(out)}));
     return out;
   }
   if (store == nullptr) return Status::Internal("submit without a store");
@@ -205,9 +205,9 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
 
   // Freeze the resolved config and render the script.
   const std::string frozen = ToYaml(config);
-  BATON_ASSIGN_OR_RETURN(out.script, RenderSbatchScript(config, {std::to_string(id), out.name,
-                                                                 out.run_dir, req.baton_bin,
-                                                                 GraceEnv(out)}));
+  BATON_ASSIGN_OR_RETURN(out.script,
+                         RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
+                                                     req.baton_bin, GraceEnv(out)}));
   cleanup.AddFile(folder.RunYaml());
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   const std::string script_path = folder.SbatchScript();

@@ -42,9 +42,9 @@ TEST(ScontrolParse, ReadsAPartitionsGraceAndTheKillWait) {
   EXPECT_NE(missing.message().find("'nope'"), std::string::npos);
   EXPECT_EQ(ParsePartitionGrace("PartitionName=x GraceTime=abc\n", "x").status().code(),
             Code::kConfig);
-  EXPECT_EQ(ParseKillWait("JobAcctGatherType       = (null)\nKillWait                = 30 sec\n")
-                .value(),
-            30);
+  EXPECT_EQ(
+      ParseKillWait("JobAcctGatherType       = (null)\nKillWait                = 30 sec\n").value(),
+      30);
   EXPECT_FALSE(ParseKillWait("MinJobAge = 300 sec\n").ok());
 }
 

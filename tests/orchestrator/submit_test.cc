@@ -130,8 +130,7 @@ std::string FakePlanner(const std::string& dir, int64_t bytes_per_rank) {
 }
 
 TEST_F(SubmitTest, AStopSaveThatFitsIsStoredAndTheGraceReachesTheJob) {
-  Append(tmp_ / "g.yaml",
-         "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 2}\n");
+  Append(tmp_ / "g.yaml", "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 2}\n");
   req_.config_path = tmp_ / "g.yaml";
   req_.trainer_bin = FakePlanner(tmp_.path(), 10000000000);  // 10 GB per rank at 2 GB/s: 5 s
   SubmitResult r = SubmitRun(store_.get(), slurm_, req_, 1).value();
@@ -147,8 +146,7 @@ TEST_F(SubmitTest, AStopSaveThatFitsIsStoredAndTheGraceReachesTheJob) {
 }
 
 TEST_F(SubmitTest, AStopSaveThatDoesNotFitWarnsAndStrictRefusesIt) {
-  Append(tmp_ / "g.yaml",
-         "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 1}\n");
+  Append(tmp_ / "g.yaml", "run: {steps: 5}\ndata: {path: data}\ncheckpoint: {write_gbps: 1}\n");
   req_.config_path = tmp_ / "g.yaml";
   // 30 GB at 1 GB/s: 30 s, within the 35 s grace but not with the margin (45 s).
   req_.trainer_bin = FakePlanner(tmp_.path(), 30000000000);
@@ -205,7 +203,8 @@ TEST_F(SubmitTest, TheWriteRateIsProbedOncePerFolder) {
   SubmitRun(store_.get(), slurm_, req_, 200).value();
   EXPECT_EQ(store_->GetWriteProbe(folder).value().value().measured_at, 100);
   SubmitRun(store_.get(), slurm_, req_, 100 + kWriteProbeMaxAgeS + 1).value();
-  EXPECT_EQ(store_->GetWriteProbe(folder).value().value().measured_at, 100 + kWriteProbeMaxAgeS + 1);
+  EXPECT_EQ(store_->GetWriteProbe(folder).value().value().measured_at,
+            100 + kWriteProbeMaxAgeS + 1);
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
     EXPECT_EQ(e.path().filename().string().rfind(".baton-write-probe", 0), std::string::npos);
   }

@@ -465,8 +465,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       line(cuda ? "runtime (CUDA allowance)" : "runtime (libtorch, measured)", p.runtime);
       line("total per rank", p.total);
       line("checkpoint, largest rank", ckpt.largest,
-           "  (" + Gib(ckpt.total) + " in all, written by " + std::to_string(world) +
-               " rank(s))");
+           "  (" + Gib(ckpt.total) + " in all, written by " + std::to_string(world) + " rank(s))");
       for (const auto& o : settings) {
         if (o.name != used) line(("  (total with " + o.name + ")").c_str(), o.total);
       }
