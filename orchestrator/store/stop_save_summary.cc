@@ -5,15 +5,11 @@
 
 namespace baton {
 
-namespace {
-
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
-
-}  // namespace
 
 Result<StopSaveSummary> ReadStopSaveSummary(Store& store, int64_t run_id) {
   StopSaveSummary s;

@@ -32,4 +32,7 @@ nlohmann::json StopSaveJson(const StopSaveSummary& s);
 // grace 35 s (partition ...): fits; measured 3.2 s at step 40". "" when there is nothing to say.
 std::string StopSaveLine(const StopSaveSummary& s);
 
+// `v` with `digits` decimals: the figures of these lines and of submit's grace warning.
+std::string Fixed(double v, int digits);
+
 }  // namespace baton

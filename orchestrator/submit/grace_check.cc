@@ -1,20 +1,9 @@
 #include "orchestrator/submit/grace_check.h"
 
-#include <cstdio>
-
+#include "orchestrator/store/stop_save_summary.h"
 #include "orchestrator/submit/write_probe.h"
 
 namespace baton {
-
-namespace {
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-}  // namespace
 
 Result<StopSaveBudgetRecord> PlanStopSave(const RunConfig& config, int64_t bytes_per_rank,
                                           SlurmClient& slurm, Store* store,
