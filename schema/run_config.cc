@@ -736,6 +736,7 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       EnumKey<S, std::string>("export_dtype", &S::export_dtype,
                               {{"fp32", "fp32"}, {"bf16", "bf16"}}),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
+      EnumKey<S, bool>("async", &S::async, {{"false", false}, {"true", true}}),
   };
   return keys;
 }

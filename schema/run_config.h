@@ -116,6 +116,9 @@ struct CheckpointSection {
   // the master dtype also holds the exact master weights for resume.
   std::string export_dtype = "fp32";      // fp32 | bf16
   int64_t max_shard_bytes = 10000000000;  // above it transformer/ is sharded (diffusers' "10GB")
+  // Periodic saves copy the state to host memory and write it on a background thread while
+  // training goes on (sync when the snapshot does not fit in host memory; docs/checkpoint_format.md).
+  bool async = true;
 };
 
 enum class DType { kFloat32, kFloat64, kBFloat16 };

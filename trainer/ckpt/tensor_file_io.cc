@@ -96,7 +96,8 @@ std::string Xxh3Hex(uint64_t hash) {
 
 Result<FileDigest> WriteHashedSafetensors(const std::string& path,
                                           const std::vector<StTensorRef>& tensors,
-                                          const std::map<std::string, std::string>& metadata) {
+                                          const std::map<std::string, std::string>& metadata,
+                                          const AfterChunk& after_chunk) {
   Result<std::string> header = SafetensorsHeader(path, tensors, metadata);
   if (!header.ok()) return header.status();
   const std::string& text = *header;
@@ -132,6 +133,11 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
       ::sync_file_range(fd.get(), off_t(at), off_t(k), SYNC_FILE_RANGE_WRITE);
       at += k;
       done += k;
+      if (after_chunk && !after_chunk(k)) {
+        ::close(fd.release());
+        ::unlink(path.c_str());
+        return Status::Io(path + ": cancelled");
+      }
     }
   }
   if (::fsync(fd.get()) != 0) return failed("fsync failed");
