@@ -73,7 +73,8 @@ PY
   checks=$((checks + 1)); echo "ok: $world rank(s): resumed bit for bit from the stop save and from the async save of step 2"
 done
 
-# 3. SIGKILL at 20 random moments of a run whose background writes are slowed down. After every
+# 3. SIGKILL at 20 random moments of a run whose background writes are slowed down (40 ms after
+# each file: a save spans several steps). After every
 # kill: each committed checkpoint verifies and holds the uninterrupted run's tensors of its step;
 # the next segment starts from the newest committed one, never a .partial; the run finally ends
 # where the uninterrupted one does.
@@ -81,22 +82,24 @@ STEPS=60 cfg "$tmp/kref.yaml" "$tmp/kref" true
 rc=0; train_ranks 1 --config "$tmp/kref.yaml" || rc=$?; [ $rc -eq 0 ] || fail "kill reference exited $rc"
 STEPS=60 cfg "$tmp/kill.yaml" "$tmp/kill" true
 ev=$tmp/kill/events/local.0.jsonl
-starts() { local n; n=$(grep -c '"type":"segment_start"' "$ev" 2>/dev/null || true); echo "${n:-0}"; }
+steps_done() { local n; n=$(grep -c '"type":"step"' "$ev" 2>/dev/null || true); echo "${n:-0}"; }
 RANDOM=4242
 inside=0
 declare -A seen=()
 for i in $(seq 20); do
-  before=$(starts)
-  BATON_TEST_CKPT_WRITE_DELAY_MS=80 "$bt" train --config "$tmp/kill.yaml" >>"$tmp/kill.log" 2>&1 &
+  before=$(steps_done)
+  rm -rf "$tmp/kill/checkpoints/"*.partial  # as the next save would: what is left is this segment's
+  BATON_TEST_CKPT_WRITE_DELAY_MS=40 "$bt" train --config "$tmp/kill.yaml" >>"$tmp/kill.log" 2>&1 &
   pid=$!
-  # Wait for this segment's start, then kill at a random moment of the next 0-1.2 s.
-  for _ in $(seq 500); do
-    [ "$(starts)" -gt "$before" ] && break
+  # Kill after a random 1-6 steps of this segment and a random 0-0.3 s more: the moment
+  # depends on the run's progress, not on how fast this machine starts libtorch.
+  k=$((1 + RANDOM % 6))
+  for _ in $(seq 1500); do
+    [ "$(steps_done)" -ge $((before + k)) ] && break
     kill -0 $pid 2>/dev/null || break
-    sleep 0.02
+    sleep 0.01
   done
-  sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
-  if [ $((RANDOM % 4)) -eq 0 ]; then sleep 0.2; fi
+  sleep "$(printf '0.%03d' $((RANDOM % 300)))"
   kill -9 $pid 2>/dev/null || true
   wait $pid 2>/dev/null || true
   if ls -d "$tmp/kill/checkpoints/"*.partial >/dev/null 2>&1; then inside=$((inside + 1)); fi
@@ -138,9 +141,9 @@ all_valid "$tmp/s1"
   fail "finishing should leave steps 2 and 3: $(ls "$tmp/s1/checkpoints")"
 checks=$((checks + 1)); echo "ok: a stop without a grace budget finishes the background save, then saves"
 STEPS=20 cfg "$tmp/s2.yaml" "$tmp/s2" true
-rc=0; BATON_GRACE_S=0.05 BATON_TEST_CKPT_WRITE_DELAY_MS=300 "$bt" train --config "$tmp/s2.yaml" --stop-after 3 >"$tmp/s2.log" 2>&1 || rc=$?
+rc=0; BATON_GRACE_S=0 BATON_TEST_CKPT_WRITE_DELAY_MS=300 "$bt" train --config "$tmp/s2.yaml" --stop-after 3 >"$tmp/s2.log" 2>&1 || rc=$?
 [ $rc -eq 75 ] || fail "stop exited $rc: $(tail -3 "$tmp/s2.log")"
-grep -q "abandoned the background save of step 2 on the stop request: .*exceed the 0.05 s grace budget" "$tmp/s2.log" ||
+grep -Eq "abandoned the background save of step 2 on the stop request: .*(exceed the 0 s grace budget|no rate)" "$tmp/s2.log" ||
   fail "the background save was not abandoned: $(cat "$tmp/s2.log")"
 [ "$(ls "$tmp/s2/checkpoints")" = checkpoint_step_3 ] || fail "abandoning should leave only step 3: $(ls "$tmp/s2/checkpoints")"
 all_valid "$tmp/s2"

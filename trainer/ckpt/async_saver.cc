@@ -134,7 +134,11 @@ bool AsyncSaver::FinishFits(int64_t next_bytes, std::string* why) {
   if (grace_s_ < 0) {
     std::snprintf(buf, sizeof buf, "no grace budget (BATON_GRACE_S unset)");
   } else if (!(rate > 0)) {
-    std::snprintf(buf, sizeof buf, "no write rate measured yet; assumed to fit the %g s grace budget",
+    // Nothing written yet: abandoning loses little, and the stop save holds a newer state.
+    fits = false;
+    std::snprintf(buf, sizeof buf,
+                  "nothing of it written yet, no rate to tell whether it fits the %g s grace "
+                  "budget",
                   grace_s_);
   } else {
     const double left = done_.load() ? 0.0 : double(save_.bytes - written) / rate;

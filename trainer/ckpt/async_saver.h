@@ -19,7 +19,8 @@
 //
 // Environment: BATON_GRACE_S, the seconds a stop signal leaves before the job is killed (unset:
 // finishing always fits); BATON_TEST_CKPT_WRITE_DELAY_MS, tests only: the writer sleeps this long
-// after every write, so a test can land a kill inside a background save.
+// after every 4 MiB and every file's last write, so a test can land a kill inside a background
+// save.
 //
 // Used by the training thread only (the writer thread is private); not copyable.
 #pragma once
@@ -69,7 +70,8 @@ class AsyncSaver {
 
   // On a stop: whether writing the rest of this save and then `next_bytes` (the stop save) fits
   // the grace budget, from the bytes left and the rate measured (every rank agrees: any rank's
-  // "no" abandons). True when there is no budget or no rate yet. `why` gets the figures.
+  // "no" abandons). True when there is no budget; false when nothing is written yet (no rate,
+  // and the stop save holds a newer state anyway). `why` gets the figures.
   bool FinishFits(int64_t next_bytes, std::string* why);
   // Cancels the write, joins it, and removes the .partial (rank 0, after every rank stopped).
   void Abandon();

@@ -29,7 +29,8 @@ struct FileDigest {
 // "%016x" of an XXH3-64 value.
 std::string Xxh3Hex(uint64_t hash);
 
-// Called after each write of at most 4 MiB with the bytes it wrote; false stops the write (a
+// Called after every 4 MiB written (tensors smaller than that are taken together) and after the
+// file's last write, with the bytes written since the last call; false stops the write (a
 // background save being abandoned). May sleep (a test slowing the write down).
 using AfterChunk = std::function<bool(uint64_t bytes)>;
 
