@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "trainer/ckpt/save_phases.h"
 
@@ -51,6 +52,8 @@ class AsyncSaver {
   // Why async saves of `p` are off on this host ("" when the snapshot fits; snapshot_fit.h),
   // decided at the first save and kept (the buffers are reused).
   const std::string& Refusal(const PreparedSave& p, int64_t mem_limit_bytes);
+  // True the first time it is asked after a refusal: the trainer says why once per segment.
+  bool FirstRefusal() { return !std::exchange(refusal_told_, true); }
 
   // Snapshots `p` into the host buffers and starts its write. Requires !in_flight().
   void Start(PreparedSave p);
@@ -82,6 +85,7 @@ class AsyncSaver {
   PreparedSave save_;
   bool in_flight_ = false;
   std::optional<std::string> refusal_;
+  bool refusal_told_ = false;
   std::thread thread_;
   std::atomic<bool> cancel_{false}, done_{false};
   std::atomic<int64_t> written_{0};

@@ -476,6 +476,7 @@ void SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
                   (long long)saver.step(), why.c_str());
       std::fflush(stdout);
     }
+    SetSaving(true);  // waiting for it is part of the stop save: a second SIGTERM exits at once
   }
   CommitBackgroundSave(log, s, saver, at_step, /*wait=*/true);
 }
@@ -525,13 +526,11 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
             PrepareSave(s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint, hooks, tp);
         const std::string& refusal =
             saver.Refusal(p, int64_t(s.config.slurm.mem_per_task_gb * double(int64_t(1) << 30)));
-        static bool told = false;
         if (refusal.empty()) {
           saver.Start(std::move(p));
           return "";
         }
-        if (s.leader() && !told) {
-          told = true;
+        if (saver.FirstRefusal() && s.leader()) {
           std::printf("checkpoint.async: periodic saves are synchronous: %s\n", refusal.c_str());
         }
         SetSaving(true);
