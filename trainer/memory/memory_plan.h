@@ -7,10 +7,11 @@
 // (exp_avg + exp_avg_sq: all trainable parameters, or the largest rank's share of the ShardPlan),
 // collective buffers (the flattened buckets of the step's reductions), autocast weight copies
 // (bf16 runs), checkpoint snapshot (checkpoint.async's host copy of the rank's share of the state;
-// on CPU in the same memory, on CUDA host memory beside the device total), activations (what autograd keeps for the longest row, counted tensor by tensor
-// from the model's forward, plus the row's inputs and layout tensors and the backward's largest
-// working set), and the runtime (libtorch's own resident memory on CPU, measured by the caller;
-// the CUDA context on a GPU). Torch-free, pure functions; thread-safe.
+// on CPU in the same memory, on CUDA host memory beside the device total), activations (what
+// autograd keeps for the longest row, counted tensor by tensor from the model's forward, plus the
+// row's inputs and layout tensors and the backward's largest working set), and the runtime
+// (libtorch's own resident memory on CPU, measured by the caller; the CUDA context on a GPU).
+// Torch-free, pure functions; thread-safe.
 //
 // Bounded: the caller range-checks every size (PlanSizeLimits), PlanRowAttention refuses a row
 // whose layout would exceed kMaxPlanLayoutEntries before it builds one, and every byte count is
