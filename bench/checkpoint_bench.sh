@@ -12,6 +12,9 @@
 #   signal -> exit: the time from SIGUSR1 to exit 75
 #   projection lingbot_va_5b_8x80 W=8: the real model's largest per-rank checkpoint bytes
 #     (plan-memory) and its stop save at this disk's rate
+#   async stall: the training thread's stall per periodic save with checkpoint.async (snapshot +
+#     commit) vs the sync save of the same bytes, two runs of the same model side by side; and the
+#     median step time while a background write runs vs the sync run's median step
 # usage: bench/checkpoint_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +39,7 @@ run: {name: ckpt-bench, dir: $work/run, steps: 2, seed: 0}
 data: {path: $work/ds, batch_size: 1, pad_multiple: 1}
 model: {dim: 1024, heads: 16, layers: 5, ffn_dim: 4096, freq_dim: 256}
 optim: {lr: 1.0e-4, warmup_steps: 0}
-checkpoint: {every: 1, keep_last: 1}
+checkpoint: {every: 1, keep_last: 1, async: false}
 train: {log_every: 1}
 YAML
 "$bt" train --config "$work/cfg.yaml" >"$work/train.log" 2>&1
@@ -94,6 +97,14 @@ ranks_line() {  # WORLD SHARD -> "bytes per rank: a b ..." from rank 0's output
 r2s=$(ranks_line 2 optimizer); r2r=$(ranks_line 2 none)
 r4s=$(ranks_line 4 optimizer); r4r=$(ranks_line 4 none)
 
+# Async vs sync periodic saves of the same model: 8 steps, a save every 2 (steps 2, 4, 6 periodic).
+for mode in true false; do
+  sed -e "s#dir: $work/run#dir: $work/as$mode#; s/steps: 2,/steps: 8,/" \
+    -e "s/every: 1, keep_last: 1, async: false/every: 2, keep_last: 1, async: $mode/" \
+    "$work/cfg.yaml" >"$work/as$mode.yaml"
+  "$bt" train --config "$work/as$mode.yaml" >"$work/as$mode.log" 2>&1
+done
+
 # Stop signal to exit.
 sed -i 's/steps: 2,/steps: 1000,/' "$work/cfg.yaml"
 "$bt" train --config "$work/cfg.yaml" >>"$work/train.log" 2>&1 &
@@ -107,8 +118,8 @@ rc=0; wait $pid || rc=$?
 s1=$(now)
 
 python3 - "$ev" "$disk_s" "$warm_load" "$warm_cat" "$cold_load" "$cold_cat" "$how" "$s0" "$s1" "$rc" \
-  "$r2s" "$r2r" "$r4s" "$r4r" "$ck_bytes" <<'PY'
-import json, sys
+  "$r2s" "$r2r" "$r4s" "$r4r" "$ck_bytes" "$work" <<'PY'
+import json, re, sys
 a = sys.argv
 ev = a[1]
 disk_s, warm_load, warm_cat, cold_load, cold_cat = map(float, a[2:7])
@@ -134,6 +145,24 @@ print(f"bytes per rank W=4: largest/mean = {ratio(r4s):.3f} (optim.shard), {rati
 steps = [r for r in rows if r["type"] == "step"]
 sig = [r for r in rows if r["type"] == "checkpoint" and r["reason"] == "signal"]
 step_s = sorted(r["step_time_s"] for r in steps)[len(steps) // 2]
+work = a[16]
+def events(mode):
+    return [json.loads(l) for l in open(f"{work}/as{mode}/events/local.0.jsonl")]
+sync_saves = [r["seconds"] for r in events("false") if r["type"] == "checkpoint" and r["reason"] == "periodic"]
+stalls, overlapped = [], set()
+for line in open(f"{work}/astrue.log"):
+    m = re.search(r"checkpoint_step_(\d+): .*\(periodic\), async: training stalled ([0-9.]+) s .*waited ([0-9.]+) s .*committed after step (\d+)", line)
+    if m:
+        stalls.append(float(m.group(2)) + float(m.group(3)))
+        overlapped.update(range(int(m.group(1)), int(m.group(4))))
+med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
+stall, sync_s = sum(stalls) / max(len(stalls), 1), sum(sync_saves) / max(len(sync_saves), 1)
+during = [r["step_time_s"] for r in events("true") if r["type"] == "step" and r["step"] in overlapped]
+plain = [r["step_time_s"] for r in events("false") if r["type"] == "step"]
+print(f"async stall: {stall:.3f} s = {stall / sync_s:.3f} x the sync save ({sync_s:.2f} s; "
+      f"{len(stalls)} async saves, snapshot + commit + any wait for the previous write)")
+print(f"async step time during the background write: {med(during):.2f} s vs {med(plain):.2f} s "
+      f"without ({len(during)} steps overlapped)")
 print(f"signal -> exit: {s1 - s0:.2f} s (exit {rc}; median step {step_s:.2f} s, signal save "
       f"{sig[-1]['seconds'] if sig else float('nan'):.2f} s)")
 PY

@@ -738,6 +738,7 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
                               {{"fp32", "fp32"}, {"bf16", "bf16"}}),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
       FloatKey<S>("write_gbps", &S::write_gbps, 0.0, 10000.0),
+      EnumKey<S, bool>("async", &S::async, {{"false", false}, {"true", true}}),
   };
   return keys;
 }

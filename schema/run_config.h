@@ -123,6 +123,9 @@ struct CheckpointSection {
   // The checkpoint folder's write rate per rank, GB/s, for the grace check at submit; 0 = measure
   // it with a short fsync'd probe of the folder (cached per folder for a day).
   double write_gbps = 0;
+  // Periodic saves copy the state to host memory and write it on a background thread while
+  // training goes on (sync when the snapshot does not fit in host memory; docs/checkpoint_format.md).
+  bool async = true;
 };
 
 enum class DType { kFloat32, kFloat64, kBFloat16 };

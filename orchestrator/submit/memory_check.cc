@@ -111,6 +111,10 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
       parts += ", CPU heap overhead " + Gib(b.at("heap_overhead").get<double>());
     }
     parts += ", runtime " + Gib(b.at("runtime").get<double>());
+    if (plan.value("checkpoint_snapshot_in_total", false) &&
+        b.value("checkpoint_snapshot", 0.0) > 0) {
+      parts += ", checkpoint snapshot " + Gib(b.at("checkpoint_snapshot").get<double>());
+    }
     std::string hint;
     if (plan.at("shard").get<std::string>() == "none") hint += "optim.shard: optimizer, ";
     if (checkpointing == "none") {

@@ -87,6 +87,34 @@ TEST(MemoryPlan, ShardingDividesTheOptimizerStateAndGradientsHeld) {
   EXPECT_EQ(none.autocast_copies, 2 * none.trainable);
 }
 
+TEST(MemoryPlan, AsyncCheckpointSnapshotIsTheRanksShareOfTheState) {
+  const PlanModel m = Real5B();
+  const PlanRow r = Row(m, 1, 8);
+  PlanSettings s;  // float32, CPU, one rank
+  const MemoryPlan sync = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(sync.checkpoint_snapshot, 0);
+  s.async_checkpoint = true;
+  const MemoryPlan one = MakeMemoryPlan(m, r, s);
+  int64_t trainable_params = 0;
+  for (const auto& q : ModelParameters(m)) trainable_params += q.trainable ? 1 : 0;
+  // Moments and step counts, and every weight once (fp32 export = the master dtype).
+  EXPECT_EQ(one.checkpoint_snapshot, 8 * one.trainable + 8 * trainable_params + 4 * one.parameters);
+  EXPECT_EQ(one.total - sync.total, one.checkpoint_snapshot);  // CPU: the same memory
+  s.export_dtype = "bf16";  // the export beside the exact master weights
+  const MemoryPlan bf16 = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(bf16.checkpoint_snapshot - one.checkpoint_snapshot, 2 * one.parameters);
+  s.export_dtype = "fp32";
+  s.world = 8;  // each rank snapshots what it writes: about 1/8 of the trainable state
+  const MemoryPlan eight = MakeMemoryPlan(m, r, s);
+  EXPECT_LT(eight.checkpoint_snapshot, one.checkpoint_snapshot / 6);
+  s.cuda = true;  // host memory, not on the device
+  s.world = 1;
+  const MemoryPlan gpu = MakeMemoryPlan(m, r, s);
+  s.async_checkpoint = false;
+  EXPECT_EQ(gpu.checkpoint_snapshot, one.checkpoint_snapshot);
+  EXPECT_EQ(gpu.total, MakeMemoryPlan(m, r, s).total);
+}
+
 TEST(MemoryPlan, CheckpointingKeepsOneBlockOfActivations) {
   const PlanModel m = Real5B();
   const PlanRow r = Row(m, 4, 40);

@@ -24,6 +24,7 @@
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/save_phases.h"
 #include "trainer/ckpt/tensor_file_io.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/dist/shard_plan.h"
@@ -106,16 +107,31 @@ std::vector<ExportShard> PlanExport(const std::vector<int64_t>& owner,
   return shards;
 }
 
+SaveFile NamedFile(const std::string& rel) {
+  SaveFile f;
+  f.rel = rel;
+  return f;
+}
+
 }  // namespace
 
-SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
-                          const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks,
-                          const SaveTeam* team) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool multi = team != nullptr && team->world > 1;
-  const int64_t rank = multi ? team->rank : 0, world = multi ? team->world : 1;
-  const bool leader = rank == 0;
+PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& model,
+                         const AdamW& optimizer, const TrainerState& state,
+                         const CheckpointSection& retention, const SaveHooks& hooks,
+                         const SaveTeam* team) {
+  PreparedSave p;
+  p.t0 = std::chrono::steady_clock::now();
+  p.checkpoints_dir = checkpoints_dir;
+  p.step = state.step;
+  p.multi = team != nullptr && team->world > 1;
+  if (p.multi) p.team = *team;
+  p.rank = p.multi ? team->rank : 0;
+  p.world = p.multi ? team->world : 1;
+  p.leader = p.rank == 0;
+  p.hooks = hooks;
+  p.retention = retention;
+  const bool multi = p.multi, leader = p.leader;
+  const int64_t rank = p.rank, world = p.world;
   const std::string name = kCheckpointPrefix + std::to_string(state.step);
   // A checkpoint vouches for its state: never one that would spread NaN into every resume. Every
   // rank checks the moments it holds (rank 0 also the weights), and all agree before writing.
@@ -129,8 +145,9 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
                "lower optim.lr or check the data (baton-train data-check); the last finite "
                "checkpoint is kept");
   }
-  const fs::path final_dir = fs::path(checkpoints_dir) / name;
-  const fs::path partial = final_dir.string() + kPartialSuffix;
+  p.final_dir = fs::path(checkpoints_dir) / name;
+  p.partial = p.final_dir.string() + kPartialSuffix;
+  const fs::path partial = p.partial;
   std::error_code ec;
   auto make_folder = [&]() -> std::string {
     if (!leader) return "";
@@ -141,7 +158,8 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
       BATON_FAIL(kExitData, run_folder.string() + ": the run folder is gone",
                  "it was deleted or moved while the run trained; restore it and resume");
     fs::create_directory(checkpoints_dir, ec);
-    // Only this save writes here, so any .partial is a save that was cut short.
+    // Only this save writes here (a background save is committed or abandoned before another
+    // save starts), so any .partial is a save that was cut short.
     for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
       const std::string n = e.path().filename().string();
       if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
@@ -182,91 +200,171 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
   const std::string optimizer_file = multi ? OptimizerShardFile(rank, world) : kOptimizerFile;
   const std::string master_file = multi ? MasterWeightsShardFile(rank, world) : kMasterWeightsFile;
 
-  auto part = [&]() -> std::string {
-    nlohmann::json written = nlohmann::json::array();
-    auto write = [&](const std::string& rel, const HeldTensors& t,
-                     const std::map<std::string, std::string>& metadata = {}) {
-      auto d = WriteHashedSafetensors((partial / rel).string(), t.refs, metadata);
-      if (!d.ok()) {
-        FailAt(__FILE__, __LINE__, d.status(),
-               "check disk space and that " + checkpoints_dir + " is writable");
+  {
+    SaveFile o =
+        NamedFile(optimizer_file);  // the moments and step counts of the parameters this rank owns
+    for (size_t i = 0; i < opt_state.size(); ++i) {
+      const auto& s = opt_state[i];
+      if (owner_of[s.name] != rank) continue;
+      if (!s.owned) {
+        BATON_FAIL(kExitInternal,
+                   "rank " + std::to_string(rank) + " owns " + s.name +
+                       " in the save plan but holds no moments for it",
+                   "the save's ownership must be optim.shard's");
       }
-      written.push_back(Entry(rel, d.value()));
-    };
-    {
-      HeldTensors o;  // the moments and step counts of the parameters this rank owns
-      for (size_t i = 0; i < opt_state.size(); ++i) {
-        const auto& s = opt_state[i];
-        if (owner_of[s.name] != rank) continue;
-        if (!s.owned) {
-          BATON_FAIL(kExitInternal,
-                     "rank " + std::to_string(rank) + " owns " + s.name +
-                         " in the save plan but holds no moments for it",
-                     "the save's ownership must be optim.shard's");
-        }
-        o.Add("exp_avg." + s.name, s.exp_avg);
-        o.Add("exp_avg_sq." + s.name, s.exp_avg_sq);
-        o.Add("step." + s.name, torch::full({1}, s.step, torch::kInt64));
-      }
-      write(optimizer_file, o);
+      o.tensors.push_back({"exp_avg." + s.name, s.exp_avg.detach(), std::nullopt});
+      o.tensors.push_back({"exp_avg_sq." + s.name, s.exp_avg_sq.detach(), std::nullopt});
+      o.tensors.push_back(
+          {"step." + s.name, torch::full({1}, s.step, torch::kInt64), std::nullopt});
     }
-    if (hooks.mid_file) hooks.mid_file();
-    if (write_master) {  // the exact weights beside a transformer/ in another dtype
-      HeldTensors w;
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (weight_owner[i] == rank) w.Add(params[i].key(), params[i].value());
-      }
-      write(master_file, w);
+    p.files.push_back(std::move(o));
+  }
+  if (write_master) {  // the exact weights beside a transformer/ in another dtype
+    SaveFile w = NamedFile(master_file);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (weight_owner[i] == rank)
+        w.tensors.push_back({params[i].key(), params[i].value().detach(), std::nullopt});
     }
-    for (const auto& sh : shards) {
-      if (sh.rank != rank) continue;
-      HeldTensors e;  // converted one shard at a time: one shard's copy in memory at most
-      for (size_t i : sh.params) e.Add(params[i].key(), params[i].value(), export_dtype);
-      write("transformer/" + sh.file, e, {{"format", "pt"}});
-    }
-    if (leader) {
-      written.push_back(
-          WriteSmall(partial, kModelConfigFile, UpstreamConfigJson(model->dims()).dump(2) + "\n"));
-      if (shards.size() > 1) {
-        nlohmann::json map = nlohmann::json::object();
-        int64_t total = 0;
-        for (const auto& sh : shards) {
-          for (size_t i : sh.params) {
-            map[params[i].key()] = sh.file;
-            total += export_bytes[i];
-          }
-        }
-        nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", map}};
-        written.push_back(WriteSmall(partial, kWeightsIndexFile, index.dump(2) + "\n"));
-      }
-      if (multi && write_master) {
-        nlohmann::ordered_json map = nlohmann::ordered_json::object();
-        for (size_t i = 0; i < params.size(); ++i) {
-          map[params[i].key()] = MasterWeightsShardFile(weight_owner[i], world);
-        }
-        nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
-        written.push_back(WriteSmall(partial, kMasterWeightsIndexFile, index.dump(2) + "\n"));
-      }
-      if (multi) {
-        nlohmann::ordered_json map = nlohmann::ordered_json::object();
-        for (const auto& s : opt_state) {
-          const std::string file = OptimizerShardFile(owner_of[s.name], world);
-          for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
-        }
-        nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
-        written.push_back(WriteSmall(partial, kOptimizerIndexFile, index.dump(2) + "\n"));
-      }
-      written.push_back(WriteSmall(partial, kStateFile, state.ToJson().dump(2) + "\n"));
-    }
-    return written.dump();
+    p.files.push_back(std::move(w));
+  }
+  for (const auto& sh : shards) {
+    if (sh.rank != rank) continue;
+    SaveFile e = NamedFile("transformer/" + sh.file);
+    e.metadata = {{"format", "pt"}};
+    for (size_t i : sh.params)
+      e.tensors.push_back({params[i].key(), params[i].value().detach(), export_dtype});
+    p.files.push_back(std::move(e));
+  }
+  auto small = [&](const std::string& rel, std::string text) {
+    SaveFile f = NamedFile(rel);
+    f.small = true;
+    f.text = std::move(text);
+    p.files.push_back(std::move(f));
   };
+  if (leader) {
+    small(kModelConfigFile, UpstreamConfigJson(model->dims()).dump(2) + "\n");
+    if (shards.size() > 1) {
+      nlohmann::json map = nlohmann::json::object();
+      int64_t total = 0;
+      for (const auto& sh : shards) {
+        for (size_t i : sh.params) {
+          map[params[i].key()] = sh.file;
+          total += export_bytes[i];
+        }
+      }
+      nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", map}};
+      small(kWeightsIndexFile, index.dump(2) + "\n");
+    }
+    if (multi && write_master) {
+      nlohmann::ordered_json map = nlohmann::ordered_json::object();
+      for (size_t i = 0; i < params.size(); ++i) {
+        map[params[i].key()] = MasterWeightsShardFile(weight_owner[i], world);
+      }
+      nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
+      small(kMasterWeightsIndexFile, index.dump(2) + "\n");
+    }
+    if (multi) {
+      nlohmann::ordered_json map = nlohmann::ordered_json::object();
+      for (const auto& s : opt_state) {
+        const std::string file = OptimizerShardFile(owner_of[s.name], world);
+        for (const char* k : {"exp_avg.", "exp_avg_sq.", "step."}) map[k + s.name] = file;
+      }
+      nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
+      small(kOptimizerIndexFile, index.dump(2) + "\n");
+    }
+    small(kStateFile, state.ToJson().dump(2) + "\n");
+  }
+  p.bytes = 0;
+  for (const auto& f : p.files) {
+    p.bytes += f.small ? int64_t(f.text.size()) : 0;
+    for (const auto& t : f.tensors) {
+      p.bytes +=
+          t.tensor.numel() * int64_t(c10::elementSize(t.dtype ? *t.dtype : t.tensor.scalar_type()));
+    }
+  }
+  p.manifest.step = state.step;
+  p.manifest.kind = "full";
+  p.manifest.world_size = state.world_size;
+  p.manifest.config_hash = state.config_hash;
+  p.manifest.finite = true;  // checked above
+  return p;
+}
+
+int64_t SnapshotBytes(const PreparedSave& p) {
+  int64_t n = 0;
+  for (const auto& f : p.files) {
+    for (const auto& t : f.tensors) {
+      n +=
+          t.tensor.numel() * int64_t(c10::elementSize(t.dtype ? *t.dtype : t.tensor.scalar_type()));
+    }
+  }
+  return n;
+}
+
+void SnapshotSave(PreparedSave& p, SnapshotBuffers* buffers) {
+  size_t k = 0;
+  bool device = false;
+  for (auto& f : p.files) {
+    for (auto& t : f.tensors) {
+      const torch::Dtype dtype = t.dtype ? *t.dtype : t.tensor.scalar_type();
+      const bool on_device = t.tensor.device().type() != torch::kCPU;
+      device = device || on_device;
+      torch::Tensor* dst = k < buffers->tensors.size() ? &buffers->tensors[k] : nullptr;
+      if (dst == nullptr || dst->sizes() != t.tensor.sizes() || dst->scalar_type() != dtype ||
+          dst->is_pinned() != on_device) {
+        // Pinned host memory lets the copy from the device run without a staging buffer.
+        torch::Tensor fresh = torch::empty(
+            t.tensor.sizes(), torch::TensorOptions().dtype(dtype).pinned_memory(on_device));
+        if (dst == nullptr) {
+          buffers->tensors.push_back(fresh);
+          dst = &buffers->tensors.back();
+        } else {
+          *dst = fresh;
+        }
+      }
+      dst->copy_(t.tensor, /*non_blocking=*/on_device);
+      t.tensor = *dst;
+      t.dtype = std::nullopt;
+      ++k;
+    }
+  }
+  buffers->tensors.resize(k);
+  if (device) torch::cuda::synchronize();  // every non-blocking copy has landed
+}
+
+std::string WriteSaveFiles(const PreparedSave& p, const AfterChunk& after_chunk) {
+  nlohmann::json written = nlohmann::json::array();
+  bool first = true;  // the optimizer file: a test's mid_file fault comes after it
+  for (const auto& f : p.files) {
+    if (f.small) {
+      written.push_back(WriteSmall(p.partial, f.rel, f.text));
+      if (after_chunk && !after_chunk(f.text.size()))
+        BATON_FAIL(kExitIo, (p.partial / f.rel).string() + ": cancelled", "");
+      continue;
+    }
+    HeldTensors held;  // converted one file at a time: one file's copy in memory at most
+    for (const auto& t : f.tensors) held.Add(t.name, t.tensor, t.dtype);
+    auto d =
+        WriteHashedSafetensors((p.partial / f.rel).string(), held.refs, f.metadata, after_chunk);
+    if (!d.ok()) {
+      FailAt(__FILE__, __LINE__, d.status(),
+             "check disk space and that " + p.checkpoints_dir + " is writable");
+    }
+    written.push_back(Entry(f.rel, d.value()));
+    if (first && p.hooks.mid_file) p.hooks.mid_file();
+    first = false;
+  }
+  return written.dump();
+}
+
+SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>& part) {
   // Every rank's files are durable (each was fsync'd) before the manifest vouches for them.
   const std::vector<std::string> parts =
-      multi ? team->agreed("while writing its part of the checkpoint", part)
-            : std::vector<std::string>{part()};
+      p.multi ? p.team.agreed("while writing its part of the checkpoint", part)
+              : std::vector<std::string>{part()};
   SaveResult r;
-  r.rank_bytes.assign(size_t(world), 0);
-  CheckpointManifest m;
+  r.rank_bytes.assign(size_t(p.world), 0);
+  CheckpointManifest m = p.manifest;
   for (size_t k = 0; k < parts.size(); ++k) {
     for (const auto& e : nlohmann::json::parse(parts[k])) {
       m.files.push_back({e.at("path").get<std::string>(), e.at("bytes").get<uint64_t>(),
@@ -275,17 +373,15 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
       r.bytes += int64_t(m.files.back().bytes);
     }
   }
-  if (!leader) return r;
-  if (hooks.before_manifest) hooks.before_manifest();
-  m.step = state.step;
-  m.kind = "full";
-  m.world_size = state.world_size;
-  m.config_hash = state.config_hash;
-  m.finite = true;  // checked above
+  if (!p.leader) return r;
+  if (p.hooks.before_manifest) p.hooks.before_manifest();
+  const fs::path& partial = p.partial;
+  const fs::path& final_dir = p.final_dir;
+  std::error_code ec;
   CheckOk(WriteManifestListed(partial.string(), m), "check disk space");
   CheckOk(FsyncDir((partial / "transformer").string()), "");
   CheckOk(FsyncDir(partial.string()), "");
-  if (hooks.before_rename) hooks.before_rename();
+  if (p.hooks.before_rename) p.hooks.before_rename();
   if (fs::exists(final_dir, ec)) {  // re-saving a step (a resume redid it): replace whole
     const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
     fs::rename(final_dir, old, ec);
@@ -295,12 +391,21 @@ SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& 
     fs::rename(partial, final_dir, ec);
   }
   if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
-  CheckOk(FsyncDir(checkpoints_dir), "");
+  CheckOk(FsyncDir(p.checkpoints_dir), "");
 
   r.path = final_dir.string();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ApplyRetention(checkpoints_dir, retention);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.t0).count();
+  ApplyRetention(p.checkpoints_dir, p.retention);
   return r;
+}
+
+SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
+                          const AdamW& optimizer, const TrainerState& state,
+                          const CheckpointSection& retention, const SaveHooks& hooks,
+                          const SaveTeam* team) {
+  const PreparedSave p =
+      PrepareSave(checkpoints_dir, model, optimizer, state, retention, hooks, team);
+  return CommitSave(p, [&] { return WriteSaveFiles(p); });
 }
 
 }  // namespace baton

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace baton {
 
@@ -96,7 +97,8 @@ std::string Xxh3Hex(uint64_t hash) {
 
 Result<FileDigest> WriteHashedSafetensors(const std::string& path,
                                           const std::vector<StTensorRef>& tensors,
-                                          const std::map<std::string, std::string>& metadata) {
+                                          const std::map<std::string, std::string>& metadata,
+                                          const AfterChunk& after_chunk) {
   Result<std::string> header = SafetensorsHeader(path, tensors, metadata);
   if (!header.ok()) return header.status();
   const std::string& text = *header;
@@ -122,6 +124,7 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
   // Writeback of each chunk starts once it is written, so the disk works while the next chunks
   // are hashed and copied, and the final fsync waits only for the tail.
   uint64_t at = 8 + len;
+  uint64_t since = 0;  // bytes written since after_chunk last saw them
   for (const auto& t : tensors) {
     const auto* p = static_cast<const uint8_t*>(t.data);
     for (uint64_t done = 0, n = Bytes(t); done < n;) {
@@ -132,7 +135,18 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
       ::sync_file_range(fd.get(), off_t(at), off_t(k), SYNC_FILE_RANGE_WRITE);
       at += k;
       done += k;
+      since += k;
+      if (since >= kChunk && after_chunk && !after_chunk(std::exchange(since, 0))) {
+        ::close(fd.release());
+        ::unlink(path.c_str());
+        return Status::Io(path + ": cancelled");
+      }
     }
+  }
+  if (after_chunk && !after_chunk(since)) {  // the file's last, shorter write
+    ::close(fd.release());
+    ::unlink(path.c_str());
+    return Status::Io(path + ": cancelled");
   }
   if (::fsync(fd.get()) != 0) return failed("fsync failed");
   if (::close(fd.release()) != 0) {

@@ -29,11 +29,18 @@ struct FileDigest {
 // "%016x" of an XXH3-64 value.
 std::string Xxh3Hex(uint64_t hash);
 
+// Called after every 4 MiB written (tensors smaller than that are taken together) and after the
+// file's last write, with the bytes written since the last call; false stops the write (a
+// background save being abandoned). May sleep (a test slowing the write down).
+using AfterChunk = std::function<bool(uint64_t bytes)>;
+
 // Writes `tensors` to `path` as safetensors (created or truncated), hashing every byte, and
-// fsyncs it. On failure the file is removed and the Status (kIo) names it and the OS error.
+// fsyncs it. On failure the file is removed and the Status (kIo) names it and the OS error; a
+// write stopped by `after_chunk` is removed too and reported as "cancelled".
 Result<FileDigest> WriteHashedSafetensors(const std::string& path,
                                           const std::vector<StTensorRef>& tensors,
-                                          const std::map<std::string, std::string>& metadata = {});
+                                          const std::map<std::string, std::string>& metadata = {},
+                                          const AfterChunk& after_chunk = {});
 
 // Where tensor `t`'s bytes go: exactly t.end - t.begin writable bytes, or nullptr to only hash
 // them.

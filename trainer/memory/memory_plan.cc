@@ -302,8 +302,19 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   p.activations = PlanActivations(m, row, s);
   if (p.activations.overflow) p.overflow = true;
   p.runtime = s.runtime_bytes;
+  if (s.async_checkpoint) {
+    const int64_t owned = world > 1 ? shard.padded : p.trainable;  // a save writes what it owns
+    const Checked frozen = Checked(p.parameters) - p.trainable;
+    const int64_t export_bytes = s.export_dtype == "bf16" ? 2 : 4;
+    const int64_t weight_bytes =
+        export_bytes + (export_bytes != p.master_bytes ? p.master_bytes : 0);
+    p.checkpoint_snapshot =
+        Store(Checked(2) * owned * p.master_bytes + Checked(8) * int64_t(trainable.size()) +
+                  (Checked(owned) + frozen) * weight_bytes,
+              o);
+  }
   const Checked fixed = Checked(p.weights) + p.gradients + p.optimizer + p.collective_buffers +
-                        p.autocast_copies + p.runtime;
+                        p.autocast_copies + p.runtime + (s.cuda ? 0 : p.checkpoint_snapshot);
   // The live bytes are below 2^63, so the product is below 2^63 * (heap_factor - 1); a factor
   // above 2 could still leave int64.
   auto overhead = [&](int64_t live) -> int64_t {

@@ -6,10 +6,12 @@
 // buffer: every trainable parameter, master dtype, in every optim.shard mode), optimizer state
 // (exp_avg + exp_avg_sq: all trainable parameters, or the largest rank's share of the ShardPlan),
 // collective buffers (the flattened buckets of the step's reductions), autocast weight copies
-// (bf16 runs), activations (what autograd keeps for the longest row, counted tensor by tensor
-// from the model's forward, plus the row's inputs and layout tensors and the backward's largest
-// working set), and the runtime (libtorch's own resident memory on CPU, measured by the caller;
-// the CUDA context on a GPU). Torch-free, pure functions; thread-safe.
+// (bf16 runs), checkpoint snapshot (checkpoint.async's host copy of the rank's share of the state;
+// on CPU in the same memory, on CUDA host memory beside the device total), activations (what
+// autograd keeps for the longest row, counted tensor by tensor from the model's forward, plus the
+// row's inputs and layout tensors and the backward's largest working set), and the runtime
+// (libtorch's own resident memory on CPU, measured by the caller; the CUDA context on a GPU).
+// Torch-free, pure functions; thread-safe.
 //
 // Bounded: the caller range-checks every size (PlanSizeLimits), PlanRowAttention refuses a row
 // whose layout would exceed kMaxPlanLayoutEntries before it builds one, and every byte count is
@@ -101,6 +103,10 @@ struct PlanSettings {
   int64_t prefetch = 2;             // data.prefetch: rows read ahead
   int64_t bucket_bytes = 25 << 20;  // the process group's bucket size
   int64_t runtime_bytes = 0;        // libtorch's resident baseline (CPU) / CUDA context
+  // checkpoint.async: a periodic save holds a host copy of this rank's share of the state
+  // (snapshot_fit.h); export_dtype is checkpoint.export_dtype (fp32 | bf16).
+  bool async_checkpoint = false;
+  std::string export_dtype = "fp32";
   // Resident bytes per live activation byte the allocator holds at the peak (see kCpuHeapFactor).
   double heap_factor = 1.0;
 };
@@ -148,6 +154,11 @@ struct MemoryPlan {
   int64_t heap_overhead = 0;     // (heap_factor - 1) x activations_used
   int64_t heap_overhead_none = 0, heap_overhead_blocks = 0, heap_overhead_blocks_attention = 0;
   int64_t runtime = 0;
+  // checkpoint.async's host snapshot: the largest rank's AdamW moments (its ShardPlan share, as a
+  // save writes only what it owns, sharded or not) and step counts, and its weights in the export
+  // dtype plus, when that is not the master dtype, in the master dtype; the frozen parameters
+  // (written by turn) counted whole. Host memory: part of the total on CPU, beside it on CUDA.
+  int64_t checkpoint_snapshot = 0;
   int64_t total = 0;  // everything above, with the configured checkpointing
   int64_t total_none = 0, total_blocks = 0, total_blocks_attention = 0;
   // A byte count exceeded int64 (more than 8 EiB: nothing fits). The figures are then not to be

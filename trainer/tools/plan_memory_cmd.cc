@@ -330,6 +330,8 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       s.world = world;
       s.prefetch = config.data.prefetch;
       s.heap_factor = cuda ? 1.0 : kCpuHeapFactor;
+      s.async_checkpoint = config.checkpoint.async;
+      s.export_dtype = config.checkpoint.export_dtype;
       if (a->runtime_mb >= 0) {
         // Up to 1 EB: enough for any machine, and the product stays an int64.
         if (!(a->runtime_mb <= 1e12)) {
@@ -390,7 +392,9 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                       {"activations", p.activations_used},
                       {"heap_overhead", p.heap_overhead},
                       {"runtime", p.runtime},
+                      {"checkpoint_snapshot", p.checkpoint_snapshot},
                       {"total", p.total}};
+        j["checkpoint_snapshot_in_total"] = !cuda;
         j["activations"] = {{"none", p.activations.none},
                             {"blocks", p.activations.blocks},
                             {"blocks+attention", p.activations.blocks_attention},
@@ -463,6 +467,10 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
         line("CPU heap overhead", p.heap_overhead, note);
       }
       line(cuda ? "runtime (CUDA allowance)" : "runtime (libtorch, measured)", p.runtime);
+      if (p.checkpoint_snapshot > 0) {
+        line(cuda ? "checkpoint snapshot (host)" : "checkpoint snapshot", p.checkpoint_snapshot,
+             cuda ? "  (host memory, not in the device total)" : "");
+      }
       line("total per rank", p.total);
       line("checkpoint, largest rank", ckpt.largest,
            "  (" + Gib(ckpt.total) + " in all, written by " + std::to_string(world) + " rank(s))");

@@ -18,7 +18,9 @@
 #include "schema/run_config.h"
 #include "schema/run_folder.h"
 #include "trainer/build_options.h"
+#include "trainer/ckpt/async_saver.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/save_phases.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/data/data_plan.h"
 #include "trainer/data/dataset_index.h"
@@ -412,13 +414,82 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
   return hooks;
 }
 
+// The checkpoint event and line of a committed save (rank 0). `how` adds an async save's figures.
+void ReportSave(SegmentLog& log, const Setup& s, const SaveResult& r, int64_t steps_done,
+                const char* reason, const std::string& how = "") {
+  if (!s.leader()) return;
+  CheckpointEvent e;
+  e.step = steps_done;
+  e.path = r.path;
+  e.bytes = r.bytes;
+  e.seconds = r.seconds;
+  e.reason = reason;
+  log.Write(e, /*sync=*/true);
+  std::string per_rank;
+  for (int64_t b : r.rank_bytes) per_rank += " " + std::to_string(b);
+  std::printf("checkpoint %s: %.1f MB in %.2f s (%s)%s%s%s\n", r.path.c_str(), r.bytes / 1e6,
+              r.seconds, reason, how.c_str(), r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
+              r.rank_bytes.size() > 1 ? per_rank.c_str() : "");
+  std::fflush(stdout);
+}
+
+// Commits the background save once every rank's part is written (a step boundary; collective
+// on W > 1 while one is in flight). `wait`: wait for it (the next save needs the folder).
+void CommitBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
+                          bool wait) {
+  if (!saver.in_flight() || (!wait && !saver.AllWritten())) return;
+  const int64_t step = saver.step();
+  RunAgreed(*s.group, "while committing a background checkpoint", [&]() -> std::string {
+    const SaveResult r = saver.Commit();
+    char how[320];
+    std::snprintf(how, sizeof how,
+                  ", async: training stalled %.3f s (snapshot %.3f s + commit %.3f s), waited "
+                  "%.3f s for the write, written in the background in %.2f s over %lld step(s), "
+                  "committed after step %lld",
+                  saver.snapshot_seconds() + saver.commit_seconds(), saver.snapshot_seconds(),
+                  saver.commit_seconds(), saver.waited_seconds(), saver.write_seconds(),
+                  (long long)saver.steps_overlapped(), (long long)at_step);
+    ReportSave(log, s, r, step, "periodic", how);
+    return "";
+  });
+}
+
+// Before any other save: the background one is committed (waited for), or on a stop abandoned
+// when the rest of it and the stop save would not fit the grace budget.
+void SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
+                          const char* reason, int64_t next_bytes) {
+  if (!saver.in_flight()) return;
+  if (std::string(reason) == "signal") {
+    std::string why;
+    if (!saver.FinishFits(next_bytes, &why)) {
+      const int64_t step = saver.step();
+      saver.Abandon();
+      if (s.leader()) {
+        std::printf("abandoned the background save of step %lld on the stop request: %s\n",
+                    (long long)step, why.c_str());
+        std::fflush(stdout);
+      }
+      return;
+    }
+    if (s.leader()) {
+      std::printf("finishing the background save of step %lld before the stop save: %s\n",
+                  (long long)saver.step(), why.c_str());
+      std::fflush(stdout);
+    }
+    SetSaving(true);  // waiting for it is part of the stop save: a second SIGTERM exits at once
+  }
+  CommitBackgroundSave(log, s, saver, at_step, /*wait=*/true);
+}
+
 // Rank 0 writes the checkpoint of the state after `steps_done` steps (with sharded optimizer
 // state every rank writes its part); every rank waits for it, so no rank leaves (and gets its job
-// step torn down) before the save is whole.
+// step torn down) before the save is whole. A periodic save with checkpoint.async is only
+// snapshotted here and written in the background (AsyncSaver); the final and the stop save are
+// written here, after a background save in flight was committed or abandoned.
 void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionModel& model,
           const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
           const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
-          const char* reason) {
+          const char* reason, AsyncSaver& saver) {
   // On W > 1 ranks every rank writes the files of the parameters it owns: optim.shard's plan, or
   // the same element-balanced plan in a replicated run.
   SaveTeam team;
@@ -432,11 +503,14 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       for (const auto& p : optimizer.state()) numels.push_back(p.param.numel());
       team.owner = MakeShardPlan(numels, s.env.world_size).owner;
     }
-    team.any_rank = [&](bool flag) { return s.group->AnyRank(flag); };
-    team.agreed = [&](const std::string& phase, const std::function<std::string()>& part) {
-      return RunAgreed(*s.group, phase, part);
+    ProcessGroupHandle* group = s.group.get();
+    team.any_rank = [group](bool flag) { return group->AnyRank(flag); };
+    team.agreed = [group](const std::string& phase, const std::function<std::string()>& part) {
+      return RunAgreed(*group, phase, part);
     };
   }
+  const bool periodic = std::string(reason) == "periodic";
+  SettleBackgroundSave(log, s, saver, steps_done, reason, saver.bytes());
   // Every rank leaves the save together, with one exit code when any rank's part failed.
   RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {
     {
@@ -445,25 +519,31 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       st.sampler = rp.plans->Cursor(micro_done);
       st.lr = rp.schedule;
       st.last_lr = last_lr;
+      const SaveHooks hooks = FaultHooks(t, s.env.rank, steps_done, reason);
+      const SaveTeam* tp = s.env.world_size > 1 ? &team : nullptr;
+      if (periodic && s.config.checkpoint.async) {
+        PreparedSave p =
+            PrepareSave(s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint, hooks, tp);
+        const std::string& refusal =
+            saver.Refusal(p, int64_t(s.config.slurm.mem_per_task_gb * double(int64_t(1) << 30)));
+        if (refusal.empty()) {
+          saver.Start(std::move(p));
+          return "";
+        }
+        if (saver.FirstRefusal() && s.leader()) {
+          std::printf("checkpoint.async: periodic saves are synchronous: %s\n", refusal.c_str());
+        }
+        SetSaving(true);
+        const SaveResult r = CommitSave(p, [&] { return WriteSaveFiles(p); });
+        SetSaving(false);
+        ReportSave(log, s, r, steps_done, reason);
+        return "";
+      }
       SetSaving(true);
-      const SaveResult r = SaveCheckpoint(
-          s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint,
-          FaultHooks(t, s.env.rank, steps_done, reason), s.env.world_size > 1 ? &team : nullptr);
+      const SaveResult r =
+          SaveCheckpoint(s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint, hooks, tp);
       SetSaving(false);
-      if (!s.leader()) return "";
-      CheckpointEvent e;
-      e.step = steps_done;
-      e.path = r.path;
-      e.bytes = r.bytes;
-      e.seconds = r.seconds;
-      e.reason = reason;
-      log.Write(e, /*sync=*/true);
-      std::string per_rank;
-      for (int64_t b : r.rank_bytes) per_rank += " " + std::to_string(b);
-      std::printf("checkpoint %s: %.1f MB in %.2f s (%s)%s%s\n", r.path.c_str(), r.bytes / 1e6,
-                  r.seconds, reason, r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
-                  r.rank_bytes.size() > 1 ? per_rank.c_str() : "");
-      std::fflush(stdout);
+      ReportSave(log, s, r, steps_done, reason);
     }
     return "";
   });
@@ -644,6 +724,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       opt.hooks.episode_log.empty()
           ? nullptr
           : std::fopen((opt.hooks.episode_log + "." + std::to_string(s.env.rank)).c_str(), "a");
+  AsyncSaver saver;  // checkpoint.async: the periodic save being written in the background
   auto save = [&](int64_t done, int64_t micro, double lr, const char* why) {
     // Never into a run folder that is gone or replaced (the save would recreate checkpoints/
     // where nobody looks): every rank stops with the same error.
@@ -656,7 +737,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
                  "the run's checkpoints and events lived there; restore the folder and resume, "
                  "or start the run again");
     }
-    Save(log, s, opt.hooks, model, optimizer, shard_plan.get(), identity, rp, done, micro, lr, why);
+    Save(log, s, opt.hooks, model, optimizer, shard_plan.get(), identity, rp, done, micro, lr, why,
+         saver);
   };
   int64_t micro = rp.micro0, nonfinite_run = 0;
   for (int64_t step = rp.step0(); step < config.run.steps; ++step) {
@@ -717,6 +799,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       save(done, micro, lr, "final");
     } else if (done % config.checkpoint.every == 0) {
       save(done, micro, lr, "periodic");
+    } else {
+      CommitBackgroundSave(log, s, saver, done, /*wait=*/false);
     }
   }
 
