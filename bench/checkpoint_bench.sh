@@ -9,7 +9,9 @@
 #   bytes per rank W=2 / W=4: largest / mean bytes one rank writes in a save (Gloo on the CPU,
 #     bf16 export, so master weights, transformer/ and AdamW are all split), optim.shard and
 #     replicated
-#   signal -> exit: the time from SIGUSR1 to exit 75
+#   signal -> exit: the time from SIGUSR1 to exit 75; then, on a run whose step takes >= 10 s,
+#     the abandon of the step in flight (signal -> abandoned) beside one block's forward +
+#     backward, and the save (bench/abandon_bench.sh)
 # usage: bench/checkpoint_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,3 +137,5 @@ step_s = sorted(r["step_time_s"] for r in steps)[len(steps) // 2]
 print(f"signal -> exit: {s1 - s0:.2f} s (exit {rc}; median step {step_s:.2f} s, signal save "
       f"{sig[-1]['seconds'] if sig else float('nan'):.2f} s)")
 PY
+# Stop latency on long steps: the step in flight is abandoned, not finished.
+bash bench/abandon_bench.sh "${1:-build}"

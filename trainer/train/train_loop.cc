@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/events.h"
@@ -35,6 +36,7 @@
 #include "trainer/train/device_select.h"
 #include "trainer/train/run_folder_watch.h"
 #include "trainer/train/segment_log.h"
+#include "trainer/train/step_abandon.h"
 #include "trainer/train/stop_signal.h"
 #include "trainer/train/train_step.h"
 
@@ -384,8 +386,8 @@ void EndSegment(SegmentLog& log, int64_t step, SegmentEndReason reason, int code
   e.step = step;
   e.reason = SegmentEndReasonName(reason);
   e.exit_code = code;
-  if (reason == SegmentEndReason::kSignal && StopSignal() != 0)
-    e.signal = StopSignalName(StopSignal());
+  if (reason == SegmentEndReason::kSignal && AgreedStopSignal() != 0)
+    e.signal = StopSignalName(AgreedStopSignal());
   e.message = message;
   log.Write(e, /*sync=*/true);
 }
@@ -545,6 +547,34 @@ struct StepReporter {
   }
 };
 
+// A step abandoned on a stop signal (step_abandon.h): every rank says where its signal landed,
+// the state of the step's start is saved unless this segment began there or saved it already,
+// and the segment ends for a requeue.
+int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
+                  const std::function<void()>& save, bool saved) {
+  const long long n = (long long)a.step + 1, r = (long long)s.env.rank;
+  if (a.latency_s >= 0) {
+    std::printf(
+        "abandoned step %lld (rank %lld): %s landed in %s; left %s, %.4f s after the signal; "
+        "one block fwd+bwd %.4f s\n",
+        n, r, StopSignalName(StopSignal()), a.landed.c_str(), a.left.c_str(), a.latency_s,
+        a.block_s);
+  } else {
+    std::printf("abandoned step %lld (rank %lld): on the stop request (%s) of rank %d\n", n, r,
+                StopSignalName(a.signal), a.signal_rank);
+  }
+  std::fflush(stdout);
+  if (!saved) save();
+  if (s.leader()) {
+    EndSegment(log, a.step, SegmentEndReason::kSignal, kExitRequeue);
+    std::printf("stopping at the start of step %lld on a stop request (%s): %s, exit %d\n", n,
+                StopSignalName(a.signal), saved ? "nothing new to save" : "checkpointed",
+                kExitRequeue);
+    std::fflush(stdout);
+  }
+  return kExitRequeue;
+}
+
 // The micro-batches of this rank, read and collated ahead on the loader thread.
 std::unique_ptr<PrefetchLoader<PaddedBatch>> MakeLoader(const Setup& s, const ResumePoint& rp) {
   const int64_t total_micro = (s.config.run.steps - rp.step0()) * s.config.optim.grad_accum;
@@ -663,7 +693,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     log.SetStep(step);
     std::vector<PaddedBatch> batches;
     double global_frames = 0;  // of the whole step, all ranks: known from the plan alone
-    for (int64_t j = 0; j < accum; ++j) {
+    // With a stop signal already here the step is abandoned at its start: no data to wait for.
+    for (int64_t j = 0; j < accum && StopSignal() == 0; ++j) {
       batches.push_back(*loader->Next());
       for (int64_t r = 0; r < world; ++r) {
         for (int64_t i : rp.plans->Batch(r, micro + j))
@@ -671,13 +702,25 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       }
     }
     LogEpisodes(episode_log, step, batches);
-    // A changed run folder stops the step like a signal; the save then fails on every rank.
+    // A changed run folder stops after the step; the save then fails on every rank. A stop
+    // signal abandons the step instead (the stepper watches for it).
     const bool want_stop =
-        StopSignal() != 0 || !folder.Changed().empty() ||
+        !folder.Changed().empty() ||
         (opt.hooks.stop_after > 0 && step + 1 - rp.step0() >= opt.hooks.stop_after);
     const double lr = rp.schedule.At(step);
-    const StepStats st = stepper.Step(batches, step, global_frames, lr,
-                                      reporter.profiled < config.train.profile, want_stop);
+    StepStats st;
+    try {
+      st = stepper.Step(batches, step, global_frames, lr, reporter.profiled < config.train.profile,
+                        want_stop);
+    } catch (const StepAbandoned& a) {
+      return StopAbandoned(
+          log, s, a,
+          [&] {
+            // The state of this step's start: `step` steps done, data position `micro`.
+            save(step, micro, rp.schedule.At(step - 1), "signal");
+          },
+          /*saved=*/step == rp.step0() || step % config.checkpoint.every == 0);
+    }
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
     const std::vector<std::string> bad_ids =
         st.nonfinite ? StepEpisodeIds(*rp.plans, *s.index, micro, accum, world)
