@@ -701,7 +701,6 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           global_frames += double(rp.plans->lengths()[i]);
       }
     }
-    LogEpisodes(episode_log, step, batches);
     // A changed run folder stops after the step; the save then fails on every rank. A stop
     // signal abandons the step instead (the stepper watches for it).
     const bool want_stop =
@@ -721,6 +720,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           },
           /*saved=*/step == rp.step0() || step % config.checkpoint.every == 0);
     }
+    LogEpisodes(episode_log, step, batches);  // trained ones only: an abandoned step is re-done
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
     const std::vector<std::string> bad_ids =
         st.nonfinite ? StepEpisodeIds(*rp.plans, *s.index, micro, accum, world)
