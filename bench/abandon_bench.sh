@@ -4,8 +4,8 @@
 # step. Prints
 #   signal -> exit: abandon X s (one block fwd+bwd Y s), save Z s (step T s; exit W s after the signal)
 # X: the trainer's own signal -> abandoned (the vote done), from its "abandoned step" line;
-# Y: the longest forward + backward of one transformer block in the latest step of the same run
-#    (the trainer times its blocks), from the same line;
+# Y: the median forward + backward of one transformer block in the abandoned step (the trainer
+#    times its blocks), from the same line;
 # Z: the stop save (its checkpoint event); T: the median step; W: signal to process exit, wall.
 # checkpoint_bench.sh runs it last; alone: bench/abandon_bench.sh [BUILD_DIR]
 set -euo pipefail
@@ -28,12 +28,13 @@ checkpoint: {every: 100000, keep_last: 1}
 train: {log_every: 1, profile: $3}
 YAML
 }
-# Calibration: one step of 8 micro-steps; then as many micro-steps as make a step of ~15 s.
-cfg 8 1 8
+# Calibration: two steps of 8 micro-steps (the first is cold); then as many micro-steps as the
+# second's median says make a step of ~15 s.
+cfg 8 2 16
 "$bt" train --config "$work/cfg.yaml" --run-dir "$work/calib" >"$work/calib.log" 2>&1
 accum=$(python3 - "$work/calib.log" <<'PY'
 import math, re, sys
-s = sorted(float(x) for x in re.findall(r"fwd\+bwd ([\d.]+) s", open(sys.argv[1]).read()))
+s = sorted(float(x) for x in re.findall(r"fwd\+bwd ([\d.]+) s", open(sys.argv[1]).read())[8:])
 print(min(4096, max(8, math.ceil(15.0 / s[len(s) // 2]))))
 PY
 )

@@ -21,6 +21,9 @@ struct StepAbandoned : std::exception {
   double latency_s = -1;
   // The longest forward + backward of one block in the latest step that ran one, seconds.
   double block_s = 0;
+  // The median forward + backward of the blocks this step ran before it was abandoned (0: none),
+  // what one block costs when other work does not interrupt it.
+  double block_median_s = 0;
   const char* what() const noexcept override { return "step abandoned on a stop signal"; }
 };
 

@@ -556,9 +556,9 @@ int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
   if (a.latency_s >= 0) {
     std::printf(
         "abandoned step %lld (rank %lld): %s landed in %s; left %s, %.4f s after the signal; "
-        "one block fwd+bwd %.4f s\n",
+        "one block fwd+bwd %.4f s (median of this step's; longest in the latest step %.4f s)\n",
         n, r, StopSignalName(StopSignal()), a.landed.c_str(), a.left.c_str(), a.latency_s,
-        a.block_s);
+        a.block_median_s, a.block_s);
   } else {
     std::printf("abandoned step %lld (rank %lld): on the stop request (%s) of rank %d\n", n, r,
                 StopSignalName(a.signal), a.signal_rank);

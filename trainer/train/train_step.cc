@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -84,6 +85,7 @@ struct BlockWatch {
   double t = 0;
   std::vector<double> forward_s;  // per block, of the current micro-step
   double longest_s = 0;           // forward + backward of one block
+  std::vector<double> blocks_s;   // forward + backward of every block done in this step
 
   void At(BlockPass p, int64_t b) {
     const double now = MonotonicSeconds();
@@ -91,7 +93,8 @@ struct BlockWatch {
       if (p == BlockPass::kForward && b == block + 1 && block < layers) {
         forward_s[size_t(block)] = now - t;
       } else if (p == BlockPass::kBackward && b == block - 1 && block >= 0 && block < layers) {
-        longest_s = std::max(longest_s, forward_s[size_t(block)] + (now - t));
+        blocks_s.push_back(forward_s[size_t(block)] + (now - t));
+        longest_s = std::max(longest_s, blocks_s.back());
       }
     }
     pass = p;
@@ -273,6 +276,11 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
     a.signal = vote.signal;
     a.signal_rank = vote.signal_rank;
     a.block_s = block_s_;
+    if (!watch->blocks_s.empty()) {
+      std::vector<double> b = watch->blocks_s;
+      std::nth_element(b.begin(), b.begin() + ptrdiff_t(b.size() / 2), b.end());
+      a.block_median_s = b[b.size() / 2];
+    }
     const StopLanding l = FirstStopLanding();
     if (l.signal != 0) {
       a.landed = Where(l.phase, l.step, l.micro, l.block);
