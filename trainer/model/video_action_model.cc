@@ -216,7 +216,9 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
   auto on_backward = [&hook](const torch::Tensor& t, int64_t block) {
     t.register_hook([hook, block](const torch::Tensor&) { (*hook)(BlockPass::kBackward, block); });
   };
-  if (backward_hooks) on_backward(x, -1);
+  // "Past block 0" on the text context: used by every block and made last before them, its node
+  // is the first to run once block 0's gradient pass is done (the embedders' come after).
+  if (backward_hooks) on_backward(context.requires_grad() ? context : x, -1);
   int64_t index = 0;
   for (const auto& block : *blocks_) {
     BlockImpl* b = block->as<Block>();
