@@ -28,14 +28,14 @@ checkpoint: {every: 100000, keep_last: 1}
 train: {log_every: 1, profile: $3}
 YAML
 }
-# Calibration: two steps of 8 micro-steps (the first is cold); then as many micro-steps as the
-# second's median says make a step of ~15 s.
-cfg 8 2 16
+# Calibration: two steps of 16 micro-steps (the first is cold); then as many micro-steps as the
+# second's time says make a step of ~15 s.
+cfg 16 2 0
 "$bt" train --config "$work/cfg.yaml" --run-dir "$work/calib" >"$work/calib.log" 2>&1
-accum=$(python3 - "$work/calib.log" <<'PY'
-import math, re, sys
-s = sorted(float(x) for x in re.findall(r"fwd\+bwd ([\d.]+) s", open(sys.argv[1]).read())[8:])
-print(min(4096, max(8, math.ceil(15.0 / s[len(s) // 2]))))
+accum=$(python3 - "$work/calib/events/local.0.jsonl" <<'PY'
+import json, math, sys
+t = [json.loads(l)["step_time_s"] for l in open(sys.argv[1]) if '"type":"step"' in l][-1]
+print(min(4096, max(16, math.ceil(15.0 / (t / 16)))))
 PY
 )
 cfg "$accum" 100000 0
