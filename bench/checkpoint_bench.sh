@@ -9,7 +9,9 @@
 #   bytes per rank W=2 / W=4: largest / mean bytes one rank writes in a save (Gloo on the CPU,
 #     bf16 export, so master weights, transformer/ and AdamW are all split), optim.shard and
 #     replicated
-#   signal -> exit: the time from SIGUSR1 to exit 75
+#   signal -> exit: the time from SIGUSR1 to exit 75; then, on a run whose step takes >= 10 s,
+#     the abandon of the step in flight (signal -> abandoned) beside one block's forward +
+#     backward, and the save (bench/abandon_bench.sh)
 #   projection lingbot_va_5b_8x80 W=8: the real model's largest per-rank checkpoint bytes
 #     (plan-memory) and its stop save at this disk's rate
 #   async stall: the training thread's stall per periodic save with checkpoint.async (snapshot +
@@ -180,3 +182,5 @@ gb = c["bytes_per_rank_max"] / 1e9
 print(f"projection lingbot_va_5b_8x80 W=8: {gb:.2f} GB per rank ({c['bytes_total'] / 1e9:.1f} GB in all), "
       f"stop save {gb / disk:.1f} s at {disk:.2f} GB/s")
 PY
+# Stop latency on long steps: the step in flight is abandoned, not finished.
+bash bench/abandon_bench.sh "${1:-build}"

@@ -48,9 +48,10 @@ damage truncated 'head -c 1000 optimizer.safetensors > x && mv x optimizer.safet
 damage flipped 'printf "\x01" | dd of=transformer/diffusion_pytorch_model.safetensors bs=1 seek=200 conv=notrunc status=none'
 damage no_manifest 'rm MANIFEST.json'
 
-# A second SIGTERM during the stop save exits at once; its .partial is never loaded.
+# A second SIGTERM during the stop save exits at once; its .partial is never loaded. No periodic
+# saves: a stop right after one has nothing new to save.
 run=$tmp/term2
-write_config "$tmp/term2.yaml" "$run"
+EVERY=100 write_config "$tmp/term2.yaml" "$run"
 "$bt" train --config "$tmp/term2.yaml" --fault slow_save >>"$tmp/train.log" 2>&1 &
 pid=$!
 # Steps take milliseconds: poll finely, so the first TERM lands well before the last step.
@@ -60,7 +61,7 @@ kill -TERM $pid
 # periodic save's .partial is renamed within milliseconds and must not be mistaken for it.
 partial=""
 for _ in $(seq 300); do
-  partial=$(find "$run/checkpoints" -maxdepth 1 -name 'checkpoint_step_*.partial' 2>/dev/null | head -n1)
+  partial=$(find "$run/checkpoints" -maxdepth 1 -name 'checkpoint_step_*.partial' 2>/dev/null | head -n1 || true)
   if [ -n "$partial" ]; then
     sleep 0.3
     [ -d "$partial" ] && break

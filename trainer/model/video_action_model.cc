@@ -1,5 +1,6 @@
 #include "trainer/model/video_action_model.h"
 
+#include "trainer/model/block_hook.h"
 #include "trainer/model/recompute.h"
 
 #include <cmath>
@@ -208,8 +209,20 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
   auto context = cond_video_->text_embedder->forward(in.text);
 
   const bool recompute = d.recompute_blocks && torch::GradMode::is_enabled();
+  // Block boundaries for a watching caller (block_hook.h): before each block here, and in
+  // backward from hooks on the block outputs, which observe a gradient and never change it.
+  const std::shared_ptr<const BlockHook> hook = CurrentBlockHook();
+  const bool backward_hooks = hook && x.requires_grad();
+  auto on_backward = [&hook](const torch::Tensor& t, int64_t block) {
+    t.register_hook([hook, block](const torch::Tensor&) { (*hook)(BlockPass::kBackward, block); });
+  };
+  // "Past block 0" on the text context: used by every block and made last before them, its node
+  // is the first to run once block 0's gradient pass is done (the embedders' come after).
+  if (backward_hooks) on_backward(context.requires_grad() ? context : x, -1);
+  int64_t index = 0;
   for (const auto& block : *blocks_) {
     BlockImpl* b = block->as<Block>();
+    if (hook) (*hook)(BlockPass::kForward, index);
     if (recompute) {
       x = Recompute(
           [b, lt, layout, path](const std::vector<torch::Tensor>& in) {
@@ -221,7 +234,10 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
       // per block, as they do inside a recomputed block, so both settings give the same bits.
       x = b->forward(x, e0, Reuse(context), lt, layout, path);
     }
+    if (backward_hooks) on_backward(x, index);
+    ++index;
   }
+  if (hook) (*hook)(BlockPass::kForward, index);
   auto he = scale_shift_table_ + Wide(temb).unsqueeze(1);  // [T, 2, D]
   auto h = (norm_out_(Wide(x)) * (1 + he.select(1, 1)) + he.select(1, 0)).to(x.scalar_type());
 

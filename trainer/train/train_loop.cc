@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/events.h"
@@ -37,6 +38,7 @@
 #include "trainer/train/device_select.h"
 #include "trainer/train/run_folder_watch.h"
 #include "trainer/train/segment_log.h"
+#include "trainer/train/step_abandon.h"
 #include "trainer/train/stop_signal.h"
 #include "trainer/train/train_step.h"
 
@@ -386,8 +388,8 @@ void EndSegment(SegmentLog& log, int64_t step, SegmentEndReason reason, int code
   e.step = step;
   e.reason = SegmentEndReasonName(reason);
   e.exit_code = code;
-  if (reason == SegmentEndReason::kSignal && StopSignal() != 0)
-    e.signal = StopSignalName(StopSignal());
+  if (reason == SegmentEndReason::kSignal && AgreedStopSignal() != 0)
+    e.signal = StopSignalName(AgreedStopSignal());
   e.message = message;
   log.Write(e, /*sync=*/true);
 }
@@ -455,10 +457,11 @@ void CommitBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
 }
 
 // Before any other save: the background one is committed (waited for), or on a stop abandoned
-// when the rest of it and the stop save would not fit the grace budget.
-void SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
+// when the rest of it and the stop save would not fit the grace budget. False when it was
+// abandoned (every rank decides alike).
+bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
                           const char* reason, int64_t next_bytes) {
-  if (!saver.in_flight()) return;
+  if (!saver.in_flight()) return true;
   if (std::string(reason) == "signal") {
     std::string why;
     if (!saver.FinishFits(next_bytes, &why)) {
@@ -469,7 +472,7 @@ void SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
                     (long long)step, why.c_str());
         std::fflush(stdout);
       }
-      return;
+      return false;
     }
     if (s.leader()) {
       std::printf("finishing the background save of step %lld before the stop save: %s\n",
@@ -479,6 +482,7 @@ void SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
     SetSaving(true);  // waiting for it is part of the stop save: a second SIGTERM exits at once
   }
   CommitBackgroundSave(log, s, saver, at_step, /*wait=*/true);
+  return true;
 }
 
 // Rank 0 writes the checkpoint of the state after `steps_done` steps (with sharded optimizer
@@ -625,6 +629,34 @@ struct StepReporter {
   }
 };
 
+// A step abandoned on a stop signal (step_abandon.h): every rank says where its signal landed,
+// the state of the step's start is saved unless this segment began there or saved it already,
+// and the segment ends for a requeue.
+int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
+                  const std::function<void()>& save, bool saved) {
+  const long long n = (long long)a.step + 1, r = (long long)s.env.rank;
+  if (a.latency_s >= 0) {
+    std::printf(
+        "abandoned step %lld (rank %lld): %s landed in %s; left %s, %.4f s after the signal; "
+        "one block fwd+bwd %.4f s (median of this step's; longest in the latest step %.4f s)\n",
+        n, r, StopSignalName(StopSignal()), a.landed.c_str(), a.left.c_str(), a.latency_s,
+        a.block_median_s, a.block_s);
+  } else {
+    std::printf("abandoned step %lld (rank %lld): on the stop request (%s) of rank %d\n", n, r,
+                StopSignalName(a.signal), a.signal_rank);
+  }
+  std::fflush(stdout);
+  if (!saved) save();
+  if (s.leader()) {
+    EndSegment(log, a.step, SegmentEndReason::kSignal, kExitRequeue);
+    std::printf("stopping at the start of step %lld on a stop request (%s): %s, exit %d\n", n,
+                StopSignalName(a.signal), saved ? "nothing new to save" : "checkpointed",
+                kExitRequeue);
+    std::fflush(stdout);
+  }
+  return kExitRequeue;
+}
+
 // The micro-batches of this rank, read and collated ahead on the loader thread.
 std::unique_ptr<PrefetchLoader<PaddedBatch>> MakeLoader(const Setup& s, const ResumePoint& rp) {
   const int64_t total_micro = (s.config.run.steps - rp.step0()) * s.config.optim.grad_accum;
@@ -745,21 +777,42 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     log.SetStep(step);
     std::vector<PaddedBatch> batches;
     double global_frames = 0;  // of the whole step, all ranks: known from the plan alone
-    for (int64_t j = 0; j < accum; ++j) {
+    // With a stop signal already here the step is abandoned at its start: no data to wait for.
+    for (int64_t j = 0; j < accum && StopSignal() == 0; ++j) {
       batches.push_back(*loader->Next());
       for (int64_t r = 0; r < world; ++r) {
         for (int64_t i : rp.plans->Batch(r, micro + j))
           global_frames += double(rp.plans->lengths()[i]);
       }
     }
-    LogEpisodes(episode_log, step, batches);
-    // A changed run folder stops the step like a signal; the save then fails on every rank.
+    // A changed run folder stops after the step; the save then fails on every rank. A stop
+    // signal abandons the step instead (the stepper watches for it).
     const bool want_stop =
-        StopSignal() != 0 || !folder.Changed().empty() ||
+        !folder.Changed().empty() ||
         (opt.hooks.stop_after > 0 && step + 1 - rp.step0() >= opt.hooks.stop_after);
     const double lr = rp.schedule.At(step);
-    const StepStats st = stepper.Step(batches, step, global_frames, lr,
-                                      reporter.profiled < config.train.profile, want_stop);
+    StepStats st;
+    try {
+      st = stepper.Step(batches, step, global_frames, lr, reporter.profiled < config.train.profile,
+                        want_stop);
+    } catch (const StepAbandoned& a) {
+      // The state of this step's start is on disk when the segment began there, or when the
+      // periodic save of it committed. That save may still be in the background: finished, it is
+      // the stop's checkpoint; abandoned (it would not fit the grace), the stop save writes it.
+      bool saved = step == rp.step0();
+      if (!saved && step % config.checkpoint.every == 0) {
+        saved = !(saver.in_flight() && saver.step() == step) ||
+                SettleBackgroundSave(log, s, saver, step, "signal", saver.bytes());
+      }
+      return StopAbandoned(
+          log, s, a,
+          [&] {
+            // The state of this step's start: `step` steps done, data position `micro`.
+            save(step, micro, rp.schedule.At(step - 1), "signal");
+          },
+          saved);
+    }
+    LogEpisodes(episode_log, step, batches);  // trained ones only: an abandoned step is re-done
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
     const std::vector<std::string> bad_ids =
         st.nonfinite ? StepEpisodeIds(*rp.plans, *s.index, micro, accum, world)

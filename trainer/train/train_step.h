@@ -10,8 +10,16 @@
 // (optim.shard, `plan` given) the gradients are instead reduce-scattered once (each rank gets the
 // sums of the parameters it owns), the step's sums and the owned gradients' squared norm are
 // all-reduced as one small tensor, each rank clips and updates what it owns, and one all-gather
-// hands the new weights to every rank. Not thread-safe; owns no data, borrows model, optimizer,
-// group and plan.
+// hands the new weights to every rank.
+//
+// A stop signal (stop_signal.h) abandons the step: each rank checks its own flag between
+// transformer blocks, forward and backward, and between micro-steps, and leaves the micro-steps
+// at the first boundary after it was raised. Before any gradient leaves a rank, the ranks vote
+// once (a few bytes): when any rank abandoned or holds a signal, every rank zeroes its gradients
+// and Step throws StepAbandoned (step_abandon.h) — weights, AdamW state and the data position are
+// still those of the step's start (the noise draws are a function of seed, step and episode, so
+// there is no RNG state to put back). A signal after the vote waits for the update. The protocol
+// is in docs/trainer.md. Not thread-safe; owns no data, borrows model, optimizer, group and plan.
 #pragma once
 
 #include <torch/torch.h>
@@ -41,7 +49,9 @@ struct StepStats {
   int64_t tokens = 0, padded_tokens = 0, samples = 0;  // global
   int64_t valid_frames = 0, padded_frames = 0;         // global
   std::vector<MicroProfile> micro;                     // this rank, when profiling
-  bool stop = false;  // some rank asked to stop (agreed in the step's one reduction)
+  // Some rank asked to stop after this step (`stop_requested`: a test's --stop-after, a changed
+  // run folder), agreed in the step's vote. A signal abandons the step instead.
+  bool stop = false;
   // The loss or the gradient norm was NaN/Inf: the update was skipped (weights and AdamW state
   // untouched). Decided from reduced values, so every rank decides the same.
   bool nonfinite = false;
@@ -54,7 +64,8 @@ class TrainStepper {
                torch::Device device, torch::Tensor empty_text = torch::Tensor(),
                const ShardPlan* shard_plan = nullptr);
 
-  // `stop_requested`: this rank got a stop signal; every rank learns it in StepStats::stop.
+  // `stop_requested`: this rank asks to stop after this step; every rank learns it in
+  // StepStats::stop. Throws StepAbandoned, on every rank alike, when a stop signal came first.
   StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
                  double global_valid_frames, double lr, bool profile, bool stop_requested = false);
 
@@ -68,6 +79,8 @@ class TrainStepper {
   torch::Device device_;
   torch::Tensor empty_text_;     // [L, Dt], the dataset's empty prompt (text dropout)
   const ShardPlan* shard_plan_;  // null: replicated optimizer state
+  double block_s_ = 0;          // the longest forward + backward of one block in the latest step, s
+  int64_t block_sleep_us_ = 0;  // tests: BATON_TEST_BLOCK_SLEEP_MS, slept in every block
 
   // After the micro-steps: reduce, clip, update. `sums` are this rank's step sums (float64).
   void ReduceReplicated(torch::Tensor& sums, StepStats& st);
