@@ -213,9 +213,9 @@ same_final_state() {
 effective_steps() {
   python3 - "$1" <<'PY'
 import glob, json, os, sys
-def key(p):  # events/<job>.<restart>.jsonl in attempt order
-    job, restart = os.path.basename(p)[:-len(".jsonl")].rsplit(".", 1)
-    return (job, int(restart))
+def key(p):  # events/<job>.<restart>[.<in-job seq>].jsonl in attempt order
+    parts = os.path.basename(p)[:-len(".jsonl")].split(".")
+    return (parts[0], int(parts[1]), int(parts[2]) if len(parts) > 2 else 0)
 rows = {}
 for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl"), key=key):
     for line in open(path):

@@ -6,6 +6,7 @@
 #include "trainer/objective/flow_matching.h"
 #include "trainer/train/autocast.h"
 #include "trainer/train/device_memory.h"
+#include "trainer/train/heartbeat.h"
 
 namespace baton {
 
@@ -91,7 +92,9 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   optimizer_->ZeroGrad();
   double video_sum = 0, action_sum = 0;
   double tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0, padded_frames = 0;
+  int64_t micro = 0;
   for (const auto& batch : micro_batches) {
+    Beat(HeartbeatPhase::kMicroStep, step, micro++);
     // A CUDA peak is per micro-batch; the CPU's resident peak only ever grows.
     if (profile) ResetDevicePeak(device_);
     const auto m0 = Clock::now();
@@ -118,6 +121,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   for (auto& s : optimizer_->state()) {
     if (!s.param.grad().defined()) s.param.mutable_grad() = torch::zeros_like(s.param);
   }
+  Beat(HeartbeatPhase::kUpdate, step, micro);
   auto sums = torch::tensor({video_sum, action_sum, tokens, padded_tokens, samples, valid_frames,
                              padded_frames, stop_requested ? 1.0 : 0.0},
                             torch::kFloat64);
