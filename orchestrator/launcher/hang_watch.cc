@@ -129,6 +129,9 @@ std::optional<HangReport> HangWatch::Judge(const std::map<int64_t, HeartbeatReco
         << std::flush;
   }
   if (report.stale.empty()) return std::nullopt;
+  // The stalest first: usually the rank that stopped; the others wait for it in a collective.
+  std::stable_sort(report.stale.begin(), report.stale.end(),
+                   [](const StaleRank& a, const StaleRank& b) { return a.age_s > b.age_s; });
   for (const StaleRank& s : report.stale) {
     log << "baton launch: hang: rank " << s.beat.rank << " (pid " << s.beat.pid << " on "
         << s.beat.host << ", node " << s.beat.node << "): last heartbeat " << Fmt(s.age_s)

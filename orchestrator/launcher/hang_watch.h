@@ -37,7 +37,7 @@ struct StaleRank {
 };
 
 struct HangReport {
-  std::vector<StaleRank> stale;  // by rank
+  std::vector<StaleRank> stale;  // the stalest first
   double detected_at = 0;        // Unix seconds
   double last_heartbeat_at = 0;  // the newest heartbeat among the stale ranks
   // "1:micro-step,0:update"

@@ -150,6 +150,18 @@ void ClearHeartbeats(const std::string& run_dir) {
   }
 }
 
+// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
+std::string Cut(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
+}
+
+// The stacks kept in the attempt's record: every stale rank gets its share (the job log has them
+// whole).
+constexpr size_t kHangStackBytes = 60 << 10;
+
 // The hang watch's turn in the wait loop: judge the heartbeats; on a hang, record it, capture
 // the stale ranks' stacks, then SIGKILL every rank (srun --kill-on-bad-exit ends the step).
 struct HangHandler {
@@ -170,7 +182,8 @@ struct HangHandler {
       const std::string text = CaptureStacks(s.beat, env.job_id);
       std::string block = "=== rank " + std::to_string(s.beat.rank) + " pid " +
                           std::to_string(s.beat.pid) + " on " + s.beat.host + " (" +
-                          HeartbeatPhaseName(s.beat.phase) + ")\n" + text + "\n";
+                          HeartbeatPhaseName(s.beat.phase) + ")\n" +
+                          Cut(text, kHangStackBytes / r->stale.size()) + "\n";
       log << text << "\n" << std::flush;
       stacks += block;
     }
@@ -182,14 +195,6 @@ struct HangHandler {
     return true;
   }
 };
-
-// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
-std::string Cut(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
-}
 
 }  // namespace
 
@@ -229,7 +234,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
         e.hang_detected_at = hang->report->detected_at;
         e.hang_last_heartbeat_at = hang->report->last_heartbeat_at;
         e.hang_stale_ranks = hang->report->StaleRanksText();
-        e.hang_stack = Cut(hang->stacks, 64 << 10);
+        e.hang_stack = hang->stacks;
       }
       if (Status st = events.Write(e, /*sync=*/true); !st.ok()) {
         log << "baton launch: " << st.ToString() << "\n";

@@ -31,9 +31,9 @@ else
   per_task=1
   slurm="slurm: {partition: debug, ntasks_per_node: 2, cpus_per_task: 1, time: \"10:00\"}"
 fi
-hang="train: {dtype: float32, log_every: 50, hang_min_s: 3, hang_factor: 5, first_step_timeout_s: 30}"
+export IT_TRAIN="{dtype: float32, log_every: 50, hang_min_s: 3, hang_factor: 5, first_step_timeout_s: 30}"
 make_dataset "$TMP/ds"
-write_config "$TMP/r.yaml" it-hang "$STEPS" "checkpoint: {every: 40, keep_last: 20}" "$slurm" "$hang"
+write_config "$TMP/r.yaml" it-hang "$STEPS" "checkpoint: {every: 40, keep_last: 20}" "$slurm"
 start_reference "$TMP/r.yaml" "$TMP/reference" 2 "$per_task"
 
 # heartbeat_pid RUN_DIR RANK: the PID in the rank's heartbeat file.
@@ -76,9 +76,11 @@ disturb_and_finish() {
     awk -v x="$bound" 'BEGIN { exit !(x > 2.5 && x < 10) }' ||
       fail "hang declared $bound s after the SIGSTOP, outside (2.5, 10) s"
     ok "hang of rank 1 declared ${bound} s after the SIGSTOP (limit max(hang_min_s 3, 5 x p99)); stale: $stale"
-    stack_lines=$(a0 hang_stack | grep -c '^#[0-9]' || true)
-    a0 hang_stack | grep -q "pid $pid" || fail "the stack record does not name pid $pid: $(a0 hang_stack | head -c 600)"
-    ((stack_lines >= 3)) || fail "no gdb frames in the captured stacks: $(a0 hang_stack | head -c 800)"
+    local stack
+    stack=$(a0 hang_stack)
+    stack_lines=$(grep -c '^#[0-9]' <<<"$stack" || true)
+    [[ $stack == *"=== rank 1 pid $pid "* ]] || fail "the stack record does not name rank 1, pid $pid: ${stack:0:600}"
+    ((stack_lines >= 3)) || fail "no gdb frames in the captured stacks: ${stack:0:800}"
     grep -q "stacks of rank 1 (pid $pid" "$run_dir/logs/$job.out" || fail "the job log has no stacks of rank 1"
     ok "stacks of rank 1 captured: $stack_lines frames in the attempt record and the job log"
   else
@@ -102,8 +104,7 @@ disturb_and_finish KILL crash
 # C: a slow first step (8 s) and slow saves (8 s each), both longer than hang_min_s 3.
 wait_cluster_idle 60
 write_config "$TMP/c.yaml" it-slow 40 "checkpoint: {every: 20, keep_last: 5}" \
-  "slurm: {partition: debug, ntasks_per_node: 1, cpus_per_task: 1, time: \"10:00\"}" \
-  "train: {dtype: float32, log_every: 50, hang_min_s: 3, hang_factor: 5, first_step_timeout_s: 30}"
+  "slurm: {partition: debug, ntasks_per_node: 1, cpus_per_task: 1, time: \"10:00\"}"
 BATON_TEST_SAVE_SLEEP_S=8 BATON_TEST_FIRST_STEP_SLEEP_S=8 submit "$TMP/c.yaml"
 wait_for 120 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
 attempts=$(attempt_json "$run")
@@ -116,8 +117,7 @@ ok "no false alarm: an 8 s first step and two 8 s saves with hang_min_s 3, one a
 
 # D: the trainer kills itself at step index 30 on every start (checkpoint at 20).
 write_config "$TMP/d.yaml" it-crashloop 40 "checkpoint: {every: 20, keep_last: 5}" \
-  "slurm: {partition: debug, ntasks_per_node: 1, cpus_per_task: 1, time: \"10:00\", max_failures: 5}" \
-  "train: {dtype: float32, log_every: 50, hang_min_s: 3}"
+  "slurm: {partition: debug, ntasks_per_node: 1, cpus_per_task: 1, time: \"10:00\", max_failures: 5}"
 BATON_TEST_CRASH_AT_STEP=30 submit "$TMP/d.yaml"
 wait_for 120 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
 attempts=$(attempt_json "$run")

@@ -316,10 +316,8 @@ TEST_F(RunConfigTest, HangKeys) {
   EXPECT_DOUBLE_EQ(defaults.train.first_step_timeout_s, 600.0);
   EXPECT_EQ(defaults.slurm.in_job_restarts, 2);
   auto set = Parse(std::string(kMinimal) +
-                   "train: {hang_min_s: 3, hang_factor: 2.5, first_step_timeout_s: 30}
-"
-                   "slurm: {in_job_restarts: 0}
-");
+                   "train: {hang_min_s: 3, hang_factor: 2.5, first_step_timeout_s: 30}\n"
+                   "slurm: {in_job_restarts: 0}\n");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   auto again = Parse(ToYaml(set.value()));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
