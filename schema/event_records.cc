@@ -24,10 +24,10 @@ std::optional<E> Parse(std::string_view name, const char* const (&names)[N]) {
 const char* const kSegmentEndReasons[] = {"completed", "signal", "error", "diverged"};
 const char* const kExitActions[] = {"requeue", "done", "fail", "restart"};
 const char* const kAttemptEndReasons[] = {
-    "completed",  "preempted",    "timeout",        "crashed",        "config_error",
-    "data_error", "diverged",     "failure_budget", "restart_budget", "no_progress",
-    "cancelled",  "launch_error", "requeue_failed", "node_failure",   "lost",
-    "hang"};
+    "completed",      "preempted",    "timeout",   "crashed",
+    "config_error",   "data_error",   "diverged",  "failure_budget",
+    "restart_budget", "no_progress",  "cancelled", "launch_error",
+    "requeue_failed", "node_failure", "lost",      "hang"};
 
 // ---- Lenient field readers (see the header). ----
 

@@ -263,11 +263,11 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
   std::vector<std::vector<std::string>> rows;
   int i = 0;
   for (const AttemptRecord& a : attempts) {
-    rows.push_back(
-        {std::to_string(i++), AttemptLabel(a), InJobColumn(a), StepRange(a),
-         a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
-         a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
-         a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes, FormatTime(a.started_at)});
+    rows.push_back({std::to_string(i++), AttemptLabel(a), InJobColumn(a), StepRange(a),
+                    a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
+                    a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
+                    a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes,
+                    FormatTime(a.started_at)});
   }
   PrintTable(std::cout,
              {"ATTEMPT", "JOB.RESTART", "IN-JOB", "STEPS", "RESUME", "WARMUP", "END", "EXIT",
