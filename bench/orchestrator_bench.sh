@@ -17,6 +17,8 @@
 #    Scenarios: `signal` (scancel --batch --signal=USR1: what SLURM sends at preemption, at a
 #    known time), `urgent` (a real preemption by an urgent-partition job that needs every CPU and
 #    exits at once; time 0 = its sbatch), `signal` without the shortcut (the full hold).
+# 1b. Crashes and hangs (BENCH_RESTART=1, the default): a crash -> the next first step, restarted
+#    inside the allocation vs requeued; and how long a SIGSTOPped rank takes to be declared hung.
 # 2. Ingestion: an events file with BENCH_INGEST_STEPS (200000) step records, ingested by
 #    `baton show RUN --no-sync` (the same ingest `baton watch` runs): step rows per second, and
 #    an incremental pass.
@@ -143,8 +145,9 @@ for ((i = 0; i < signal_cycles; i++)); do cycle signal 1; done
 for ((i = 0; i < urgent_cycles; i++)); do cycle urgent 1; done
 ((no_shortcut == 1)) && cycle signal 0
 scancel "$job"
+sleep 2
 
-python3 - "$TMP/cycles.jsonl" <<'PY'
+[[ -s $TMP/cycles.jsonl ]] && python3 - "$TMP/cycles.jsonl" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 phases = ["stop", "save", "exit", "requeue", "hold", "launch", "load", "step1", "total"]
@@ -159,6 +162,62 @@ print(f"checkpoint size {rows[0]['ckpt_bytes'] / 1e6:.2f} MB (weights + AdamW st
       f"{statistics.median(r['step_s'] for r in rows):.3f} s (stop = signal latency + the step in flight, or two "
       "when the signal lands after that step's all-reduce)")
 PY
+
+# ------------------------------------------------------------------ 1b. crashes and hangs
+# A crash restarted inside the allocation vs one requeued (the test hook BATON_TEST_CRASH_AT_STEP
+# kills the rank as step index 25 starts, checkpoint at 20): last step before the crash -> first
+# step after it. The requeue's SLURM hold (~121 s) is cut with `scontrol update StartTime=now`
+# 1 s after PENDING, as above. Then a SIGSTOPped rank: SIGSTOP -> the launcher's hang_detected_at.
+if [[ ${BENCH_RESTART:-1} == 1 ]]; then
+  echo
+  echo "== crashes and hangs inside the allocation"
+  restart_cfg() { # restart_cfg FILE IN_JOB_RESTARTS
+    sed -e 's/steps: 100000/steps: 40/' -e 's/every: 1000/every: 10/' \
+      -e "s/max_restarts: 100}/max_restarts: 100, max_failures: 5, in_job_restarts: $2}/" \
+      -e 's/train: {log_every: 100}/train: {log_every: 100, hang_min_s: 5, first_step_timeout_s: 60}/' \
+      "$TMP/bench.yaml" >"$1"
+  }
+  step_times() { # step_times FILE: the event times of its step records
+    grep -h '"type":"step"' "$1" 2>/dev/null | jq -r .time
+  }
+  has_step() { [[ -n $(step_times "$1" | head -n1) ]]; }
+  restart_cfg "$TMP/injob.yaml" 1
+  out=$(BATON_TEST_CRASH_AT_STEP=25 "$baton" submit "$TMP/injob.yaml" --json)
+  job=$(jq -r .job_id <<<"$out") run_dir=$(jq -r .run_dir <<<"$out")
+  JOBS+=("$job")
+  wait_for 300 "the in-job restart's first step" has_step "$run_dir/events/$job.0.1.jsonl"
+  inj=$(python3 -c "print(float('$(step_times "$run_dir/events/$job.0.1.jsonl" | head -n1)') - float('$(step_times "$run_dir/events/$job.0.jsonl" | tail -n1)'))")
+  scancel "$job"
+  restart_cfg "$TMP/requeue.yaml" 0
+  out=$(BATON_TEST_CRASH_AT_STEP=25 "$baton" submit "$TMP/requeue.yaml" --json)
+  job=$(jq -r .job_id <<<"$out") run_dir=$(jq -r .run_dir <<<"$out")
+  JOBS+=("$job")
+  wait_for 300 "job $job to be requeued" requeued 1
+  sleep 1
+  scontrol update jobid="$job" StartTime=now
+  wait_for 300 "the requeued attempt's first step" has_step "$run_dir/events/$job.1.jsonl"
+  req=$(python3 -c "print(float('$(step_times "$run_dir/events/$job.1.jsonl" | head -n1)') - float('$(step_times "$run_dir/events/$job.0.jsonl" | tail -n1)'))")
+  scancel "$job"
+  printf 'crash -> first step: in-allocation restart %.1f s vs requeue %.1f s (hold cut with StartTime=now; SLURM'"'"'s own hold adds ~121 s)\n' "$inj" "$req"
+
+  restart_cfg "$TMP/hang.yaml" 1
+  # No checkpoint near the stop: a rank stopped inside a save is judged by the save's own
+  # budget (at least 60 s), not by the step budget this line measures.
+  sed -i 's/steps: 40/steps: 100000/; s/every: 10,/every: 100000,/' "$TMP/hang.yaml"
+  out=$("$baton" submit "$TMP/hang.yaml" --json)
+  job=$(jq -r .job_id <<<"$out") run_dir=$(jq -r .run_dir <<<"$out")
+  JOBS+=("$job")
+  wait_for 300 "attempt 0 to train 20 steps" attempt_steps 0 20
+  pid=$(sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$run_dir/heartbeat/rank-00000")
+  t_stop=$(now)
+  kill -STOP "$pid"
+  wait_for 120 "the hang to be declared" grep -q '"hang_detected_at"' "$run_dir/events/$job.0.jsonl"
+  detected=$(grep -h '"type":"attempt_end"' "$run_dir/events/$job.0.jsonl" | jq -r .hang_detected_at)
+  p99=$(grep -h '"type":"step"' "$run_dir/events/$job.0.jsonl" | jq -s 'map(.step_time_s) | sort | .[((length * 0.99) | ceil) - 1]')
+  scancel "$job"
+  printf 'detection time of a stopped rank: %.1f s (limit max(train.hang_min_s 5, 5 x p99 step %.2f s) = %.1f s, then up to 1 s to the next poll)\n' \
+    "$(python3 -c "print($detected - $t_stop)")" "$p99" "$(python3 -c "print(max(5, 5 * $p99))")"
+fi
 
 # ------------------------------------------------------------------ 2. ingestion
 echo

@@ -22,11 +22,12 @@ std::optional<E> Parse(std::string_view name, const char* const (&names)[N]) {
 
 // In enum order.
 const char* const kSegmentEndReasons[] = {"completed", "signal", "error", "diverged"};
-const char* const kExitActions[] = {"requeue", "done", "fail"};
+const char* const kExitActions[] = {"requeue", "done", "fail", "restart"};
 const char* const kAttemptEndReasons[] = {
-    "completed",  "preempted",    "timeout",        "crashed",        "config_error",
-    "data_error", "diverged",     "failure_budget", "restart_budget", "no_progress",
-    "cancelled",  "launch_error", "requeue_failed", "node_failure",   "lost"};
+    "completed",      "preempted",    "timeout",   "crashed",
+    "config_error",   "data_error",   "diverged",  "failure_budget",
+    "restart_budget", "no_progress",  "cancelled", "launch_error",
+    "requeue_failed", "node_failure", "lost",      "hang"};
 
 // ---- Lenient field readers (see the header). ----
 
@@ -254,7 +255,9 @@ json AttemptStartEvent::ToJson() const {
               {"mode", mode},
               {"step0", Optional(step0)},
               {"resume_warmup_steps", resume_warmup_steps},
-              {"skipped_checkpoints", skipped_checkpoints}};
+              {"skipped_checkpoints", skipped_checkpoints},
+              {"in_job_seq", in_job_seq},
+              {"restart_cause", restart_cause}};
 }
 
 AttemptStartEvent AttemptStartEvent::FromJson(const json& j) {
@@ -267,15 +270,25 @@ AttemptStartEvent AttemptStartEvent::FromJson(const json& j) {
   e.step0 = OptInt(j, "step0");
   e.resume_warmup_steps = Int(j, "resume_warmup_steps");
   e.skipped_checkpoints = Strings(j, "skipped_checkpoints");
+  e.in_job_seq = Int(j, "in_job_seq");
+  e.restart_cause = Str(j, "restart_cause");
   return e;
 }
 
 json AttemptEndEvent::ToJson() const {
-  return json{{"job_id", job_id},
-              {"restart_count", restart_count},
-              {"exit_code", Optional(exit_code)},
-              {"action", action},
-              {"reason", reason}};
+  json j{{"job_id", job_id},
+         {"restart_count", restart_count},
+         {"exit_code", Optional(exit_code)},
+         {"action", action},
+         {"reason", reason},
+         {"in_job_seq", in_job_seq}};
+  if (hang_detected_at) {
+    j["hang_last_heartbeat_at"] = Optional(hang_last_heartbeat_at);
+    j["hang_detected_at"] = *hang_detected_at;
+    j["hang_stale_ranks"] = hang_stale_ranks;
+    j["hang_stack"] = hang_stack;
+  }
+  return j;
 }
 
 AttemptEndEvent AttemptEndEvent::FromJson(const json& j) {
@@ -285,6 +298,12 @@ AttemptEndEvent AttemptEndEvent::FromJson(const json& j) {
   e.exit_code = OptInt(j, "exit_code");
   e.action = Str(j, "action");
   e.reason = Str(j, "reason");
+  e.in_job_seq = Int(j, "in_job_seq");
+  const double last = Num(j, "hang_last_heartbeat_at"), at = Num(j, "hang_detected_at");
+  if (std::isfinite(last)) e.hang_last_heartbeat_at = last;
+  if (std::isfinite(at)) e.hang_detected_at = at;
+  e.hang_stale_ranks = Str(j, "hang_stale_ranks");
+  e.hang_stack = Str(j, "hang_stack");
   return e;
 }
 

@@ -27,8 +27,9 @@ enum class SegmentEndReason { kCompleted, kSignal, kError, kDiverged };
 const char* SegmentEndReasonName(SegmentEndReason r);
 std::optional<SegmentEndReason> ParseSegmentEndReason(std::string_view name);
 
-// What the launcher does after the trainer exits (attempt_end "action").
-enum class ExitAction { kRequeue, kDone, kFail };
+// What the launcher does after the trainer exits (attempt_end "action"); kRestart: start the
+// trainer again inside the same allocation (a hang, or a crash that is not the run's fault).
+enum class ExitAction { kRequeue, kDone, kFail, kRestart };
 const char* ExitActionName(ExitAction a);
 std::optional<ExitAction> ParseExitAction(std::string_view name);
 
@@ -50,6 +51,7 @@ enum class AttemptEndReason {
   kRequeueFailed,
   kNodeFailure,  // reconcile: SLURM says the node failed
   kLost,         // reconcile: the job is gone from SLURM without an attempt_end
+  kHang,         // launcher: a rank's heartbeat went stale (docs/orchestrator.md, "Hangs")
 };
 const char* AttemptEndReasonName(AttemptEndReason r);
 std::optional<AttemptEndReason> ParseAttemptEndReason(std::string_view name);
@@ -143,6 +145,10 @@ struct AttemptStartEvent {
   std::optional<int64_t> step0;
   int64_t resume_warmup_steps = 0;
   std::vector<std::string> skipped_checkpoints;
+  // Restarts inside the job: 0 for the job start itself, then 1, 2, ...; the cause of a restart
+  // (hang | crash; empty for seq 0).
+  int64_t in_job_seq = 0;
+  std::string restart_cause;
   nlohmann::json ToJson() const;
   static AttemptStartEvent FromJson(const nlohmann::json& j);
 };
@@ -155,6 +161,12 @@ struct AttemptEndEvent {
   std::optional<int64_t> exit_code;
   std::string action;  // ExitActionName
   std::string reason;  // AttemptEndReasonName
+  int64_t in_job_seq = 0;
+  // A hang (reason hang): the newest heartbeat of the stale ranks (Unix seconds), when the
+  // launcher declared it, the stale ranks with their last phase ("1:micro-step,0:update") and
+  // every thread's stack of each stale rank (cut to 64 KiB; the job log has it whole).
+  std::optional<double> hang_last_heartbeat_at, hang_detected_at;
+  std::string hang_stale_ranks, hang_stack;
   nlohmann::json ToJson() const;
   static AttemptEndEvent FromJson(const nlohmann::json& j);
 };

@@ -572,6 +572,7 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       IntKey<S>("signal_lead_s", &S::signal_lead_s, 1, 65535),
       IntKey<S>("max_restarts", &S::max_restarts, 0),
       IntKey<S>("max_failures", &S::max_failures, 0),
+      IntKey<S>("in_job_restarts", &S::in_job_restarts, 0, 100),
       EnumKey<S, bool>("release_requeue_hold", &S::release_requeue_hold,
                        {{"false", false}, {"true", true}}),
       FloatKey<S>("release_hold_after_s", &S::release_hold_after_s, 1.0, 3600.0),
@@ -759,6 +760,9 @@ const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
           {{"none", "none"}, {"blocks", "blocks"}, {"blocks+attention", "blocks+attention"}}),
       FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
       EnumKey<S, bool>("deterministic", &S::deterministic, {{"false", false}, {"true", true}}),
+      FloatKey<S>("hang_min_s", &S::hang_min_s, 1.0, 86400.0),
+      FloatKey<S>("hang_factor", &S::hang_factor, 1.0, 1000.0),
+      FloatKey<S>("first_step_timeout_s", &S::first_step_timeout_s, 1.0, 86400.0),
   };
   return keys;
 }

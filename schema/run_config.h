@@ -41,6 +41,9 @@ struct SlurmSection {
   int64_t signal_lead_s = 120;    // seconds
   int64_t max_restarts = 100;     // preemption requeues allowed before the run is FAILED
   int64_t max_failures = 3;       // crash requeues allowed before the run is FAILED
+  // Restarts of the trainer inside the same allocation after a hang or a crash that is not the
+  // run's own fault, before the exit policy's requeue (per job start).
+  int64_t in_job_restarts = 2;
   // After a clean preemption (attempt_end written, checkpoint committed) `baton watch` / `baton
   // serve` end SLURM's requeue hold (~2 min) with `scontrol update StartTime=now`, once
   // release_hold_after_s have passed since the attempt ended (the new launch credential must be
@@ -148,6 +151,12 @@ struct TrainSection {
   // what a bit-identical resume needs on a GPU; an op without such a kernel fails the run by
   // name. CPU runs are deterministic either way.
   bool deterministic = false;
+  // Hang detection by the launcher (rank heartbeats): a rank is hung when its heartbeat is older
+  // than max(hang_min_s, hang_factor x the attempt's p99 step time); before the attempt's first
+  // step finishes the budget is first_step_timeout_s. Read by the launcher only.
+  double hang_min_s = 60;
+  double hang_factor = 5;
+  double first_step_timeout_s = 600;
 };
 
 struct RunConfig {

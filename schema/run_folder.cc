@@ -1,6 +1,7 @@
 #include "schema/run_folder.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "schema/checkpoint_manifest.h"
@@ -35,8 +36,9 @@ std::string RunFolder::LogFile(const std::string& job_id) const {
   return Join(LogsDir(), job_id + ".out");
 }
 std::string RunFolder::EventsDir() const { return Join(root, "events"); }
-std::string RunFolder::EventsFile(const std::string& job_id, int64_t restart_count) const {
-  return Join(EventsDir(), EventsFileName(job_id, restart_count));
+std::string RunFolder::EventsFile(const std::string& job_id, int64_t restart_count,
+                                  int64_t in_job_seq) const {
+  return Join(EventsDir(), EventsFileName(job_id, restart_count, in_job_seq));
 }
 std::string RunFolder::CheckpointsDir() const { return Join(root, "checkpoints"); }
 std::string RunFolder::CheckpointDir(int64_t step) const {
@@ -44,12 +46,20 @@ std::string RunFolder::CheckpointDir(int64_t step) const {
 }
 
 std::string RunFolder::CancelMark() const { return Join(root, "CANCELLED"); }
-
-std::string EventsFileName(const std::string& job_id, int64_t restart_count) {
-  return job_id + "." + std::to_string(restart_count) + ".jsonl";
+std::string RunFolder::HeartbeatDir() const { return Join(root, "heartbeat"); }
+std::string RunFolder::HeartbeatFile(int64_t rank) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05lld", (long long)rank);
+  return Join(HeartbeatDir(), name);
 }
 
-bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart) {
+std::string EventsFileName(const std::string& job_id, int64_t restart_count, int64_t in_job_seq) {
+  return job_id + "." + std::to_string(restart_count) +
+         (in_job_seq > 0 ? "." + std::to_string(in_job_seq) : "") + ".jsonl";
+}
+
+bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int64_t* restart,
+                         int64_t* in_job_seq) {
   const std::string ext = ".jsonl";
   if (file_name.size() <= ext.size() ||
       file_name.compare(file_name.size() - ext.size(), ext.size(), ext) != 0) {
@@ -60,15 +70,28 @@ bool ParseEventsFileName(const std::string& file_name, std::string* job_id, int6
   if (dot == std::string::npos || dot == 0) return false;
   const std::string r = stem.substr(dot + 1);
   if (!AllDigits(r) || r.size() > 9) return false;
-  *job_id = stem.substr(0, dot);
-  *restart = std::stoll(r);
+  std::string job = stem.substr(0, dot);
+  int64_t seq = 0, count = std::stoll(r);
+  // "<job>.<restart>.<seq>": the part before the last dot ends in ".<digits>" itself.
+  const size_t dot2 = job.rfind('.');
+  if (dot2 != std::string::npos && dot2 > 0) {
+    const std::string r2 = job.substr(dot2 + 1);
+    if (!AllDigits(r2) || r2.size() > 9) return false;
+    seq = count;
+    count = std::stoll(r2);
+    job = job.substr(0, dot2);
+    if (seq == 0) return false;  // seq 0 is the plain name
+  }
+  *job_id = job;
+  *restart = count;
+  if (in_job_seq != nullptr) *in_job_seq = seq;
   return true;
 }
 
 std::vector<std::string> RunFolder::ListEventFiles() const {
   struct Entry {
     std::string path, job;
-    int64_t restart;
+    int64_t restart, seq;
   };
   std::vector<Entry> entries;
   std::error_code ec;
@@ -77,13 +100,14 @@ std::vector<std::string> RunFolder::ListEventFiles() const {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!e.is_regular_file()) continue;
     Entry x;
-    if (!ParseEventsFileName(e.path().filename().string(), &x.job, &x.restart)) continue;
+    if (!ParseEventsFileName(e.path().filename().string(), &x.job, &x.restart, &x.seq)) continue;
     x.path = e.path().string();
     entries.push_back(std::move(x));
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     if (a.job != b.job) return JobIdLess(a.job, b.job);
-    return a.restart < b.restart;
+    if (a.restart != b.restart) return a.restart < b.restart;
+    return a.seq < b.seq;
   });
   std::vector<std::string> out;
   for (auto& e : entries) out.push_back(std::move(e.path));

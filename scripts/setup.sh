@@ -22,6 +22,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # dev cluster and browser tests
   slurm-wlm munge chromium
+  # the launcher's stacks of a hung rank (gdb; eu-stack when gdb is missing)
+  gdb elfutils
   # benchmarks and tools (python3-torch above also writes the upstream fixtures, tests/upstream)
   python3 procps coreutils jq curl
 )

@@ -113,6 +113,18 @@ function breakable(text, sep) {
   return text.split(sep).flatMap((part, i, all) => (i < all.length - 1 ? [part + sep, el('wbr')] : [part]));
 }
 
+// Job id and restart count; a restart of the trainer inside the job adds its sequence number
+// and cause ("3003.0.1 · in-job #1 (hang)"), a hang its stale ranks in the tooltip.
+function jobRestartCell(a) {
+  const seq = a.in_job_seq || 0;
+  const hang = a.hang_detected_at !== null && a.hang_detected_at !== undefined
+    ? `; hang: stale rank(s) ${a.hang_stale_ranks}` : '';
+  return el('td', { class: 'job-restart', title: `job ${a.job_id}, restart ${a.restart_count}` +
+      (seq ? `, in-job restart ${seq} after a ${a.restart_cause}` : '') + hang },
+    `${a.job_id}.${a.restart_count}` + (seq ? `.${seq}` : ''),
+    seq ? el('span', { class: 'in-job-restart' }, ` · in-job #${seq} (${a.restart_cause})`) : null);
+}
+
 // One row per attempt. Its number carries the log button, its step range the count of steps
 // skipped as non-finite: fewer columns, so the table fits the page (app.css).
 function attemptsTable(attempts, openLog) {
@@ -120,7 +132,7 @@ function attemptsTable(attempts, openLog) {
     el('td', { class: 'nowrap' }, `#${a.attempt}`, a.log
       ? [' ', el('button', { class: 'log-button', dataset: { attempt: a.attempt }, onclick: () => openLog(a.attempt) }, 'log')]
       : null),
-    el('td', { title: `job ${a.job_id}, restart ${a.restart_count}` }, `${a.job_id}.${a.restart_count}`),
+    jobRestartCell(a),
     el('td', { class: 'nodes' }, a.nodes ? breakable(a.nodes, ',') : '–'),
     el('td', {}, a.effective_first_step === null ? '–' : `${a.effective_first_step}–${a.effective_last_step}` +
       (a.summary.superseded_steps ? ` (+${a.summary.superseded_steps} redone)` : ''),

@@ -84,6 +84,19 @@ std::string PrintableText(const std::string& s) {
   return out;
 }
 
+// "3003.0", and "3003.0.2" for the second restart of the trainer inside that job start.
+std::string AttemptLabel(const AttemptRecord& a) {
+  return a.job_id + "." + std::to_string(a.restart_count) +
+         (a.in_job_seq > 0 ? "." + std::to_string(a.in_job_seq) : "");
+}
+
+// "-" for a job start, "#2 (hang)" for the second in-job restart, caused by a hang.
+std::string InJobColumn(const AttemptRecord& a) {
+  if (a.in_job_seq == 0) return "-";
+  return "#" + std::to_string(a.in_job_seq) + " (" + PrintableText(a.restart_cause.value_or("?")) +
+         ")";
+}
+
 // How an attempt ended, in one line: the launcher's decision and reason, the exit code, then the
 // trainer's own words (its segment_end message), e.g.
 //   failed: data_error — exit 65: data/episodes/ep_000003.safetensors: tensor latents holds ...
@@ -96,6 +109,7 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   std::string word = a.action == ExitActionName(ExitAction::kDone)      ? "done"
                      : a.action == ExitActionName(ExitAction::kRequeue) ? "requeued"
                      : a.action == ExitActionName(ExitAction::kFail)    ? "failed"
+                     : a.action == ExitActionName(ExitAction::kRestart) ? "restarted in the job"
                                                                         : "ended";
   std::string out = word + ": " + (a.end_reason.empty() ? "-" : a.end_reason);
   if (a.exit_code) {
@@ -118,6 +132,17 @@ std::string AttemptOutcome(const AttemptRecord& a) {
       out += " (" + PrintableText(a.slurm_reason) + ")";
     }
     if (!a.slurm_exit_code.empty()) out += " ExitCode " + PrintableText(a.slurm_exit_code);
+  }
+  // A hang the launcher declared: which ranks, in which phase, how stale.
+  if (a.hang_detected_at) {
+    out += " — hang: stale rank(s) " + PrintableText(a.hang_stale_ranks.value_or("?"));
+    if (a.hang_last_heartbeat_at) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ", last heartbeat %.1f s before",
+                    *a.hang_detected_at - *a.hang_last_heartbeat_at);
+      out += buf;
+    }
+    if (a.hang_stack && !a.hang_stack->empty()) out += ", stacks captured";
   }
   // The requeue hold after it (hold_release.h): released by `baton watch`/`serve`, or refused.
   if (a.hold_released_at && a.ended_at) {
@@ -239,22 +264,21 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
   std::vector<std::vector<std::string>> rows;
   int i = 0;
   for (const AttemptRecord& a : attempts) {
-    rows.push_back(
-        {std::to_string(i++), a.job_id + "." + std::to_string(a.restart_count), StepRange(a),
-         a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
-         a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
-         a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes, FormatTime(a.started_at)});
+    rows.push_back({std::to_string(i++), AttemptLabel(a), InJobColumn(a), StepRange(a),
+                    a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
+                    a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
+                    a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes,
+                    FormatTime(a.started_at)});
   }
-  PrintTable(
-      std::cout,
-      {"ATTEMPT", "JOB.RESTART", "STEPS", "RESUME", "WARMUP", "END", "EXIT", "NODES", "STARTED"},
-      rows);
+  PrintTable(std::cout,
+             {"ATTEMPT", "JOB.RESTART", "IN-JOB", "STEPS", "RESUME", "WARMUP", "END", "EXIT",
+              "NODES", "STARTED"},
+             rows);
   if (attempts.empty()) return;
   std::cout << "\nhow each attempt ended:\n";
   for (size_t i = 0; i < attempts.size(); ++i) {
     const AttemptRecord& a = attempts[i];
-    std::cout << "  " << i << " (" << a.job_id << "." << a.restart_count
-              << "): " << AttemptOutcome(a);
+    std::cout << "  " << i << " (" << AttemptLabel(a) << "): " << AttemptOutcome(a);
     if (!a.init_from.empty()) std::cout << "; weights from " << PrintableText(a.init_from);
     std::cout << "\n";
   }

@@ -39,12 +39,21 @@ std::string CutUtf8(const std::string& text, size_t max_bytes) {
   return text.substr(0, end) + "…";
 }
 
+// A hang's stacks in the store: enough to see where every thread of a stuck rank waits (the job
+// log has them whole).
+constexpr size_t kMaxHangStackBytes = 64 << 10;
+
 // Applies one record of the file's attempt. Returns kData for a record that is not usable
 // (the caller counts it as a bad line); any other failure aborts the chunk.
 class RecordApplier {
  public:
-  RecordApplier(Store& store, const RunRecord& run, std::string job_id, int64_t restart)
-      : store_(store), run_(run), job_id_(std::move(job_id)), restart_(restart) {}
+  RecordApplier(Store& store, const RunRecord& run, std::string job_id, int64_t restart,
+                int64_t in_job_seq)
+      : store_(store),
+        run_(run),
+        job_id_(std::move(job_id)),
+        restart_(restart),
+        in_job_seq_(in_job_seq) {}
 
   // The cached attempt id is only valid inside one transaction (a rollback may undo the insert).
   void ForgetAttempt() { attempt_id_ = 0; }
@@ -122,6 +131,7 @@ class RecordApplier {
       if (!e.mode.empty()) a->resume_mode = e.mode;
       a->step0 = e.step0;
       a->resume_warmup_steps = e.resume_warmup_steps;
+      if (!e.restart_cause.empty()) a->restart_cause = e.restart_cause;
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
     }
@@ -159,6 +169,12 @@ class RecordApplier {
       a->exit_code = e.exit_code;
       a->action = e.action;
       a->end_reason = e.reason;
+      if (e.hang_detected_at) {
+        a->hang_detected_at = e.hang_detected_at;
+        a->hang_last_heartbeat_at = e.hang_last_heartbeat_at;
+        a->hang_stale_ranks = e.hang_stale_ranks;
+        a->hang_stack = CutUtf8(e.hang_stack, kMaxHangStackBytes);
+      }
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       const std::string at_step =
           a->last_step ? " at step " + std::to_string(*a->last_step) : std::string();
@@ -191,7 +207,7 @@ class RecordApplier {
  private:
   Result<int64_t> AttemptId() {
     if (attempt_id_ > 0) return attempt_id_;
-    Result<int64_t> id = store_.EnsureAttemptInTx(run_.id, job_id_, restart_);
+    Result<int64_t> id = store_.EnsureAttemptInTx(run_.id, job_id_, restart_, in_job_seq_);
     if (id.ok()) attempt_id_ = *id;
     return id;
   }
@@ -200,6 +216,7 @@ class RecordApplier {
   const RunRecord& run_;
   std::string job_id_;
   int64_t restart_;
+  int64_t in_job_seq_;
   int64_t attempt_id_ = 0;  // valid within one transaction (a rollback may undo the insert)
 };
 
@@ -238,13 +255,13 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
   IngestStats stats;
   stats.files = 1;
   std::string job_id;
-  int64_t restart = 0;
-  if (!ParseEventsFileName(fs::path(path).filename().string(), &job_id, &restart)) {
+  int64_t restart = 0, in_job_seq = 0;
+  if (!ParseEventsFileName(fs::path(path).filename().string(), &job_id, &restart, &in_job_seq)) {
     return Status::Internal(path + ": not an events file name");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Io(path + ": cannot open for reading");
-  RecordApplier applier(store, run, job_id, restart);
+  RecordApplier applier(store, run, job_id, restart, in_job_seq);
   const int64_t chunk_bytes = std::max<int64_t>(options.chunk_bytes, 4096);
   std::string buf;
   while (true) {

@@ -56,6 +56,9 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
       continue;
     ++streak;
   }
+  const AttemptEndReason crash_reason =
+      ctx.hang ? AttemptEndReason::kHang : AttemptEndReason::kCrashed;
+  const std::string what = ctx.hang ? "hang" : "crash";
   if (streak >= kCrashLoopLimit) {
     return {ExitAction::kFail, AttemptEndReason::kNoProgress,
             code + ": " + std::to_string(streak) +
@@ -63,16 +66,51 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
   }
   int64_t crashes = 1;
   for (size_t i = 0; i < n_past; ++i) {
-    if (ctx.history[i].reason == AttemptEndReasonName(AttemptEndReason::kCrashed)) ++crashes;
+    const PastAttempt& a = ctx.history[i];
+    if (a.action != ExitActionName(ExitAction::kRestart) &&
+        (a.reason == AttemptEndReasonName(AttemptEndReason::kCrashed) ||
+         a.reason == AttemptEndReasonName(AttemptEndReason::kHang)))
+      ++crashes;
   }
   if (crashes > ctx.max_failures) {
     return {ExitAction::kFail, AttemptEndReason::kFailureBudget,
-            code + ": crash " + std::to_string(crashes) +
+            code + ": " + what + " " + std::to_string(crashes) +
                 " exceeds max_failures=" + std::to_string(ctx.max_failures)};
   }
-  return {ExitAction::kRequeue, AttemptEndReason::kCrashed,
-          code + ": crash " + std::to_string(crashes) +
+  return {ExitAction::kRequeue, crash_reason,
+          code + ": " + what + " " + std::to_string(crashes) +
               " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
+}
+
+const char* RestartCauseName(RestartCause c) {
+  return c == RestartCause::kHang ? "hang" : c == RestartCause::kCrash ? "crash" : "";
+}
+
+RestartCause RestartCauseOf(int exit_code, bool stop_signalled, bool hang) {
+  // A job being stopped (preemption, time limit, cancel) is never restarted inside itself.
+  if (stop_signalled) return RestartCause::kNone;
+  if (hang) return RestartCause::kHang;
+  if (exit_code == kExitInternal || (exit_code > 128 && exit_code <= 128 + 64))
+    return RestartCause::kCrash;
+  return RestartCause::kNone;
+}
+
+std::optional<ExitDecision> DecideInJobRestart(const InJobContext& ctx) {
+  if (ctx.cause == RestartCause::kNone) return std::nullopt;
+  const AttemptEndReason reason =
+      ctx.cause == RestartCause::kHang ? AttemptEndReason::kHang : AttemptEndReason::kCrashed;
+  if (ctx.stalled_restarts >= kInJobStallLimit) {
+    return ExitDecision{ExitAction::kFail, AttemptEndReason::kNoProgress,
+                        std::string(RestartCauseName(ctx.cause)) + " after " +
+                            std::to_string(ctx.stalled_restarts) +
+                            " restarts in a row inside the job that did not advance the newest "
+                            "checkpoint; not restarted, not requeued"};
+  }
+  if (ctx.in_job_seq >= ctx.in_job_restarts) return std::nullopt;
+  return ExitDecision{ExitAction::kRestart, reason,
+                      std::string(RestartCauseName(ctx.cause)) + ": restart " +
+                          std::to_string(ctx.in_job_seq + 1) + " of slurm.in_job_restarts=" +
+                          std::to_string(ctx.in_job_restarts) + " inside the allocation"};
 }
 
 namespace {

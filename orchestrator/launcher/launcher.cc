@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -11,6 +12,8 @@
 
 #include "orchestrator/launcher/attempt_history.h"
 #include "orchestrator/launcher/exit_policy.h"
+#include "orchestrator/launcher/hang_watch.h"
+#include "orchestrator/launcher/stack_capture.h"
 #include "orchestrator/launcher/trainer_process.h"
 #include "orchestrator/slurm/process_runner.h"
 #include "schema/events.h"
@@ -131,11 +134,74 @@ std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std:
   return argv;
 }
 
+namespace {
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Every rank's heartbeat file of an earlier trainer goes before a new one starts, so a stale
+// record is never judged (HangWatch also ignores records older than the attempt).
+void ClearHeartbeats(const std::string& run_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(RunFolder{run_dir}.HeartbeatDir(), ec)) {
+    std::error_code e2;
+    if (e.path().filename().string().rfind("rank-", 0) == 0) fs::remove(e.path(), e2);
+  }
+}
+
+// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
+std::string Cut(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
+}
+
+// The stacks kept in the attempt's record: every stale rank gets its share (the job log has them
+// whole).
+constexpr size_t kHangStackBytes = 60 << 10;
+
+// The hang watch's turn in the wait loop: judge the heartbeats; on a hang, record it, capture
+// the stale ranks' stacks, then SIGKILL every rank (srun --kill-on-bad-exit ends the step).
+struct HangHandler {
+  HangWatch& watch;
+  const LaunchEnvironment& env;
+  std::ostream& log;
+  std::optional<HangReport> report;
+  std::string stacks;
+
+  bool operator()(int /*child_pid*/) {
+    std::optional<HangReport> r = watch.Poll(WallNow(), log);
+    if (!r) return false;
+    report = r;
+    for (const StaleRank& s : r->stale) {
+      log << "baton launch: stacks of rank " << s.beat.rank << " (pid " << s.beat.pid << " on "
+          << s.beat.host << "):\n"
+          << std::flush;
+      const std::string text = CaptureStacks(s.beat, env.job_id);
+      std::string block = "=== rank " + std::to_string(s.beat.rank) + " pid " +
+                          std::to_string(s.beat.pid) + " on " + s.beat.host + " (" +
+                          HeartbeatPhaseName(s.beat.phase) + ")\n" +
+                          Cut(text, kHangStackBytes / r->stale.size()) + "\n";
+      log << text << "\n" << std::flush;
+      stacks += block;
+    }
+    std::string killed;
+    for (const auto& [rank, beat] : watch.beats()) {
+      if (KillRank(beat, env.job_id)) killed += (killed.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    log << "baton launch: ending the job step: SIGKILL to rank(s) " << killed << "\n" << std::flush;
+    return true;
+  }
+};
+
+}  // namespace
+
 int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmClient& slurm,
            std::ostream& log) {
   std::error_code ec;
   const std::string run_dir = fs::absolute(run_dir_in, ec).lexically_normal().string();
-  const std::string events_path = RunFolder{run_dir}.EventsFile(env.job_id, env.restart_count);
   if (Status st = CheckRunDir(run_dir); !st.ok()) {
     log << "baton launch: " << st.ToString() << "\n";
     return st.exit_code();
@@ -143,159 +209,220 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
   log << "baton launch: run dir " << run_dir << ", job " << env.job_id << " restart "
       << env.restart_count << " on " << env.nodes << "\n";
 
-  EventWriter events;
-  if (Status st = events.Open(events_path, "launcher"); !st.ok()) {
-    log << "baton launch: " << st.ToString() << "\n";
-    return st.exit_code();
-  }
-  auto write_end = [&](int exit_code, ExitAction action, AttemptEndReason reason) {
-    AttemptEndEvent e;
-    e.job_id = env.job_id;
-    e.restart_count = env.restart_count;
-    e.exit_code = exit_code;
-    e.action = ExitActionName(action);
-    e.reason = AttemptEndReasonName(reason);
-    if (Status st = events.Write(e, /*sync=*/true); !st.ok()) {
+  int64_t seq = 0;  // restarts of the trainer inside this job start
+  RestartCause cause = RestartCause::kNone;
+  int64_t stalled_restarts = 0;
+  std::optional<Result<ResumeDecision>> next_decision;
+  while (true) {
+    const std::string events_path =
+        RunFolder{run_dir}.EventsFile(env.job_id, env.restart_count, seq);
+    EventWriter events;
+    if (Status st = events.Open(events_path, "launcher"); !st.ok()) {
       log << "baton launch: " << st.ToString() << "\n";
+      return st.exit_code();
     }
-  };
+    auto write_end = [&](int exit_code, ExitAction action, AttemptEndReason reason,
+                         const HangHandler* hang = nullptr) {
+      AttemptEndEvent e;
+      e.job_id = env.job_id;
+      e.restart_count = env.restart_count;
+      e.exit_code = exit_code;
+      e.action = ExitActionName(action);
+      e.reason = AttemptEndReasonName(reason);
+      e.in_job_seq = seq;
+      if (hang != nullptr && hang->report) {
+        e.hang_detected_at = hang->report->detected_at;
+        e.hang_last_heartbeat_at = hang->report->last_heartbeat_at;
+        e.hang_stale_ranks = hang->report->StaleRanksText();
+        e.hang_stack = hang->stacks;
+      }
+      if (Status st = events.Write(e, /*sync=*/true); !st.ok()) {
+        log << "baton launch: " << st.ToString() << "\n";
+      }
+    };
 
-  // 0. A cancelled run never trains again: a job that was requeued (by a preemption) before the
-  // cancel reached it, and then started, ends here.
-  if (CancelRequested(run_dir)) {
-    log << "baton launch: the run was cancelled (" << RunFolder{run_dir}.CancelMark()
-        << "); not training\n";
-    write_end(kExitOk, ExitAction::kFail, AttemptEndReason::kCancelled);
-    return kExitOk;
-  }
-
-  // 1. The frozen config. A broken one is never requeued. model.init_from is not looked at: a
-  // requeued run resumes from its own checkpoint, and the trainer checks the upstream folder
-  // itself on a fresh start (an upstream folder purged since submit must not fail a requeue).
-  RunConfigOptions config_options;
-  config_options.check_init_from = false;
-  Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml(), config_options);
-  if (!config.ok()) {
-    log << "baton launch: " << config.status().ToString() << "\n";
-    write_end(config.status().exit_code(), ExitAction::kFail,
-              config.status().code() == Code::kConfig ? AttemptEndReason::kConfigError
-                                                      : AttemptEndReason::kDataError);
-    return config.status().exit_code();
-  }
-
-  // 2. Resume decision.
-  ResumeRequest request;
-  request.resume_warmup_steps = config->optim.resume_warmup_steps;
-  Result<ResumeDecision> decision = DecideResume(RunFolder{run_dir}.CheckpointsDir(), request);
-  if (!decision.ok()) {
-    log << "baton launch: " << decision.status().ToString() << "\n";
-    write_end(decision.status().exit_code(), ExitAction::kFail, AttemptEndReason::kDataError);
-    return decision.status().exit_code();
-  }
-  for (const std::string& s : decision->skipped) {
-    log << "baton launch: skipping invalid checkpoint " << s << "\n";
-  }
-  log << "baton launch: mode " << ResumeModeName(decision->mode) << ", step0 " << decision->step0
-      << ", resume warmup " << decision->resume_warmup_steps
-      << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
-  AttemptStartEvent start;
-  start.job_id = env.job_id;
-  start.restart_count = env.restart_count;
-  start.nodes = env.nodes;
-  if (!decision->checkpoint.empty()) start.checkpoint = decision->checkpoint;
-  start.mode = ResumeModeName(decision->mode);
-  start.step0 = decision->step0;
-  start.resume_warmup_steps = decision->resume_warmup_steps;
-  start.skipped_checkpoints = decision->skipped;
-  if (Status st = events.Write(start, /*sync=*/true); !st.ok()) {
-    log << "baton launch: " << st.ToString() << "\n";
-    return st.exit_code();
-  }
-
-  // 3. The trainer.
-  if (env.trainer_bin.empty()) {
-    log << "baton launch: no trainer binary (set BATON_TRAIN_BIN or install baton-train next to "
-           "baton)\n";
-    write_end(kExitUnavailable, ExitAction::kFail, AttemptEndReason::kLaunchError);
-    return kExitUnavailable;
-  }
-  const std::vector<std::string> argv = TrainerCommand(env, run_dir, *decision, events_path);
-  log << "baton launch: " << CommandLine(argv) << "\n" << std::flush;
-  Result<TrainerExit> exit = RunTrainerProcess(argv, LogSignal);
-  if (!exit.ok()) {
-    log << "baton launch: " << exit.status().ToString() << "\n";
-    write_end(exit.status().exit_code(), ExitAction::kFail, AttemptEndReason::kLaunchError);
-    return exit.status().exit_code();
-  }
-  log << "baton launch: trainer exited with code " << exit->exit_code << "\n";
-
-  // 4. What next.
-  ExitContext ctx;
-  ctx.exit_code = exit->exit_code;
-  ctx.stop_signalled = !exit->forwarded.empty();
-  ctx.history = ReadAttemptHistory(run_dir);
-  if (ctx.history.empty() || ctx.history.back().events_path != events_path) {
-    PastAttempt self;  // should not happen: our own file is there
-    self.events_path = events_path;
-    self.step0 = decision->step0;
-    ctx.history.push_back(self);
-  }
-  ctx.max_restarts = config->slurm.max_restarts;
-  ctx.max_failures = config->slurm.max_failures;
-  if (ctx.stop_signalled && env.in_allocation) {
-    // The same warning signal announces a preemption and the time limit; the limit tells them
-    // apart.
-    Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
-    if (job.ok() && job->has_value() && (*job)->fields.count("StartTime") &&
-        (*job)->fields.count("TimeLimit")) {
-      ctx.near_time_limit =
-          NearTimeLimit((*job)->fields.at("StartTime"), (*job)->fields.at("TimeLimit"),
-                        double(std::time(nullptr)), config->slurm.signal_lead_s);
+    // 0. A cancelled run never trains again: a job that was requeued (by a preemption) before
+    // the cancel reached it, and then started, ends here.
+    if (CancelRequested(run_dir)) {
+      log << "baton launch: the run was cancelled (" << RunFolder{run_dir}.CancelMark()
+          << "); not training\n";
+      write_end(kExitOk, ExitAction::kFail, AttemptEndReason::kCancelled);
+      return kExitOk;
     }
-  }
-  ExitDecision next = DecideAfterExit(ctx);
 
-  // scancel's TERM looks like a preemption to the trainer (it checkpoints and exits 75); the
-  // mark tells them apart.
-  if (next.action == ExitAction::kRequeue && CancelRequested(run_dir)) {
-    next = {ExitAction::kFail, AttemptEndReason::kCancelled,
-            "cancelled by `baton cancel` (" + RunFolder{run_dir}.CancelMark() + "); not requeued"};
-  }
-  if (next.action == ExitAction::kRequeue && env.in_allocation) {
-    Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
-    const std::string state = job.ok() && job->has_value() ? (*job)->state : "";
-    if (state == "CANCELLED") {
-      next = {ExitAction::kFail, AttemptEndReason::kCancelled,
-              "the job was cancelled; not requeued"};
-    } else if (OneOf(state, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"})) {
-      // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
-      // worse, count twice.
-      log << "baton launch: " << next.detail << "; SLURM already requeued job " << env.job_id
-          << " (" << state << ")\n";
-      write_end(exit->exit_code, next.action, next.reason);
+    // 1. The frozen config. A broken one is never requeued. model.init_from is not looked at: a
+    // requeued run resumes from its own checkpoint, and the trainer checks the upstream folder
+    // itself on a fresh start (an upstream folder purged since submit must not fail a requeue).
+    RunConfigOptions config_options;
+    config_options.check_init_from = false;
+    Result<RunConfig> config = LoadRunConfig(RunFolder{run_dir}.RunYaml(), config_options);
+    if (!config.ok()) {
+      log << "baton launch: " << config.status().ToString() << "\n";
+      write_end(config.status().exit_code(), ExitAction::kFail,
+                config.status().code() == Code::kConfig ? AttemptEndReason::kConfigError
+                                                        : AttemptEndReason::kDataError);
+      return config.status().exit_code();
+    }
+
+    // 2. Resume decision (after a restart in the job: the one made when the last trainer ended).
+    ResumeRequest request;
+    request.resume_warmup_steps = config->optim.resume_warmup_steps;
+    Result<ResumeDecision> decision =
+        next_decision ? std::move(*next_decision)
+                      : DecideResume(RunFolder{run_dir}.CheckpointsDir(), request);
+    next_decision.reset();
+    if (!decision.ok()) {
+      log << "baton launch: " << decision.status().ToString() << "\n";
+      write_end(decision.status().exit_code(), ExitAction::kFail, AttemptEndReason::kDataError);
+      return decision.status().exit_code();
+    }
+    for (const std::string& s : decision->skipped) {
+      log << "baton launch: skipping invalid checkpoint " << s << "\n";
+    }
+    log << "baton launch: "
+        << (seq > 0
+                ? "in-job restart " + std::to_string(seq) + " (" + RestartCauseName(cause) + "): "
+                : "")
+        << "mode " << ResumeModeName(decision->mode) << ", step0 " << decision->step0
+        << ", resume warmup " << decision->resume_warmup_steps
+        << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
+    AttemptStartEvent start;
+    start.job_id = env.job_id;
+    start.restart_count = env.restart_count;
+    start.nodes = env.nodes;
+    if (!decision->checkpoint.empty()) start.checkpoint = decision->checkpoint;
+    start.mode = ResumeModeName(decision->mode);
+    start.step0 = decision->step0;
+    start.resume_warmup_steps = decision->resume_warmup_steps;
+    start.skipped_checkpoints = decision->skipped;
+    start.in_job_seq = seq;
+    start.restart_cause = RestartCauseName(cause);
+    if (Status st = events.Write(start, /*sync=*/true); !st.ok()) {
+      log << "baton launch: " << st.ToString() << "\n";
+      return st.exit_code();
+    }
+
+    // 3. The trainer, watched through its ranks' heartbeats.
+    if (env.trainer_bin.empty()) {
+      log << "baton launch: no trainer binary (set BATON_TRAIN_BIN or install baton-train next "
+             "to baton)\n";
+      write_end(kExitUnavailable, ExitAction::kFail, AttemptEndReason::kLaunchError);
+      return kExitUnavailable;
+    }
+    const std::vector<std::string> argv = TrainerCommand(env, run_dir, *decision, events_path);
+    log << "baton launch: " << CommandLine(argv) << "\n" << std::flush;
+    ClearHeartbeats(run_dir);
+    HangLimits limits;
+    limits.min_s = config->train.hang_min_s;
+    limits.factor = config->train.hang_factor;
+    limits.first_step_s = config->train.first_step_timeout_s;
+    const int64_t ranks = env.use_srun ? config->slurm.nodes * config->slurm.ntasks_per_node : 1;
+    HangWatch watch(run_dir, ranks, decision->step0, WallNow(), limits);
+    HangHandler hang{watch, env, log, std::nullopt, ""};
+    Result<TrainerExit> exit =
+        RunTrainerProcess(argv, LogSignal, [&hang](int pid) { return hang(pid); });
+    if (!exit.ok()) {
+      log << "baton launch: " << exit.status().ToString() << "\n";
+      write_end(exit.status().exit_code(), ExitAction::kFail, AttemptEndReason::kLaunchError);
+      return exit.status().exit_code();
+    }
+    log << "baton launch: trainer exited with code " << exit->exit_code
+        << (hang.report ? " (ended on a hang)" : "") << "\n";
+
+    // 4. What next: a restart inside the allocation, else the exit policy.
+    const bool stop_signalled = !exit->forwarded.empty();
+    cause = RestartCauseOf(exit->exit_code, stop_signalled, hang.report.has_value());
+    if (cause != RestartCause::kNone && !CancelRequested(run_dir)) {
+      next_decision = DecideResume(RunFolder{run_dir}.CheckpointsDir(), request);
+      const bool advanced = next_decision->ok() && (*next_decision)->step0 > decision->step0;
+      if (seq > 0) stalled_restarts = advanced ? 0 : stalled_restarts + 1;
+      InJobContext in_job;
+      in_job.cause = cause;
+      in_job.in_job_seq = seq;
+      in_job.in_job_restarts = config->slurm.in_job_restarts;
+      in_job.stalled_restarts = stalled_restarts;
+      if (std::optional<ExitDecision> d = DecideInJobRestart(in_job)) {
+        log << "baton launch: " << ExitActionName(d->action) << " ("
+            << AttemptEndReasonName(d->reason) << "): " << d->detail << "\n"
+            << std::flush;
+        write_end(exit->exit_code, d->action, d->reason, &hang);
+        if (d->action == ExitAction::kFail)
+          return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
+        ++seq;
+        continue;
+      }
+      next_decision.reset();
+    }
+
+    ExitContext ctx;
+    ctx.exit_code = exit->exit_code;
+    ctx.hang = hang.report.has_value();
+    ctx.stop_signalled = stop_signalled;
+    ctx.history = ReadAttemptHistory(run_dir);
+    if (ctx.history.empty() || ctx.history.back().events_path != events_path) {
+      PastAttempt self;  // should not happen: our own file is there
+      self.events_path = events_path;
+      self.step0 = decision->step0;
+      ctx.history.push_back(self);
+    }
+    ctx.max_restarts = config->slurm.max_restarts;
+    ctx.max_failures = config->slurm.max_failures;
+    if (ctx.stop_signalled && env.in_allocation) {
+      // The same warning signal announces a preemption and the time limit; the limit tells them
+      // apart.
+      Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
+      if (job.ok() && job->has_value() && (*job)->fields.count("StartTime") &&
+          (*job)->fields.count("TimeLimit")) {
+        ctx.near_time_limit =
+            NearTimeLimit((*job)->fields.at("StartTime"), (*job)->fields.at("TimeLimit"),
+                          double(std::time(nullptr)), config->slurm.signal_lead_s);
+      }
+    }
+    ExitDecision next = DecideAfterExit(ctx);
+
+    // scancel's TERM looks like a preemption to the trainer (it checkpoints and exits 75); the
+    // mark tells them apart.
+    if (next.action == ExitAction::kRequeue && CancelRequested(run_dir)) {
+      next = {
+          ExitAction::kFail, AttemptEndReason::kCancelled,
+          "cancelled by `baton cancel` (" + RunFolder{run_dir}.CancelMark() + "); not requeued"};
+    }
+    if (next.action == ExitAction::kRequeue && env.in_allocation) {
+      Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
+      const std::string state = job.ok() && job->has_value() ? (*job)->state : "";
+      if (state == "CANCELLED") {
+        next = {ExitAction::kFail, AttemptEndReason::kCancelled,
+                "the job was cancelled; not requeued"};
+      } else if (OneOf(state, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"})) {
+        // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
+        // worse, count twice.
+        log << "baton launch: " << next.detail << "; SLURM already requeued job " << env.job_id
+            << " (" << state << ")\n";
+        write_end(exit->exit_code, next.action, next.reason, &hang);
+        return kExitRequeue;
+      }
+    }
+    log << "baton launch: " << ExitActionName(next.action) << " ("
+        << AttemptEndReasonName(next.reason) << "): " << next.detail << "\n";
+    // attempt_end goes first: `scontrol requeue` may kill this script before it returns.
+    write_end(exit->exit_code, next.action, next.reason, &hang);
+    if (next.action == ExitAction::kDone) return kExitOk;
+    if (next.action == ExitAction::kFail)
+      return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
+
+    if (!env.in_allocation) {
+      log << "baton launch: not inside a SLURM job; nothing to requeue\n";
       return kExitRequeue;
     }
-  }
-  log << "baton launch: " << ExitActionName(next.action) << " ("
-      << AttemptEndReasonName(next.reason) << "): " << next.detail << "\n";
-  // attempt_end goes first: `scontrol requeue` may kill this script before it returns.
-  write_end(exit->exit_code, next.action, next.reason);
-  if (next.action == ExitAction::kDone) return kExitOk;
-  if (next.action == ExitAction::kFail)
-    return exit->exit_code != 0 ? exit->exit_code : kExitFailure;
-
-  if (!env.in_allocation) {
-    log << "baton launch: not inside a SLURM job; nothing to requeue\n";
+    Status st = slurm.Requeue(env.job_id);
+    if (!st.ok()) {
+      log << "baton launch: requeue failed: " << st.ToString() << "\n";
+      write_end(exit->exit_code, ExitAction::kFail, AttemptEndReason::kRequeueFailed);
+      return st.exit_code();
+    }
+    log << "baton launch: requeued job " << env.job_id << "\n";
     return kExitRequeue;
   }
-  Status st = slurm.Requeue(env.job_id);
-  if (!st.ok()) {
-    log << "baton launch: requeue failed: " << st.ToString() << "\n";
-    write_end(exit->exit_code, ExitAction::kFail, AttemptEndReason::kRequeueFailed);
-    return st.exit_code();
-  }
-  log << "baton launch: requeued job " << env.job_id << "\n";
-  return kExitRequeue;
 }
 
 }  // namespace baton

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "orchestrator/slurm/process_runner.h"
@@ -30,8 +31,8 @@ constexpr int kPollMs = 200;
 
 }  // namespace
 
-Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv,
-                                      void (*on_signal)(int)) {
+Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv, void (*on_signal)(int),
+                                      const std::function<bool(int child_pid)>& on_tick) {
   if (argv.empty()) return Status::Internal("RunTrainerProcess: empty argv");
   const std::string exe = FindExecutable(argv[0]);
   if (exe.empty()) return Status::Unavailable("'" + argv[0] + "' not found or not executable");
@@ -72,6 +73,8 @@ Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv,
   }
 
   TrainerExit result;
+  std::chrono::steady_clock::time_point end_asked;
+  bool killed = false;
   while (true) {
     pollfd p{fds[0], POLLIN, 0};
     const int n = ::poll(&p, 1, kPollMs);
@@ -99,6 +102,15 @@ Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv,
     if (w < 0 && errno != EINTR) {
       restore();
       return Status::Internal(std::string("waitpid: ") + std::strerror(errno));
+    }
+    if (!result.ended_by_watch && on_tick && on_tick(int(pid))) {
+      result.ended_by_watch = true;
+      end_asked = std::chrono::steady_clock::now();
+    }
+    if (result.ended_by_watch && !killed &&
+        std::chrono::steady_clock::now() - end_asked > std::chrono::duration<double>(kEndGraceS)) {
+      ::kill(pid, SIGKILL);
+      killed = true;
     }
   }
   // Signals that arrived in the last instant are still reported (the child is gone).

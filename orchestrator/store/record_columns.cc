@@ -84,6 +84,12 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("init_from", &R::init_from),
       Col("hold_released_at", &R::hold_released_at),
       Col("hold_release_error", &R::hold_release_error),
+      Col("in_job_seq", &R::in_job_seq, ColumnRole::kKey),
+      Col("restart_cause", &R::restart_cause),
+      Col("hang_last_heartbeat_at", &R::hang_last_heartbeat_at),
+      Col("hang_detected_at", &R::hang_detected_at),
+      Col("hang_stale_ranks", &R::hang_stale_ranks),
+      Col("hang_stack", &R::hang_stack),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);
   return kTable;

@@ -34,6 +34,10 @@ inline void ReadColumn(const Statement& s, int col, std::optional<int64_t>* v) {
 inline void ReadColumn(const Statement& s, int col, std::optional<double>* v) {
   *v = s.OptDouble(col);
 }
+// Nullable text (attempts.restart_cause, hang_*): NULL reads as none.
+inline void ReadColumn(const Statement& s, int col, std::optional<std::string>* v) {
+  *v = s.IsNull(col) ? std::nullopt : std::optional<std::string>(s.Text(col));
+}
 // A status the binary does not know reads as FAILED (a newer baton wrote it; show it as over).
 void ReadColumn(const Statement& s, int col, RunStatus* v);
 // A JSON array of strings (steps.nonfinite_episodes); anything else reads as no ids.
@@ -48,6 +52,13 @@ inline void BindColumn(Statement& s, int param, const std::optional<int64_t>& v)
 }
 inline void BindColumn(Statement& s, int param, const std::optional<double>& v) {
   s.Bind(param, v);
+}
+inline void BindColumn(Statement& s, int param, const std::optional<std::string>& v) {
+  if (v) {
+    s.Bind(param, *v);
+  } else {
+    s.BindNull(param);
+  }
 }
 void BindColumn(Statement& s, int param, RunStatus v);
 // NULL for no ids (the partial index and the docs rely on NULL for applied steps).

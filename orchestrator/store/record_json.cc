@@ -55,6 +55,12 @@ json AttemptJson(const AttemptRecord& a) {
               {"slurm_exit_code", JsonTextOrNull(a.slurm_exit_code)},
               {"hold_released_at", JsonNumber(a.hold_released_at)},
               {"hold_release_error", JsonTextOrNull(a.hold_release_error)},
+              {"in_job_seq", a.in_job_seq},
+              {"restart_cause", a.restart_cause ? json(*a.restart_cause) : json(nullptr)},
+              {"hang_last_heartbeat_at", JsonNumber(a.hang_last_heartbeat_at)},
+              {"hang_detected_at", JsonNumber(a.hang_detected_at)},
+              {"hang_stale_ranks", a.hang_stale_ranks ? json(*a.hang_stale_ranks) : json(nullptr)},
+              {"hang_stack", a.hang_stack ? json(*a.hang_stack) : json(nullptr)},
               {"signal", JsonTextOrNull(AttemptSignal(a))},
               {"log", AttemptLogPath(a) ? json(*AttemptLogPath(a)) : json(nullptr)}};
 }

@@ -73,6 +73,15 @@ struct AttemptRecord {
   // (scontrol update StartTime=now), or SLURM's refusal ('' = none).
   std::optional<double> hold_released_at;
   std::string hold_release_error;
+  // Restarts inside one job start (schema version 8): 0 for the job start, then 1, 2, ...; why
+  // the launcher restarted the trainer before this attempt (hang | crash; none for seq 0); and
+  // the hang that ended it, if one did.
+  int64_t in_job_seq = 0;
+  std::optional<std::string> restart_cause;
+  std::optional<double> hang_last_heartbeat_at;
+  std::optional<double> hang_detected_at;
+  std::optional<std::string> hang_stale_ranks;
+  std::optional<std::string> hang_stack;
 };
 
 // One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).

@@ -21,6 +21,9 @@ int64_t MigrationNumber(const std::string& name) {
   return std::stoll(name.substr(0, i));
 }
 
+// First line of a migration that must run with foreign keys off (it rebuilds a table).
+constexpr const char* kForeignKeysOffMarker = "-- baton-migration: foreign_keys=off";
+
 }  // namespace
 
 const char* RunStatusName(RunStatus status) {
@@ -89,7 +92,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 Result<int64_t> Store::SchemaVersion() {
   BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("PRAGMA user_version"));
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-  return row ? s->Int(0) : 0;
+  const int64_t version = row ? s->Int(0) : 0;
+  // Not left mid-result: an active statement makes a migration's DROP TABLE fail as locked.
+  s->Reset();
+  return version;
 }
 
 Status Store::Migrate() {
@@ -103,17 +109,17 @@ Status Store::Migrate() {
   for (const EmbeddedFile& f : up_to_date ? std::vector<EmbeddedFile>{} : SqlMigrations()) {
     const int64_t number = MigrationNumber(f.name);
     if (number < 0) return Status::Internal(std::string("migration without a number: ") + f.name);
-    BATON_ASSIGN_OR_RETURN(Transaction tx, Begin());
-    BATON_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion());
-    if (version >= number) continue;  // tx rolls back (nothing written)
-    if (version != number - 1) {
-      return Status::Internal("migrations out of order at " + std::string(f.name));
+    // A migration that rebuilds a table others reference runs with foreign keys off (a DROP
+    // would cascade), and is checked before it commits. The pragma is a no-op inside a
+    // transaction, so it is set around it.
+    const bool fk_off = std::string(f.text).rfind(kForeignKeysOffMarker, 0) == 0;
+    if (fk_off) BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys = OFF"));
+    Status st = ApplyMigration(f, number, fk_off);
+    if (fk_off) {
+      Status on = db_->Exec("PRAGMA foreign_keys = ON");
+      if (st.ok() && !on.ok()) st = on;
     }
-    Status st = db_->Exec(f.text);
-    if (!st.ok()) return st.Annotate(std::string("migration ") + f.name);
-    // PRAGMA takes no bound parameters; `number` is parsed from our own embedded file name.
-    BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA user_version = " + std::to_string(number)));
-    BATON_RETURN_IF_ERROR(tx.Commit());
+    BATON_RETURN_IF_ERROR(st);
   }
   BATON_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion());
   if (version > LatestSchemaVersion()) {
@@ -122,6 +128,30 @@ Status Store::Migrate() {
                         std::to_string(LatestSchemaVersion()) + "); upgrade baton");
   }
   return Status::Ok();
+}
+
+Status Store::ApplyMigration(const EmbeddedFile& f, int64_t number, bool check_foreign_keys) {
+  BATON_ASSIGN_OR_RETURN(Transaction tx, Begin());
+  BATON_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion());
+  if (version >= number) return Status::Ok();  // tx rolls back (nothing written)
+  if (version != number - 1) {
+    return Status::Internal("migrations out of order at " + std::string(f.name));
+  }
+  Status st = db_->Exec(f.text);
+  if (!st.ok()) return st.Annotate(std::string("migration ") + f.name);
+  if (check_foreign_keys) {
+    BATON_ASSIGN_OR_RETURN(Statement * check, db_->Prepare("PRAGMA foreign_key_check"));
+    BATON_ASSIGN_OR_RETURN(const bool broken, check->Step());
+    if (broken) {
+      const std::string table = check->Text(0);
+      check->Reset();
+      return Status::Internal(std::string("migration ") + f.name +
+                              " left a broken foreign key in table " + table);
+    }
+  }
+  // PRAGMA takes no bound parameters; `number` is parsed from our own embedded file name.
+  BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA user_version = " + std::to_string(number)));
+  return tx.Commit();
 }
 
 Status Store::Write(const std::function<Status()>& body) {
@@ -240,18 +270,18 @@ Result<std::vector<RunRecord>> Store::ListRunsEndedSince(double since) {
 // -------------------------------------------------------------------------------- attempts
 
 Result<int64_t> Store::EnsureAttemptInTx(int64_t run_id, const std::string& job_id,
-                                         int64_t restart_count) {
-  BATON_ASSIGN_OR_RETURN(
-      Statement * find,
-      db_->Prepare(
-          "SELECT id FROM attempts WHERE run_id = ?1 AND job_id = ?2 AND restart_count = ?3"));
-  find->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count);
+                                         int64_t restart_count, int64_t in_job_seq) {
+  BATON_ASSIGN_OR_RETURN(Statement * find,
+                         db_->Prepare("SELECT id FROM attempts WHERE run_id = ?1 AND job_id = ?2 "
+                                      "AND restart_count = ?3 AND in_job_seq = ?4"));
+  find->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq);
   BATON_ASSIGN_OR_RETURN(const bool row, find->Step());
   if (row) return find->Int(0);
-  BATON_ASSIGN_OR_RETURN(
-      Statement * ins,
-      db_->Prepare("INSERT INTO attempts (run_id, job_id, restart_count) VALUES (?1, ?2, ?3)"));
-  BATON_RETURN_IF_ERROR(ins->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Run());
+  BATON_ASSIGN_OR_RETURN(Statement * ins,
+                         db_->Prepare("INSERT INTO attempts (run_id, job_id, restart_count, "
+                                      "in_job_seq) VALUES (?1, ?2, ?3, ?4)"));
+  BATON_RETURN_IF_ERROR(
+      ins->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq).Run());
   return db_->LastInsertId();
 }
 

@@ -24,6 +24,8 @@
 
 namespace baton {
 
+struct EmbeddedFile;
+
 // $BATON_HOME, or ~/.baton when unset.
 std::string BatonHome();
 // BatonHome() + "/baton.db".
@@ -99,9 +101,9 @@ class Store {
   [[nodiscard]] Result<std::vector<RunRecord>> ListRunsEndedSince(double since);
 
   // ---- attempts
-  // The attempt id for (run, job, restart), inserting an empty row when new.
+  // The attempt id for (run, job, restart, in-job seq), inserting an empty row when new.
   [[nodiscard]] Result<int64_t> EnsureAttemptInTx(int64_t run_id, const std::string& job_id,
-                                                  int64_t restart_count);
+                                                  int64_t restart_count, int64_t in_job_seq = 0);
   // Writes every column of `a` (by a.id).
   [[nodiscard]] Status UpdateAttemptInTx(const AttemptRecord& a);
   [[nodiscard]] Result<AttemptRecord> GetAttempt(int64_t attempt_id);
@@ -149,6 +151,8 @@ class Store {
  private:
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Status Migrate();
+  [[nodiscard]] Status ApplyMigration(const EmbeddedFile& f, int64_t number,
+                                      bool check_foreign_keys);
   std::unique_ptr<SqliteDb> db_;
   // Series rollups of the steps written in the open transaction, flushed before its COMMIT.
   std::unique_ptr<RollupMaintainer> rollups_ = std::make_unique<RollupMaintainer>();

@@ -3,8 +3,9 @@
 # forever, and a config or data error is not requeued at all.
 #   crash-loop   trainer exits 1 at start, max_failures 10 -> the crash-loop guard stops it after
 #                3 attempts without a step: FAILED (no_progress), job Restarts=2
-#   crash-budget trainer dies of SIGSEGV at start, max_failures 1 -> 1 crash requeue, then
-#                FAILED (failure_budget), job Restarts=1
+#   crash-budget trainer dies of SIGSEGV at start, max_failures 1, no restarts inside the job
+#                (slurm.in_job_restarts 0) -> 1 crash requeue, then FAILED (failure_budget), job
+#                Restarts=1
 #   bad-yaml     run.yaml made invalid after submit -> the launcher fails it: 78, config_error
 #   bad-model    a config the trainer rejects (patch size 3 on 4x4 latents) -> 78, config_error
 #   no-data      the dataset's meta/episodes.jsonl removed after submit -> the trainer exits 65,
@@ -39,7 +40,9 @@ submit_as() { # submit_as KEY CFG [env...]
 }
 write_config "$TMP/crash-loop.yaml" crash-loop 20 "$slurm, max_failures: 10}"
 submit_as crash-loop "$TMP/crash-loop.yaml" BATON_TRAIN_BIN="$crash" BATON_IT_CRASH=exit
-write_config "$TMP/crash-budget.yaml" crash-budget 20 "$slurm, max_failures: 1}"
+# in_job_restarts 0: the budget of requeues is what this run tests (restarts inside the job are
+# hang_restart_test.sh's).
+write_config "$TMP/crash-budget.yaml" crash-budget 20 "$slurm, max_failures: 1, in_job_restarts: 0}"
 submit_as crash-budget "$TMP/crash-budget.yaml" BATON_TRAIN_BIN="$crash" BATON_IT_CRASH=segv
 write_config "$TMP/bad-yaml.yaml" bad-yaml 20 "$slurm}"
 submit_as bad-yaml "$TMP/bad-yaml.yaml"

@@ -72,7 +72,7 @@ make_dataset() {
 }
 
 # write_config FILE NAME STEPS [extra yaml lines...]: a tiny model (dim 24, 1 layer) on
-# $TMP/ds; the "slurm:" block is left to the caller.
+# $TMP/ds; the "slurm:" block is left to the caller. $IT_TRAIN replaces the "train:" mapping.
 write_config() {
   local file=$1 name=$2 steps=$3
   shift 3
@@ -81,7 +81,8 @@ write_config() {
     echo "data: {path: $TMP/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}"
     echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
     echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: 2, shard: ${IT_SHARD:-none}}"
-    echo "train: {dtype: float32, log_every: 10}"
+    local train_keys="{dtype: float32, log_every: 10}"
+    echo "train: ${IT_TRAIN:-$train_keys}"
     local line
     for line in "$@"; do echo "$line"; done
   } >"$file"
@@ -213,9 +214,9 @@ same_final_state() {
 effective_steps() {
   python3 - "$1" <<'PY'
 import glob, json, os, sys
-def key(p):  # events/<job>.<restart>.jsonl in attempt order
-    job, restart = os.path.basename(p)[:-len(".jsonl")].rsplit(".", 1)
-    return (job, int(restart))
+def key(p):  # events/<job>.<restart>[.<in-job seq>].jsonl in attempt order
+    parts = os.path.basename(p)[:-len(".jsonl")].split(".")
+    return (parts[0], int(parts[1]), int(parts[2]) if len(parts) > 2 else 0)
 rows = {}
 for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl"), key=key):
     for line in open(path):

@@ -57,7 +57,9 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
                                    "resume_mode", "checkpoint", "step0", "last_step",
                                    "resume_warmup_steps", "warmup_until", "world_size",
                                    "trainer_signal", "slurm_reason", "slurm_exit_code", "init_from",
-                                   "hold_released_at", "hold_release_error", "signal", "log"}));
+                                   "hold_released_at", "hold_release_error", "signal", "log",
+                                   "in_job_seq", "restart_cause", "hang_last_heartbeat_at",
+                                   "hang_detected_at", "hang_stale_ranks", "hang_stack"}));
   EXPECT_EQ(aj["step0"], 40);
   EXPECT_TRUE(aj["init_from"].is_null());  // '' = the weights came from no upstream folder
   EXPECT_TRUE(aj["last_step"].is_null());

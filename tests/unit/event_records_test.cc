@@ -118,7 +118,7 @@ TEST(EventRecords, EveryProtocolWordParsesBack) {
     const auto a = static_cast<ExitAction>(i);
     EXPECT_EQ(ParseExitAction(ExitActionName(a)), a);
   }
-  for (int i = 0; i <= int(AttemptEndReason::kLost); ++i) {
+  for (int i = 0; i <= int(AttemptEndReason::kHang); ++i) {
     const auto r = static_cast<AttemptEndReason>(i);
     EXPECT_NE(std::string(AttemptEndReasonName(r)), "?");
     EXPECT_EQ(ParseAttemptEndReason(AttemptEndReasonName(r)), r);

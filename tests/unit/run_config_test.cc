@@ -309,6 +309,35 @@ TEST_F(RunConfigTest, RequeueHoldReleaseKeys) {
   EXPECT_NE(e.find("maybe"), std::string::npos) << e;
 }
 
+TEST_F(RunConfigTest, HangKeys) {
+  const RunConfig defaults = Parse(kMinimal).value();
+  EXPECT_DOUBLE_EQ(defaults.train.hang_min_s, 60.0);
+  EXPECT_DOUBLE_EQ(defaults.train.hang_factor, 5.0);
+  EXPECT_DOUBLE_EQ(defaults.train.first_step_timeout_s, 600.0);
+  EXPECT_EQ(defaults.slurm.in_job_restarts, 2);
+  auto set = Parse(std::string(kMinimal) +
+                   "train: {hang_min_s: 3, hang_factor: 2.5, first_step_timeout_s: 30}\n"
+                   "slurm: {in_job_restarts: 0}\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  auto again = Parse(ToYaml(set.value()));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_DOUBLE_EQ(again->train.hang_min_s, 3.0);
+  EXPECT_DOUBLE_EQ(again->train.hang_factor, 2.5);
+  EXPECT_DOUBLE_EQ(again->train.first_step_timeout_s, 30.0);
+  EXPECT_EQ(again->slurm.in_job_restarts, 0);
+  for (const char* bad : {"train: {hang_min_s: 0.5}", "train: {hang_factor: 0}",
+                          "train: {first_step_timeout_s: 1e6}", "slurm: {in_job_restarts: -1}",
+                          "slurm: {in_job_restarts: 101}"}) {
+    const std::string e = Error(std::string(kMinimal) + bad + "\n");
+    const std::string yaml = bad;
+    const std::string key = yaml.substr(0, yaml.find(':')) + "." +
+                            yaml.substr(yaml.find('{') + 1, yaml.find(':', yaml.find('{')) -
+                                                                yaml.find('{') - 1);
+    EXPECT_NE(e.find(key + ": value"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("out of range"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 TEST_F(RunConfigTest, CudaDeviceDependsOnWhatTheCallerKnows) {
   const std::string yaml = std::string(kMinimal) + "train: {device: cuda}\n";
   RunConfigOptions cpu_build;

@@ -36,6 +36,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/train/device_memory.h"
 #include "trainer/train/device_select.h"
+#include "trainer/train/heartbeat.h"
 #include "trainer/train/run_folder_watch.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/step_abandon.h"
@@ -119,6 +120,7 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
   // rank, before anything touches CUDA.
   s.env = DistEnvFromEnvironment();
   log.SetRank(s.env.rank);
+  StartHeartbeat(s.run_dir, s.env.rank);
   ApplyDeterminism(config.train.deterministic);
   s.device = SelectDevice(config.train.device, s.env.local_rank);
   torch::set_num_threads(CpuThreadsPerRank(s.env));
@@ -419,6 +421,7 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
 // The checkpoint event and line of a committed save (rank 0). `how` adds an async save's figures.
 void ReportSave(SegmentLog& log, const Setup& s, const SaveResult& r, int64_t steps_done,
                 const char* reason, const std::string& how = "") {
+  HeartbeatTransferRate(r.bytes, r.seconds);  // every rank: the next save's hang budget
   if (!s.leader()) return;
   CheckpointEvent e;
   e.step = steps_done;
@@ -513,6 +516,12 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       return RunAgreed(*group, phase, part);
     };
   }
+  // The save's own budget for the launcher's hang watch: weights and both AdamW moments.
+  int64_t save_bytes = 0;
+  for (const auto& p : optimizer.state())
+    save_bytes += 3 * p.param.numel() * int64_t(p.param.element_size());
+  Beat(HeartbeatPhase::kSave, steps_done, 0, TransferBudgetS(save_bytes));
+  SleepSeconds(TestHooksFromEnv().save_sleep_s);
   const bool periodic = std::string(reason) == "periodic";
   SettleBackgroundSave(log, s, saver, steps_done, reason, saver.bytes());
   // Every rank leaves the save together, with one exit code when any rank's part failed.
@@ -722,10 +731,14 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   const TrainerState identity = RunIdentity(s, dims);
   // Each rank reads its part of the checkpoint; one that fails makes every rank fail alike.
   ResumePoint rp;
+  const std::string load_from = !start.checkpoint.empty() ? start.checkpoint : init_dir;
+  const int64_t load_bytes = load_from.empty() ? 0 : FolderBytes(load_from);
+  if (load_bytes > 0) Beat(HeartbeatPhase::kLoad, start.step0, 0, TransferBudgetS(load_bytes));
   RunAgreed(*s.group, "while loading the checkpoint", [&] {
     rp = Resume(opt, s, start, identity, model, optimizer, init_dir);
     return std::string();
   });
+  HeartbeatTransferRate(load_bytes, rp.load_seconds);
   ReportSegmentStart(log, s, rp, identity);
   if (s.leader()) {  // the log made it, unless --events points elsewhere; the first save would
     std::error_code ec;
@@ -791,6 +804,16 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
         !folder.Changed().empty() ||
         (opt.hooks.stop_after > 0 && step + 1 - rp.step0() >= opt.hooks.stop_after);
     const double lr = rp.schedule.At(step);
+    const HeartbeatTestHooks& hang_hooks = TestHooksFromEnv();
+    if (step == hang_hooks.crash_at_step && s.env.rank == hang_hooks.crash_rank) {
+      std::fprintf(stderr, "baton-train: BATON_TEST_CRASH_AT_STEP=%lld: killing this rank\n",
+                   (long long)step);
+      ::kill(::getpid(), SIGKILL);
+    }
+    if (step == rp.step0()) {
+      Beat(HeartbeatPhase::kMicroStep, step, 0);
+      SleepSeconds(hang_hooks.first_step_sleep_s);
+    }
     StepStats st;
     try {
       st = stepper.Step(batches, step, global_frames, lr, reporter.profiled < config.train.profile,
@@ -812,6 +835,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           },
           saved);
     }
+    HeartbeatStepDone(st.seconds);
     LogEpisodes(episode_log, step, batches);  // trained ones only: an abandoned step is re-done
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
     const std::vector<std::string> bad_ids =

@@ -14,6 +14,7 @@
 #include "trainer/objective/flow_matching.h"
 #include "trainer/train/autocast.h"
 #include "trainer/train/device_memory.h"
+#include "trainer/train/heartbeat.h"
 #include "trainer/train/step_abandon.h"
 #include "trainer/train/stop_signal.h"
 
@@ -229,6 +230,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
         watch->micro = int64_t(m);
         watch->block = -2;
         SetStopPhase(StopPhase::kMicroStart, step, int64_t(m));
+        Beat(HeartbeatPhase::kMicroStep, step, int64_t(m));
         if (StopSignal() != 0) {
           throw LeaveMicroSteps(Where(StopPhase::kMicroStart, step, int64_t(m), -1));
         }
@@ -294,6 +296,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   for (auto& s : optimizer_->state()) {
     if (!s.param.grad().defined()) s.param.mutable_grad() = torch::zeros_like(s.param);
   }
+  Beat(HeartbeatPhase::kUpdate, step, int64_t(micro_batches.size()));
   auto sums = torch::tensor(
       {video_sum, action_sum, tokens, padded_tokens, samples, valid_frames, padded_frames},
       torch::kFloat64);

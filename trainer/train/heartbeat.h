@@ -1,0 +1,49 @@
+// The trainer's heartbeat: each rank rewrites RUN_DIR/heartbeat/rank-<NNNNN> at every phase
+// change (init, load, micro-step, update, save) so the launcher can tell a hung rank from a slow
+// one (schema/heartbeat_record.h; docs/orchestrator.md, "Hangs").
+//
+// One pwrite of a fixed-size record at offset 0, no fsync: cheap enough for every micro-step. A
+// file that cannot be opened or written makes the rank warn once on stderr and carry on without
+// heartbeats (the launcher never calls a missing heartbeat a hang). Loads and saves carry their
+// budget: the bytes they move at the rate this rank last measured, times 3, at least 60 s.
+// Process-wide state for the train loop's thread; no torch here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "schema/heartbeat_record.h"
+
+namespace baton {
+
+// Opens (creating heartbeat/) this rank's file and writes an `init` beat.
+void StartHeartbeat(const std::string& run_dir, int64_t rank);
+// Writes the current phase; no-op before StartHeartbeat or after a failed write.
+void Beat(HeartbeatPhase phase, int64_t step, int64_t micro, double budget_s = 0);
+// The last finished optimizer step's seconds, carried by later beats (the launcher's p99).
+void HeartbeatStepDone(double seconds);
+
+// How long moving `bytes` (a checkpoint load or save) may take: 3x at the last measured rate
+// (a conservative 50 MB/s before any), at least 60 s.
+double TransferBudgetS(int64_t bytes);
+// A measured load or save: `bytes` in `seconds`.
+void HeartbeatTransferRate(int64_t bytes, double seconds);
+// The bytes of the regular files under `dir` (a checkpoint folder), 0 when unreadable.
+int64_t FolderBytes(const std::string& dir);
+
+// Test hooks read from the environment, for the launcher's hang and restart tests:
+//   BATON_TEST_SAVE_SLEEP_S        every rank sleeps this long inside each save (a slow save)
+//   BATON_TEST_FIRST_STEP_SLEEP_S  every rank sleeps this long in the segment's first step
+//   BATON_TEST_CRASH_AT_STEP=K     rank BATON_TEST_CRASH_RANK (0) kills itself (SIGKILL) as step
+//                                  index K starts, in every segment that reaches it
+struct HeartbeatTestHooks {
+  double save_sleep_s = 0;
+  double first_step_sleep_s = 0;
+  int64_t crash_at_step = -1;
+  int64_t crash_rank = 0;
+};
+const HeartbeatTestHooks& TestHooksFromEnv();
+// Sleeps for `seconds` (fractional), if positive.
+void SleepSeconds(double seconds);
+
+}  // namespace baton
