@@ -10,6 +10,8 @@
 #include "orchestrator/http/series_rollup_reader.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/record_json.h"
+#include "orchestrator/store/time_bucket_store.h"
+#include "orchestrator/store/time_buckets_json.h"
 
 using nlohmann::json;
 
@@ -337,6 +339,9 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   out["segments"] = std::move(segments);
   out["audit"] = AuditJson(BuildAudit(d.segments, d.schedule));
   BATON_ASSIGN_OR_RETURN(out["nonfinite"], NonfiniteJson(lease.store(), run_id, d.segments));
+  BATON_ASSIGN_OR_RETURN(const RunTimeBuckets time,
+                         TimeBucketsOf(lease.store(), d.summary.run, now));
+  out["time"] = TimeBucketsJson(time, /*first_attempt=*/1);
   out["now"] = now;
   return out;
 }
