@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace baton {
 
@@ -78,12 +79,18 @@ void AddAttempt(TimeBuckets* b, const BucketAttempt& a, double start, double end
     const double f = Clamp(*first, start, end);
     const double l = Clamp(*last, f, end);
     (*b)[TimeBucket::kStartup] += f - start;
-    const double work = a.productive_s + a.rolled_back_s + a.skipped_s + a.save_s;
-    (*b)[TimeBucket::kProductive] += a.productive_s;
-    (*b)[TimeBucket::kRolledBack] += a.rolled_back_s;
-    (*b)[TimeBucket::kSkipped] += a.skipped_s;
-    (*b)[TimeBucket::kCheckpointStall] += a.save_s;
-    (*b)[TimeBucket::kOther] += std::max(0.0, (l - f) - work);
+    // Steps first, then saves, each only for the room left: times that overlap (records that
+    // contradict each other; one trainer never writes them) are not counted twice.
+    double room = l - f;
+    for (const auto& [bucket, seconds] : {std::pair{TimeBucket::kProductive, a.productive_s},
+                                          std::pair{TimeBucket::kRolledBack, a.rolled_back_s},
+                                          std::pair{TimeBucket::kSkipped, a.skipped_s},
+                                          std::pair{TimeBucket::kCheckpointStall, a.save_s}}) {
+      const double take = std::min(seconds, room);
+      (*b)[bucket] += take;
+      room -= take;
+    }
+    (*b)[TimeBucket::kOther] += room;
     tail_from = l;
   }
   const double tail = end - tail_from;

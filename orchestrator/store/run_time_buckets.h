@@ -31,9 +31,11 @@
 //   hang_detection       last heartbeat → hang verdict (attempts.hang_last_heartbeat_at,
 //                        hang_detected_at)
 //
-// Every interval is clipped to the one before it, so the buckets add up to the wall time exactly
-// unless step and save times overlap (they never do for one trainer: rank 0 writes both after
-// the work). A still-live run's wall ends at `now`. Thread-safe (pure).
+// Every interval is clipped to the one before it, so the buckets add up to the wall time
+// exactly. Between an attempt's first and last step or save, steps count first, then saves,
+// each only for the room left: records whose times overlap (one trainer never writes them: rank 0
+// writes each after its work, and saves between steps) are not counted twice. A still-live
+// run's wall ends at `now`. Thread-safe (pure).
 #pragma once
 
 #include <array>

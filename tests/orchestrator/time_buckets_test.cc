@@ -180,6 +180,26 @@ TEST(TimeBuckets, ALiveRunWaitingOrRunningEndsAtNow) {
   EXPECT_EQ(AdviseCheckpointInterval(r).reason, "not enough interruptions");
 }
 
+// A save whose reported seconds overlap the steps around it (records that contradict each
+// other) counts only for the room the steps leave: the buckets still add up, the steps intact.
+TEST(TimeBuckets, OverlappingRecordsAreNotCountedTwice) {
+  BucketInput in;
+  in.submitted_at = 0;
+  in.run_terminal = true;
+  BucketAttempt a = Attempt(1, 0, 12, "done", "completed", "completed");
+  Steps(&a, 0, 4, 1);    // 1 → 6 (startup 1)
+  Save(&a, 6.5, 4.5);    // claims 2 → 6.5
+  Steps(&a, 5, 9, 6.5);  // → 11.5
+  in.attempts = {a};
+  const RunTimeBuckets r = ComputeTimeBuckets(in);
+  EXPECT_NEAR(B(r.run, TimeBucket::kProductive), 10, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kCheckpointStall), 0.5, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kStartup), 1, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kOther), 0.5, kEps);  // the tail of a completed attempt
+  EXPECT_NEAR(r.run.Sum(), r.run.wall_s, kEps);
+  EXPECT_NEAR(r.run.wall_s, 12, kEps);
+}
+
 // The store's answer (per-attempt statistics, first/last rows, saves) equals the pure function
 // over the very rows and checkpoints it holds, and survives a write and a read back.
 TEST(TimeBuckets, TheStoreAgreesWithItsRows) {
