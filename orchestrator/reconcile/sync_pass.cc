@@ -33,10 +33,17 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     return Status::Ok();
   };
   BATON_RETURN_IF_ERROR(reread());
-  // Where each run's time went, up to now (a live run's wall grows with it; reconcile may have
-  // closed an attempt or released a hold).
+  // Where each run's time went, up to now: a live run's wall grows with it, and reconcile may
+  // have closed an attempt or released a hold. A run that was over before the pass changes only
+  // through its records, and ingest refreshed it when it applied any.
   auto refresh = [&]() -> Status {
-    for (const RunRecord& run : report.runs) {
+    for (size_t i = 0; i < report.runs.size(); ++i) {
+      const RunRecord& run = report.runs[i];
+      if (IsTerminal(runs[i].status) && run.status == runs[i].status) {
+        BATON_ASSIGN_OR_RETURN(const std::optional<RunTimeBuckets> stored,
+                               ReadTimeBuckets(store, run.id));
+        if (stored) continue;
+      }
       BATON_RETURN_IF_ERROR(RefreshTimeBuckets(store, run, now));
     }
     return Status::Ok();
