@@ -59,7 +59,11 @@ void AddGap(TimeBuckets* b, const BucketAttempt* prev, const BucketAttempt* next
     (*b)[TimeBucket::kRestart] += gap;
     return;
   }
-  if (prev->action != "requeue") {  // stopped, then `baton resume`: waiting like a submit
+  // SLURM requeued the job itself when the launcher could not say so (reconcile closed the
+  // attempt): the next start of the same job comes after the same hold.
+  const bool requeued = prev->action == "requeue" ||
+                        (next != nullptr && !prev->job_id.empty() && next->job_id == prev->job_id);
+  if (!requeued) {  // stopped, then `baton resume`: waiting like a submit
     (*b)[TimeBucket::kQueue] += gap;
     return;
   }
@@ -185,6 +189,7 @@ void AddSave(BucketAttempt* a, const CheckpointRecord& c) {
 BucketAttempt BucketAttemptFrom(const AttemptRecord& r) {
   BucketAttempt a;
   a.attempt_id = r.id;
+  a.job_id = r.job_id;
   a.started_at = r.started_at;
   a.ended_at = r.ended_at;
   a.action = r.action;

@@ -9,7 +9,8 @@
 //          (gap before the next attempt) ─ requeue_hold ─ queue_after_requeue ─ start ...
 //
 //   queue                pending before the first start (and before a start after a stop that
-//                        was not a requeue, e.g. `baton resume` of a failed run)
+//                        was not a requeue, e.g. `baton resume` of a failed run; a requeue is
+//                        the launcher's action `requeue`, or a next start of the same job)
 //   requeue_hold         SLURM's BeginTime hold after a requeue: end → hold_released_at when the
 //                        sync pass released it, else at most kAssumedRequeueHoldS of the gap
 //   queue_after_requeue  the rest of the gap after a requeue, up to the next start
@@ -76,6 +77,7 @@ inline constexpr double kAssumedRequeueHoldS = 121.0;
 // rows and saves add up to (AddStepRow / AddSave build these from records).
 struct BucketAttempt {
   int64_t attempt_id = 0;
+  std::string job_id;  // a next attempt of the same job after this one was a requeue
   std::optional<double> started_at, ended_at;
   std::string action;              // requeue | done | fail | ''
   std::string end_reason;          // preempted, crashed, ...

@@ -154,6 +154,30 @@ TEST(TimeBuckets, AHangThenARestartInsideTheJob) {
   EXPECT_EQ(r.interruptions, 1);
 }
 
+// A stop that was no requeue (a failed run resumed as a new job) waits like a submit; an
+// attempt reconcile closed (no launcher action) followed by the same job's next start was
+// requeued by SLURM: its gap is a hold.
+TEST(TimeBuckets, WhatTheGapBeforeAnAttemptIs) {
+  BucketInput in;
+  in.submitted_at = 0;
+  in.run_terminal = true;
+  BucketAttempt a = Attempt(1, 10, 20, "fail", "crashed", "");
+  a.job_id = "5";
+  BucketAttempt b = Attempt(2, 100, 110, "", "preempted", "");
+  b.job_id = "6";
+  BucketAttempt c = Attempt(3, 300, 310, "done", "completed", "completed");
+  c.job_id = "6";
+  in.attempts = {a, b, c};
+  const RunTimeBuckets r = ComputeTimeBuckets(in);
+  EXPECT_NEAR(B(r.attempts[1].buckets, TimeBucket::kQueue), 80, kEps);
+  EXPECT_NEAR(B(r.attempts[1].buckets, TimeBucket::kRequeueHold), 0, kEps);
+  EXPECT_NEAR(B(r.attempts[2].buckets, TimeBucket::kRequeueHold), kAssumedRequeueHoldS, kEps);
+  EXPECT_NEAR(B(r.attempts[2].buckets, TimeBucket::kQueueAfterRequeue), 190 - kAssumedRequeueHoldS,
+              kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kStartup), 30, kEps);  // no step at all: all startup
+  EXPECT_NEAR(r.run.Sum(), 310, kEps);
+}
+
 TEST(TimeBuckets, ALiveRunWaitingOrRunningEndsAtNow) {
   BucketInput in;
   in.submitted_at = 0;
