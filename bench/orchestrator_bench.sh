@@ -145,11 +145,14 @@ for ((i = 0; i < signal_cycles; i++)); do cycle signal 1; done
 for ((i = 0; i < urgent_cycles; i++)); do cycle urgent 1; done
 ((no_shortcut == 1)) && cycle signal 0
 scancel "$job"
-# Where the scenario's wall time went (baton show: time_buckets), once the cancel is recorded.
+# Where the scenario's wall time went (baton show: time_buckets), once the cancel is recorded
+# (or as of now, if it is not within a minute).
 run_id=$(jq -r .run_id <<<"$out")
-ended() { [[ $("$baton" show "$run_id" --json 2>/dev/null | jq -r .status) == CANCELLED ]]; }
-wait_for 60 "run $run_id to be CANCELLED" ended
-"$baton" show "$run_id" --json | jq -r '.time | "ETTR of its scenario: \(.ettr * 1000 | round / 10) % (\(.ettr_without_queue * 1000 | round / 10) % without queue), wall \(.wall_s | round) s: " + ([.buckets | to_entries[] | select(.value >= 0.05) | "\(.key) \(.value * 10 | round / 10) s"] | join(", "))'
+for ((i = 0; i < 60; i++)); do
+  [[ $("$baton" show "$run_id" --json 2>/dev/null | jq -r .status) =~ ^(CANCELLED|FAILED|COMPLETED)$ ]] && break
+  sleep 0.5
+done
+"$baton" show "$run_id" --json | jq -r '"run \(.status): " + (.time | "ETTR of its scenario: \(.ettr * 1000 | round / 10) % (\(.ettr_without_queue * 1000 | round / 10) % without queue), wall \(.wall_s | round) s: " + ([.buckets | to_entries[] | select(.value >= 0.05) | "\(.key) \(.value * 10 | round / 10) s"] | join(", ")))'
 
 python3 - "$TMP/cycles.jsonl" <<'PY'
 import json, statistics, sys
