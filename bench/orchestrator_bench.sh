@@ -16,7 +16,9 @@
 #      step1     the first optimizer step of the new attempt (its step_time_s)
 #    Scenarios: `signal` (scancel --batch --signal=USR1: what SLURM sends at preemption, at a
 #    known time), `urgent` (a real preemption by an urgent-partition job that needs every CPU and
-#    exits at once; time 0 = its sbatch), `signal` without the shortcut (the full hold).
+#    exits at once; time 0 = its sbatch), `signal` without the shortcut (the full hold); then
+#    `preemption -> first step: hold released X s vs kept Y s` and the scenario's ETTR (baton
+#    show: where its wall time went, with and without queue time).
 # 1b. Crashes and hangs (BENCH_RESTART=1, the default): a crash -> the next first step, restarted
 #    inside the allocation vs requeued; and how long a SIGSTOPped rank takes to be declared hung.
 # 2. Ingestion: an events file with BENCH_INGEST_STEPS (200000) step records, ingested by
@@ -146,6 +148,14 @@ for ((i = 0; i < urgent_cycles; i++)); do cycle urgent 1; done
 ((no_shortcut == 1)) && cycle signal 0
 scancel "$job"
 sleep 2
+# Where the scenario's wall time went (baton show: time_buckets), once the cancel is recorded
+# (or as of now, if it is not within a minute).
+run_id=$(jq -r .run_id <<<"$out")
+for ((i = 0; i < 60; i++)); do
+  [[ $("$baton" show "$run_id" --json 2>/dev/null | jq -r .status) =~ ^(CANCELLED|FAILED|COMPLETED)$ ]] && break
+  sleep 0.5
+done
+"$baton" show "$run_id" --json | jq -r '"run \(.status): " + (.time | "ETTR of its scenario: \(.ettr * 1000 | round / 10) % (\(.ettr_without_queue * 1000 | round / 10) % without queue), wall \(.wall_s | round) s: " + ([.buckets | to_entries[] | select(.value >= 0.05) | "\(.key) \(.value * 10 | round / 10) s"] | join(", ")))'
 
 [[ -s $TMP/cycles.jsonl ]] && python3 - "$TMP/cycles.jsonl" <<'PY'
 import json, statistics, sys
@@ -158,6 +168,12 @@ for kind, shortcut, label in [("signal", True, "USR1, StartTime=now"), ("urgent"
     sel = [r for r in rows if r["kind"] == kind and r["shortcut"] == shortcut]
     if not sel: continue
     print(f"{label:<26}{len(sel):>3}" + "".join(fmt(statistics.median(r[p] for r in sel)) for p in phases))
+released = [r["total"] for r in rows if r["kind"] == "signal" and r["shortcut"]]
+kept = [r["total"] for r in rows if r["kind"] == "signal" and not r["shortcut"]]
+if released and kept:
+    print(f"preemption -> first step: hold released {statistics.median(released):.1f} s vs kept "
+          f"{statistics.median(kept):.1f} s (USR1, median; released = scontrol update StartTime=now, "
+          "what baton watch does after a clean stop)")
 print(f"checkpoint size {rows[0]['ckpt_bytes'] / 1e6:.2f} MB (weights + AdamW state); median optimizer step "
       f"{statistics.median(r['step_s'] for r in rows):.3f} s (stop = signal latency + the step in flight, or two "
       "when the signal lands after that step's all-reduce)")

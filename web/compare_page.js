@@ -1,8 +1,8 @@
-// #/compare?runs=1,4,7&axis=step: the runs' loss, learning rate, throughput and padding waste
-// overlaid (one colour per run), x by step, tokens seen or wall time; each run's attempt
-// boundaries (dashed, in its colour, "name #n") and warmup ranges (shaded in its colour); and a
-// table of the config keys whose values differ between the runs (only those). Text from the
-// runs (names, config values) goes in as text nodes (dom.js).
+// #/compare?runs=1,4,7&axis=step: the runs (with their ETTR, with and without queue time) and their
+// loss, learning rate, throughput and padding waste overlaid (one colour per run), x by step,
+// tokens seen or wall time; each run's attempt boundaries (dashed, in its colour, "name #n") and
+// warmup ranges (shaded in its colour); and a table of the config keys whose values differ between
+// the runs (only those). Text from the runs (names, config values) goes in as text nodes (dom.js).
 import { getJson } from './api.js';
 import { el, fill, table } from './dom.js';
 import * as fmt from './format.js';
@@ -72,12 +72,16 @@ export async function showCompare(root, state, isCurrent) {
   const axisSelect = el('select', { id: 'compare-axis', onchange: (e) => go({ axis: e.target.value }) },
     Object.entries(AXES).map(([k, a]) => el('option', { value: k, selected: k === axis }, a.label)));
   const grid = el('div', { class: 'charts compare' });
-  const legend = table(['', 'Run', 'Status', 'Steps', 'Last loss', 'Partition', 'Attempts'],
+  const legend = table(['', 'Run', 'Status', 'Steps', 'Last loss', 'Partition', 'Attempts', 'ETTR',
+    'ETTR without queue', 'Wall'],
     runs.map(({ run, color }) => [
       el('td', {}, el('span', { class: 'swatch', style: null, dataset: { color } })),
       el('td', {}, el('a', { href: `#/runs/${run.id}`, class: 'run-name' }, run.name)),
       el('td', {}, statusBadge(run)), `${fmt.int(run.steps_done)} / ${fmt.int(run.target_steps)}`,
-      fmt.num(run.last_loss), run.partition || '–', String(run.attempt)]),
+      fmt.num(run.last_loss), run.partition || '–', String(run.attempt),
+      el('td', { class: 'num ettr' }, fmt.pct(run.time ? run.time.ettr : null)),
+      el('td', { class: 'num' }, fmt.pct(run.time ? run.time.ettr_without_queue : null)),
+      el('td', { class: 'num' }, fmt.duration(run.time ? run.time.wall_s : null))]),
     { id: 'compare-runs', class: 'data' });
 
   const configs = runs.map(({ run }) => run.config_keys || {});

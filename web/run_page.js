@@ -1,16 +1,18 @@
-// One run: why it stopped, audit line, charts (LR with the expected schedule, warmup shading and
-// attempt boundaries; losses; grad norm; throughput; padding; the micro-step profile), the
-// attempts table with per-attempt summaries and every witness of how each one ended (launcher,
-// trainer, signal, SLURM) and its log, the steps the trainer skipped as non-finite, checkpoints
-// and the resolved config. The view (x axis, superseded steps, zoomed step range, open log) is
-// in the URL: #/runs/<id>?axis=tokens&superseded=1&from=100&to=500&log=2. Messages, log text
-// and episode ids come from the trainer and the data: text nodes only (dom.js).
+// One run: why it stopped, audit line, ETTR, charts (LR with the expected schedule, warmup shading
+// and attempt boundaries; losses; grad norm; throughput; padding; the micro-step profile), where
+// the time went per attempt (stacked bars, time_buckets.js), the attempts table with per-attempt
+// summaries and every witness of how each one ended (launcher, trainer, signal, SLURM) and its log,
+// the steps the trainer skipped as non-finite, checkpoints and the resolved config. The view (x
+// axis, superseded steps, zoomed step range, open log) is in the URL:
+// #/runs/<id>?axis=tokens&superseded=1&from=100&to=500&log=2. Messages, log text and episode ids
+// come from the trainer and the data: text nodes only (dom.js).
 import { getJson, apiUrl } from './api.js';
 import { showLog } from './log_viewer.js';
 import { el, clear, fill, table } from './dom.js';
 import * as fmt from './format.js';
 import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
+import { ettrLine, checkpointAdvice, timeChartBox, renderTimeChart } from './time_buckets.js';
 
 const MAX_POINTS = 2000;  // per series: the server downsamples (min/max-preserving)
 const REFRESH_MS = 10000; // while the run is live
@@ -278,6 +280,7 @@ export async function showRun(root, id, state, isCurrent) {
     ? el('p', { class: 'meta', id: 'zoom-note' }, `zoomed to steps ${view.from ?? 0}–${view.to ?? 'end'}: ` +
       `${fmt.int(series.rows)} steps, ${series.rows <= MAX_POINTS ? 'every one shown' : 'min/max of each bucket shown'}`)
     : null;
+  const timeBox = timeChartBox();
   fill(root,
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
     el('h1', {}, el('span', { id: 'run-name' }, run.name), ' ', statusBadge(run)),
@@ -287,11 +290,13 @@ export async function showRun(root, id, state, isCurrent) {
     whyItStopped(run, attempts.attempts, openLog),
     auditLine(run),
     stopSaveLine(run),
+    ettrLine(run.time),
     el('div', { class: 'controls' }, el('label', {}, 'x axis ', axisSelect),
       el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`),
       zoom, csv, el('a', { href: `#/compare?runs=${id}` }, 'compare…')),
     zoomNote,
     grid,
+    el('h2', {}, 'Where the time went'), timeBox.box, checkpointAdvice(run.time),
     el('h2', {}, 'Attempts'), attemptsTable(attempts.attempts, openLog),
     logBox,
     el('h2', {}, 'Profile'), profileTable(profile),
@@ -299,6 +304,9 @@ export async function showRun(root, id, state, isCurrent) {
     el('h2', {}, 'Checkpoints'), checkpointsTable(checkpoints.checkpoints),
     el('h2', {}, 'Config'), el('pre', { id: 'config', class: 'config' }, run.config));
   renderCharts(grid, run, series, view, profile);
+  // One bar per attempt: the box grows with their number.
+  timeBox.canvas.parentNode.style.height = `${80 + 30 * (run.time ? run.time.attempts.length : 0)}px`;
+  charts.push(renderTimeChart(timeBox.canvas, run.time));
   if (state.log) await showLog(logBox, id, Number(state.log));
   if (!isCurrent()) return;
   document.body.dataset.ready = 'run';

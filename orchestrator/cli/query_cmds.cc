@@ -6,6 +6,7 @@
 // terminal through PrintableText: control characters are shown as escapes, never sent raw.
 // Step numbers in the text output are 1-based like the trainer's progress line and messages;
 // --json keeps the events' 0-based indices.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -19,8 +20,11 @@
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/attempt_evidence.h"
 #include "orchestrator/store/stop_save_summary.h"
+#include "orchestrator/store/time_bucket_store.h"
+#include "orchestrator/store/time_buckets_json.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
+#include "schema/events.h"
 #include "schema/run_folder.h"
 
 using nlohmann::json;
@@ -297,6 +301,54 @@ std::string EpisodeList(const std::vector<std::string>& ids) {
   return out;
 }
 
+// "1h 2m", "3m 4s", "5.2 s": a span of seconds for the time lines.
+std::string Span(double s) {
+  char buf[48];
+  if (!(s >= 0)) return "-";
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%dm %ds", int(s / 60), int(s) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dh %dm", int(s / 3600), int(s / 60) % 60);
+  }
+  return buf;
+}
+
+std::string Percent(std::optional<double> v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * *v);
+  return buf;
+}
+
+// Where the run's wall time went (run_time_buckets.h): ETTR, the buckets that are not zero, and
+// the checkpoint interval that would lose the least time.
+void PrintTimeBuckets(const RunTimeBuckets& t) {
+  std::cout << "  time     wall " << Span(t.run.wall_s) << ", ETTR " << Percent(Ettr(t.run)) << " ("
+            << Percent(EttrWithoutQueue(t.run)) << " without queue)\n           ";
+  std::string parts;
+  for (TimeBucket b : AllTimeBuckets()) {
+    if (!(t.run[b] > 0.05)) continue;
+    std::string name = TimeBucketName(b);
+    std::replace(name.begin(), name.end(), '_', ' ');
+    parts += (parts.empty() ? "" : " · ") + name + " " + Span(t.run[b]);
+  }
+  std::cout << (parts.empty() ? "(nothing yet)" : parts) << "\n";
+  const CheckpointIntervalAdvice a = AdviseCheckpointInterval(t);
+  std::cout << "  ckpt     interval that minimises lost time: ";
+  if (!a.seconds) {
+    std::cout << a.reason << "\n";
+    return;
+  }
+  char save[32];
+  std::snprintf(save, sizeof save, "%.2f s", a.mean_save_s);
+  std::cout << (a.steps ? "every " + std::to_string(std::llround(*a.steps)) + " steps, " : "")
+            << Span(*a.seconds) << " (Young/Daly: save " << save << ", " << a.interruptions
+            << " interruption" << (a.interruptions == 1 ? "" : "s") << ", one per "
+            << Span(*a.mean_time_between_interruptions_s) << ")\n";
+}
+
 // Index of an attempt id in `attempts` (the ATTEMPT column), -1 when unknown.
 int64_t AttemptIndex(const std::vector<AttemptRecord>& attempts, int64_t attempt_id) {
   for (size_t i = 0; i < attempts.size(); ++i) {
@@ -325,8 +377,11 @@ int RunShow(const QueryOptions& o) {
   for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
   Result<StopSaveSummary> stop_save = ReadStopSaveSummary(*store, run->id);
   if (!stop_save.ok()) return ReportError(stop_save.status());
+  Result<RunTimeBuckets> time = TimeBucketsOf(*store, *run, UnixTimeNow());
+  if (!time.ok()) return ReportError(time.status());
   if (o.json) {
     json j = CliRunJson(*run);
+    j["time"] = TimeBucketsJson(*time, /*first_attempt=*/0);
     j["last_step"] = last;
     j["steps"] = *steps;
     j["superseded_steps"] = *all_steps - *steps;
@@ -375,6 +430,7 @@ int RunShow(const QueryOptions& o) {
             << "  created  " << FormatTime(run->created_at) << "\n";
   const std::string stop_line = StopSaveLine(*stop_save);
   if (!stop_line.empty()) std::cout << "  stop save " << PrintableText(stop_line) << "\n";
+  PrintTimeBuckets(*time);
   std::cout << "\n";
   PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
   // Why it stopped, in the job's own output: the tail of the last attempt's log.

@@ -11,6 +11,8 @@
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/record_json.h"
 #include "orchestrator/store/stop_save_summary.h"
+#include "orchestrator/store/time_bucket_store.h"
+#include "orchestrator/store/time_buckets_json.h"
 
 using nlohmann::json;
 
@@ -341,6 +343,9 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(const StopSaveSummary stop_save,
                          ReadStopSaveSummary(lease.store(), run_id));
   out["stop_save"] = StopSaveJson(stop_save);
+  BATON_ASSIGN_OR_RETURN(const RunTimeBuckets time,
+                         TimeBucketsOf(lease.store(), d.summary.run, now));
+  out["time"] = TimeBucketsJson(time, /*first_attempt=*/1);
   out["now"] = now;
   return out;
 }

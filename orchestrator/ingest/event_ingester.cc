@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/store/time_bucket_store.h"
 #include "schema/events.h"
 
 namespace fs = std::filesystem;
@@ -346,6 +347,11 @@ Result<IngestStats> IngestRun(Store& store, const RunRecord& run, const IngestOp
     Result<IngestStats> s = IngestFile(store, run, path, options);
     if (!s.ok()) return s.status();
     total.Add(*s);
+  }
+  // Where the run's time went follows its records (time_bucket_store.h).
+  if (total.records > 0) {
+    BATON_ASSIGN_OR_RETURN(const RunRecord fresh, store.GetRun(run.id));
+    BATON_RETURN_IF_ERROR(RefreshTimeBuckets(store, fresh, UnixTimeNow()));
   }
   return total;
 }

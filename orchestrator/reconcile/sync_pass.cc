@@ -5,6 +5,7 @@
 
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
+#include "orchestrator/store/time_bucket_store.h"
 
 namespace baton {
 
@@ -32,7 +33,25 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     return Status::Ok();
   };
   BATON_RETURN_IF_ERROR(reread());
-  if (options.slurm == nullptr) return report;
+  // Where each run's time went, up to now: a live run's wall grows with it, and reconcile may
+  // have closed an attempt or released a hold. A run that was over before the pass changes only
+  // through its records, and ingest refreshed it when it applied any.
+  auto refresh = [&]() -> Status {
+    for (size_t i = 0; i < report.runs.size(); ++i) {
+      const RunRecord& run = report.runs[i];
+      if (IsTerminal(runs[i].status) && run.status == runs[i].status) {
+        BATON_ASSIGN_OR_RETURN(const std::optional<RunTimeBuckets> stored,
+                               ReadTimeBuckets(store, run.id));
+        if (stored) continue;
+      }
+      BATON_RETURN_IF_ERROR(RefreshTimeBuckets(store, run, now));
+    }
+    return Status::Ok();
+  };
+  if (options.slurm == nullptr) {
+    BATON_RETURN_IF_ERROR(refresh());
+    return report;
+  }
   ReconcileOptions reconcile;
   reconcile.release_requeue_holds = options.release_requeue_holds;
   report.reconcile =
@@ -49,6 +68,7 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     if (report.reconcile.ok()) report.reconcile = st;
   }
   BATON_RETURN_IF_ERROR(reread());
+  BATON_RETURN_IF_ERROR(refresh());
   return report;
 }
 

@@ -6,7 +6,9 @@
 // still active after that is reconciled with SLURM, in the order given (a finished one is only
 // followed up for SLURM's final state, reconciler.h). SLURM being down stops
 // asking it for the rest of the pass and is reported, not returned: what is already ingested is
-// still worth showing. Stateless; thread-compatible (one Store per thread).
+// still worth showing. Last, each run's time buckets are brought up to `now`
+// (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.
+// Stateless; thread-compatible (one Store per thread).
 #pragma once
 
 #include <string>

@@ -5,7 +5,8 @@
 # same job id; each later attempt resumes `exact` from the signal checkpoint with no LR re-warmup;
 # the run reaches its target and COMPLETES, and its final weights and AdamW state, and its
 # per-step lr/loss/grad-norm series, are bit-identical to the same config trained uninterrupted.
-# `baton show` lists 3 attempts with the right step ranges.
+# `baton show` lists 3 attempts with the right step ranges, and where the run's time went: buckets
+# that add up to its wall time and a productive bucket equal to its counted steps' times.
 # usage: preempt_twice_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
@@ -113,6 +114,28 @@ json=$("$baton" show "$run" --json)
 [[ $(jq .steps <<<"$json") == "$STEPS" && $(jq .superseded_steps <<<"$json") == 0 ]] ||
   fail "store holds $(jq .steps <<<"$json") effective step rows ($(jq .superseded_steps <<<"$json") superseded), want $STEPS (0)"
 ok "baton show: 3 attempts, step ranges $((e0 + 1))..$e1 and $((e1 + 1))..$STEPS, exact, no warmup; $STEPS step rows"
+
+# Where the time went: the buckets add up to the wall time since submit (the run's own record,
+# its last attempt's end) within 1 %, per attempt too; productive is the sum of the counted
+# steps' times in the store's rows; each preemption shows as a requeue hold and a stop.
+counted=$(sqlite3 "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $run AND superseded = 0 AND nonfinite = 0")
+jq -e --argjson counted "$counted" '
+  (.attempts[-1].ended_at - .created_at) as $wall | .time as $t
+  | (($t.buckets | add) - $wall | fabs) <= 0.01 * $wall
+    and ($t.wall_s - $wall | fabs) <= 0.01 * $wall
+    and (($t.buckets.productive - $counted) | fabs) <= 1e-6 * $counted
+    and ($t.attempts | length) == 3
+    and all($t.attempts[]; ((.buckets | add) - .wall_s | fabs) <= 0.01 * .wall_s and .buckets.startup > 0
+                            and .buckets.productive > 0)
+    and all($t.attempts[0:2][]; .buckets.stop > 0 and .interrupted)
+    and all($t.attempts[1:3][]; .buckets.requeue_hold > 0)
+    and $t.buckets.checkpoint_stall > 0 and $t.ettr > 0 and $t.ettr < 1
+    and $t.ettr_without_queue >= $t.ettr
+    and $t.checkpoint_interval.interruptions == 2 and $t.checkpoint_interval.steps > 0' \
+  >/dev/null <<<"$json" || fail "time buckets of run $run: $(jq -c .time <<<"$json") (counted steps: $counted s)"
+ettr_text=$(printf 'ETTR %.1f %%' "$(jq '.time.ettr * 100' <<<"$json")")
+grep -qF "$ettr_text" <<<"$show" || fail "baton show does not print $ettr_text"
+ok "time: wall $(jq '.time.wall_s | round' <<<"$json") s = the buckets' sum within 1 %, productive $counted s = the counted steps, ETTR $(jq '.time.ettr * 1000 | round / 10' <<<"$json") % ($(jq '.time.ettr_without_queue * 1000 | round / 10' <<<"$json") % without queue)"
 
 # ---------------------------------------------------------------- the uninterrupted run
 finish_reference

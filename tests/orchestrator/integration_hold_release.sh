@@ -4,7 +4,8 @@
 # trainer (tests/orchestrator/fake_trainer.sh) checkpoints on the signal and exits 75, the launcher
 # requeues the job, SLURM holds it (BeginTime, ~2 min) and `baton watch` running beside it ends
 # the hold slurm.release_hold_after_s (3 s) after the attempt ended: the next attempt's first step
-# comes within 20 s of the preemption. Then the same run with slurm.release_requeue_hold: false:
+# comes within 20 s of the preemption, twice (the resumed attempt is preempted too), and the
+# run's time buckets hold each released hold. Then the same run with slurm.release_requeue_hold: false:
 # the hold stands (still PENDING on BeginTime 15 s after the requeue; the run is cancelled there).
 # usage: integration_hold_release.sh BATON SOURCE_DIR
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
@@ -47,7 +48,7 @@ mkdir -p "$TMP/data"
 # submit NAME EXTRA_SLURM_KEYS: sets run and job.
 submit() {
     cat >"$TMP/$1.yaml" <<YAML
-run: {name: $1, steps: 40, seed: 0}
+run: {name: $1, steps: 60, seed: 0}
 data: {path: data}
 slurm: {partition: debug, cpus_per_task: $CPUS, time: "5:00", signal: USR1, signal_lead_s: 60$2}
 checkpoint: {every: 5}
@@ -58,16 +59,22 @@ YAML
     job=$(jq -r .job_id <<<"$out")
     JOBS+=("$job")
 }
-# preempt: waits for step 6, then starts the urgent job; sets t_preempt (SECONDS).
+# preempt [STEP [RESTARTS]]: waits for the run to pass STEP (6), then starts the urgent job and
+# waits for the job to be requeued with Restarts=RESTARTS (1); sets t_preempt (SECONDS).
 preempt() {
-    progress() { local s; s=$(show_field .last_step); [[ $s != null ]] && ((s >= 6)); }
-    wait_for 60 "run $run to pass step 6" progress
+    local step=${1:-6} restarts=${2:-1}
+    progress() { local s; s=$(show_field .last_step); [[ $s != null ]] && ((s >= step)); }
+    wait_for 60 "run $run to pass step $step" progress
     local urgent
     urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J it-urgent -o /dev/null --wrap 'sleep 3')
     JOBS+=("$urgent")
     t_preempt=$SECONDS
-    requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == 1 ]]; }
-    wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued
+    requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == "$restarts" ]]; }
+    wait_for 60 "job $job to be requeued (PENDING, Restarts=$restarts)" requeued
+}
+# first_step_again N: attempt N has logged a step.
+first_step_again() {
+    [[ $("$baton" attempts "$run" --no-sync --json | jq ".[$1].last_step // 0") -gt 0 ]]
 }
 
 # ------------------------------------------------------------------ released by baton watch
@@ -78,10 +85,7 @@ watch_pid=$!
 ok "submitted run $run as job $job; baton watch running"
 preempt
 ok "job $job preempted and requeued by the launcher"
-first_step_again() {
-    [[ $("$baton" attempts "$run" --no-sync --json | jq '.[1].last_step // 0') -gt 0 ]]
-}
-wait_for 60 "the next attempt's first step" first_step_again
+wait_for 60 "the next attempt's first step" first_step_again 1
 took=$((SECONDS - t_preempt))
 ((took <= 20)) || fail "the next attempt's first step came $took s after the preemption (want <= 20)"
 ok "the next attempt's first step came $took s after the preemption"
@@ -95,11 +99,26 @@ awk -v a="$after" 'BEGIN { exit !(a >= 3 && a < 10) }' ||
 "$baton" attempts "$run" --no-sync | grep -q "requeue hold released after" ||
     fail "baton attempts does not show the release"
 ok "the release is in the attempt history, $after s after attempt 0 ended"
+# The second preemption, of the resumed attempt: released as fast.
+preempt 30 2
+wait_for 60 "the third attempt's first step" first_step_again 2
+took=$((SECONDS - t_preempt))
+((took <= 20)) || fail "the third attempt's first step came $took s after the second preemption (want <= 20)"
+ok "the third attempt's first step came $took s after the second preemption"
 completed() { [[ $(show_field .status) == COMPLETED ]]; }
 wait_for 90 "run $run to complete" completed
-[[ $(jq -r '.[1].resume_mode' <<<"$("$baton" attempts "$run" --no-sync --json)") == exact ]] ||
-    fail "attempt 1 did not resume exact"
-ok "run $run COMPLETED, resumed exact"
+attempts=$("$baton" attempts "$run" --no-sync --json)
+[[ $(jq -r '[.[1].resume_mode, .[2].resume_mode] | join(" ")' <<<"$attempts") == "exact exact" ]] ||
+    fail "attempts 1 and 2 did not resume exact"
+ok "run $run COMPLETED after two preemptions, resumed exact each time"
+# Where the time went: each released hold is its own bucket, ended when baton watch released it.
+json=$("$baton" show "$run" --no-sync --json)
+jq -e '.time as $t | .attempts as $a | (.attempts[-1].ended_at - .created_at) as $wall
+    | (($t.buckets | add) - $wall | fabs) <= 0.01 * $wall
+    and all([1, 2][]; ($t.attempts[.].buckets.requeue_hold - ($a[. - 1].hold_released_at - $a[. - 1].ended_at) | fabs) < 1e-6)
+    and $t.buckets.requeue_hold < 20 and $t.checkpoint_interval.interruptions == 2' >/dev/null <<<"$json" ||
+    fail "time buckets: $(jq -c '.time' <<<"$json")"
+ok "time: the requeue holds are $(jq '.time.buckets.requeue_hold * 10 | round / 10' <<<"$json") s (released), ETTR $(jq '.time.ettr * 1000 | round / 10' <<<"$json") %"
 
 # ------------------------------------------------------------------ slurm.release_requeue_hold: false
 submit it-hold-off ", release_requeue_hold: false"

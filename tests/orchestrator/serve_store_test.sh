@@ -11,7 +11,7 @@ export BATON_HOME=$tmp/home
 # serve_until_exit: starts serve, waits until it listens, runs "$@" (what is done to the file),
 # then waits up to 10 s for serve to exit; sets $rc and $err.
 serve_until_exit() {
-  rm -rf "$BATON_HOME"
+  rm -rf "$BATON_HOME" "$tmp/serve.out"  # the last serve's line must not pass for this one's
   "$baton" serve --port 0 --no-reconcile --interval 0.2 >"$tmp/serve.out" 2>"$tmp/serve.err" &
   local pid=$! i
   for ((i = 0; i < 100; i++)); do

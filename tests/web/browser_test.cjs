@@ -11,7 +11,9 @@
 // log outside the run folder; the runs page filters by status, name, partition and date; a run
 // with ~1 M step rows loads its page in under 1 s. The run page shows no stray null/undefined
 // text, its attempts table fits the window (1400 and 1280 px), and an ended attempt whose SLURM
-// state is only the RUNNING last seen says so. Screenshots go to $ARTIFACTS.
+// state is only the RUNNING last seen says so. Where the time went: one stacked bar per attempt
+// adding up to its wall time, the ETTR the API gives (and in the compare table), the Young/Daly
+// checkpoint interval. Screenshots go to $ARTIFACTS.
 const path = require('path');
 const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
 const { decodePng, countColour } = require('./png_pixels.cjs');
@@ -132,6 +134,39 @@ async function checkTableFits(page, what) {
     const attemptRows = await page.$$eval('#attempts-table tbody tr', (r) => r.length);
     check(attemptRows === 3, 'attempts table has 3 rows');
     check(await page.$$eval('#checkpoints-table tbody tr', (r) => r.length) === 5, 'checkpoints table has 5 rows');
+    // Where the time went: one stacked bar per attempt whose parts are the API's buckets, and the
+    // ETTR the API gives, as the page shows it.
+    const time = await page.evaluate(async (id) => {
+      const api = (await (await fetch(`/api/runs/${id}`)).json()).time;
+      const chart = Chart.getChart('chart-time');
+      const canvas = document.getElementById('chart-time');
+      const img = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+      let painted = 0;
+      for (let i = 3; i < img.length; i += 4) if (img[i] > 0) painted++;
+      return {
+        api, labels: chart.data.labels, stacked: chart.options.scales.x.stacked && chart.options.scales.y.stacked,
+        bars: chart.data.labels.map((_, i) => chart.data.datasets.reduce((sum, d) => sum + d.data[i], 0)),
+        productive: (chart.data.datasets.find((d) => d.label === 'productive') || { data: [] }).data,
+        painted, size: canvas.width * canvas.height,
+        ettr: document.getElementById('ettr').textContent,
+        withoutQueue: document.getElementById('ettr-without-queue').textContent,
+        advice: document.getElementById('ckpt-advice-value').textContent,
+      };
+    }, ids.demo_run_id);
+    console.log(JSON.stringify({ ...time, api: undefined }));
+    check(JSON.stringify(time.labels) === '["#1","#2","#3"]' && time.stacked, `time chart: one stacked bar per attempt (${time.labels})`);
+    check(time.bars.every((b, i) => Math.abs(b - time.api.attempts[i].wall_s) <= 0.01 * time.api.attempts[i].wall_s),
+      `time chart: each bar adds up to its attempt's wall time (${time.bars} vs ${time.api.attempts.map((a) => a.wall_s)})`);
+    check(JSON.stringify(time.productive) === JSON.stringify(time.api.attempts.map((a) => a.buckets.productive)) &&
+      time.productive.every((p) => p > 0), `time chart: the productive parts are the API's (${time.productive})`);
+    check(time.painted > time.size * 0.02, `time chart is drawn (${time.painted} painted pixels)`);
+    check(time.ettr === `ETTR ${(100 * time.api.ettr).toFixed(1)} %` && time.api.ettr > 0 && time.api.ettr < 1,
+      `the ETTR shown is the API's (${time.ettr}, API ${time.api.ettr})`);
+    check(time.withoutQueue === `${(100 * time.api.ettr_without_queue).toFixed(1)} %`,
+      `ETTR without queue (${time.withoutQueue}, API ${time.api.ettr_without_queue})`);
+    check(time.api.checkpoint_interval.steps > 0 &&
+      time.advice.startsWith(`every ${Math.round(time.api.checkpoint_interval.steps)} steps`),
+      `Young/Daly checkpoint interval shown in steps (${time.advice})`);
     const stray = await strayText(page);
     check(stray.length === 0, `no stray null/undefined/NaN text on the run page (${JSON.stringify(stray)})`);
     await checkTableFits(page, 'demo run');
@@ -260,6 +295,9 @@ async function checkTableFits(page, what) {
     check(compare.boundaries.includes('preempted-demo #2') && compare.boundaries.includes('compare-lr-high #3'),
       `compare: each run's attempt boundaries (${compare.boundaries})`);
     check(compare.boxes >= 3, `compare: warmup ranges shaded (${compare.boxes})`);
+    const cmpEttr = await page.$$eval('#compare-runs td.ettr', (tds) => tds.map((td) => td.textContent));
+    const demoEttr = (await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}`)).json()).time.ettr, ids.demo_run_id));
+    check(cmpEttr.length === 3 && cmpEttr[0] === `${(100 * demoEttr).toFixed(1)} %`, `compare: each run's ETTR (${cmpEttr})`);
     check(compare.diff.includes('optim.lr') && compare.diff.includes('run.name') && !compare.diff.includes('data.path'),
       `compare: config diff lists only differing keys (${compare.diff})`);
     const cmpShot = decodePng(await page.locator('#compare-loss').screenshot({ path: path.join(artifacts, 'compare_loss.png') }));

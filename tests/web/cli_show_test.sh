@@ -3,7 +3,8 @@
 # real event files + ingest): how each attempt ended, with the trainer's message; the skipped
 # non-finite steps with their episode ids; the same in --json; control characters in a message
 # escaped, never sent to the terminal raw; an ended attempt's SLURM state that is only the one
-# last seen while it ran is labelled so. No SLURM (--no-sync).
+# last seen while it ran is labelled so; where the demo run's time went (ETTR, buckets that add up
+# to its wall time, the Young/Daly interval). No SLURM (--no-sync).
 #   cli_show_test.sh BATON FIXTURE
 set -euo pipefail
 baton=$1 fixture=$2
@@ -52,6 +53,27 @@ if jq -e '[.attempts[] | [.slurm_state, .slurm_state_kind]] == [["REQUEUED", "fi
   ok "--json: slurm_state_kind says final or last_seen"
 else
   fail "--json: slurm_state_kind"; jq -c '[.attempts[] | [.slurm_state, .slurm_state_kind]]' <<<"$demo_json"
+fi
+
+# Where the demo run's time went: the buckets add up to its wall time since submit (its record's
+# own times), productive is the sum of its counted steps' times (the store's rows), two
+# preemptions give a Young/Daly interval.
+expect "show: the run's ETTR" "$demo_show" "ETTR 71.5 % (72.8 % without queue)"
+expect "show: the checkpoint interval that minimises lost time" "$demo_show" "interval that minimises lost time: every 40 steps"
+counted=$(sqlite3 "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $demo AND superseded = 0 AND nonfinite = 0")
+if jq -e --argjson counted "$counted" '
+    (.attempts[-1].ended_at - .created_at) as $wall
+    | (.time.buckets | add) as $sum
+    | ($sum - $wall | fabs) <= 0.01 * $wall and (.time.wall_s - $wall | fabs) < 1e-6
+      and ((.time.buckets.productive - $counted) | fabs) <= 1e-9 * $counted
+      and .time.buckets.requeue_hold > 0
+      and .time.buckets.rolled_back > 0 and (.time.attempts | length) == 3
+      and ([.time.attempts[] | (.buckets | add) - .wall_s | fabs] | max) < 1e-6
+      and .time.checkpoint_interval.interruptions == 2 and .time.checkpoint_interval.seconds > 0' \
+    >/dev/null <<<"$demo_json"; then
+  ok "--json: time buckets add up to the wall time; productive = the counted steps' times ($counted s)"
+else
+  fail "--json: time buckets"; jq -c '.time' <<<"$demo_json"
 fi
 
 json=$("$baton" show "$nf" --no-sync --json)
