@@ -12,14 +12,16 @@ source "$(dirname "$0")/common.sh"
 make_dataset "$tmp/ds" 24 5:12
 STEPS=16 LAYERS=3 ACCUM=3 EVERY=4
 
-# cfg FILE RUN_DIR: 3 blocks, 3 micro-steps per step, a periodic checkpoint every 4 steps.
+# cfg FILE RUN_DIR: 3 blocks, 3 micro-steps per step, a periodic checkpoint every 4 steps, written
+# synchronously (so "during a periodic save" is a save on the training thread; a stop during a
+# background save is tests/trainer/async_ckpt_test.sh's).
 cfg() {
   cat >"$1" <<YAML
 run: {name: t, dir: $2, steps: $STEPS, seed: 11}
 data: {path: $tmp/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}
 model: {dim: 24, heads: 2, layers: $LAYERS, ffn_dim: 48, freq_dim: 16}
 optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: $ACCUM, shard: $SHARD}
-checkpoint: {every: $EVERY, keep_last: 50}
+checkpoint: {every: $EVERY, keep_last: 50, async: false}
 train: {dtype: float32, log_every: 100}
 YAML
 }
