@@ -9,6 +9,8 @@
 #      completion.
 #   C. (one node only) a slow first step and slow saves (test hooks, each longer than
 #      train.hang_min_s): no hang is declared.
+#   E. (one node only) one run with a kill -9, a SIGSTOP and a preemption: its time buckets add up
+#      to its wall time and productive equals the counted steps' times.
 #   D. (one node only) the trainer killing itself at the same step on every start: two restarts
 #      without a newer checkpoint end the run FAILED `no_progress`, never requeued.
 # HANG_NODES=2 runs A on the two-node cluster (slurm/dev_cluster.sh up --nodes 2), one rank per
@@ -101,6 +103,32 @@ disturb_and_finish STOP hang
 ((NODES == 2)) && { done_line; exit 0; }
 wait_cluster_idle 60
 disturb_and_finish KILL crash
+
+# E (one node only): one run with a crash, a hang and a preemption: where its time went adds up
+# to its wall time within 1 %, productive is the counted steps' times, and the restarts, the hang
+# verdict and the requeue show in their own buckets.
+wait_cluster_idle 60
+submit "$TMP/r.yaml"
+wait_for 120 "attempt 0 to log step 50" attempt_progressed "$run_dir" "$job" 0 50
+kill -KILL "$(heartbeat_pid "$run_dir" 1)" || fail "kill -9 of rank 1"
+wait_for 120 "the in-job restart to log 50 steps" attempt_advanced "$run_dir" "$job" 0.1 50
+kill -STOP "$(heartbeat_pid "$run_dir" 1)" || fail "SIGSTOP of rank 1"
+wait_for 120 "the second in-job restart to log 45 steps" attempt_advanced "$run_dir" "$job" 0.2 45
+preempt "$job" 1
+wait_for 240 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
+[[ $(run_status "$run") == COMPLETED ]] || fail "the mixed run ended $(run_status "$run")"
+json=$("$baton" show "$run" --json)
+[[ $(jq -c '[.attempts[] | .end_reason]' <<<"$json") == '["crashed","hang","preempted","completed"]' ]] ||
+  fail "mixed run attempts: $(jq -c '[.attempts[] | [.job_id, .restart_count, .in_job_seq, .end_reason]]' <<<"$json")"
+counted=$(sqlite3 "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $run AND superseded = 0 AND nonfinite = 0")
+jq -e --argjson counted "$counted" '
+  (.attempts[-1].ended_at - .created_at) as $wall | .time as $t
+  | (($t.buckets | add) - $wall | fabs) <= 0.01 * $wall
+    and (($t.buckets.productive - $counted) | fabs) <= 1e-6 * $counted
+    and $t.buckets.restart > 0 and $t.buckets.hang_detection > 0 and $t.buckets.requeue_hold > 0
+    and $t.buckets.rolled_back > 0 and $t.buckets.stop > 0' \
+  >/dev/null <<<"$json" || fail "time buckets of the mixed run: $(jq -c .time.buckets <<<"$json") (counted steps: $counted s)"
+ok "crash, hang and preemption in one run: buckets $(jq -c '.time.buckets | map_values(. * 10 | round / 10)' <<<"$json") add up to the wall time, productive = the counted steps ($counted s), ETTR $(jq '.time.ettr * 1000 | round / 10' <<<"$json") %"
 
 # C: a slow first step (8 s) and slow saves (8 s each), both longer than hang_min_s 3.
 wait_cluster_idle 60
