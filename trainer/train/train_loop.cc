@@ -853,6 +853,9 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           std::to_string(config.train.max_nonfinite_steps) + "), last at step " +
           std::to_string(done) + " on episodes " + JoinIds(bad_ids, 16) +
           "; none was applied, the last checkpoint is finite";
+      // A periodic save still in the background holds finite state: finish it, so no .partial
+      // is left beside the run's checkpoints (every rank is here: the verdict is agreed).
+      CommitBackgroundSave(log, s, saver, done, /*wait=*/true);
       if (s.leader()) {
         EndSegment(log, done, SegmentEndReason::kDiverged, kExitDiverged, why);
         std::fprintf(
