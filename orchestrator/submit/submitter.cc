@@ -83,33 +83,30 @@ std::string ProbeFolder(const RunConfig& config, const SubmitRequest& req) {
 Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const nlohmann::json* plan,
                   const std::string& no_plan, SlurmClient& slurm, Store* store, double now,
                   SubmitResult* out) {
-  const std::string head = req.config_path + ": ";
+  // A check that could not be made: a warning, or under --strict a refusal.
+  auto unchecked = [&](const std::string& why) {
+    const std::string what = "the stop save was not weighed against the preemption grace: " + why;
+    if (req.strict) return Status::Config(req.config_path + ": " + what + " (--strict)");
+    out->warnings.push_back(what);
+    return Status::Ok();
+  };
   int64_t bytes = -1;
   if (plan != nullptr && plan->contains("checkpoint")) {
     bytes = plan->at("checkpoint").value("bytes_per_rank_max", int64_t(-1));
   }
-  if (bytes < 0) {
-    const std::string why = "the stop save was not weighed against the preemption grace: " +
-                            (plan == nullptr ? no_plan : "the plan has no checkpoint size");
-    if (req.strict) return Status::Config(head + why + " (--strict)");
-    out->warnings.push_back(why);
-    return Status::Ok();
-  }
+  if (bytes < 0) return unchecked(plan == nullptr ? no_plan : "the plan has no checkpoint size");
   Result<StopSaveBudgetRecord> b =
       PlanStopSave(config, bytes, slurm, store, ProbeFolder(config, req), now);
   if (!b.ok()) {
     if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
-    const std::string why =
-        "the stop save was not weighed against the preemption grace: " + b.status().message() +
-        "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them";
-    if (req.strict) return Status::Config(head + why + " (--strict)");
-    out->warnings.push_back(why);
-    return Status::Ok();
+    return unchecked(b.status().message() +
+                     "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them");
   }
   out->budget = *b;
   const std::string warning = StopSaveWarning(*b, config);
   if (warning.empty()) return Status::Ok();
-  if (req.strict) return Status::Config(head + warning + " (--strict refuses it)");
+  if (req.strict)
+    return Status::Config(req.config_path + ": " + warning + " (--strict refuses it)");
   out->warnings.push_back(warning);
   return Status::Ok();
 }
