@@ -16,8 +16,8 @@
 #include "bench/bench_cases.h"
 #include "bench/bench_common.h"
 #include "trainer/model/attention.h"
+#include "trainer/model/autocast.h"
 #include "trainer/model/packed_layout.h"
-#include "trainer/train/autocast.h"
 #include "trainer/train/rounding_bound.h"
 #include "trainer/train/train_step.h"
 

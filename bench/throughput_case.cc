@@ -18,7 +18,7 @@
 #include "trainer/data/empty_text.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 #include "trainer/model/attention.h"
 #include "trainer/model/op_counter.h"
 #include "trainer/objective/flow_matching.h"

@@ -8,11 +8,9 @@
 #include <cstring>
 #include <filesystem>
 
-namespace baton {
+#include "schema/clock.h"
 
-double UnixTimeNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+namespace baton {
 
 EventWriter::~EventWriter() {
   if (fd_ >= 0) ::close(fd_);
@@ -42,7 +40,8 @@ Status EventWriter::Write(const char* type, nlohmann::json record, bool sync) {
   if (n != static_cast<ssize_t>(line.size())) {
     return Status::Io(path_ + ": short event write: " + std::strerror(errno));
   }
-  if (sync && ::fsync(fd_) != 0) return Status::Io(path_ + ": fsync failed: " + std::strerror(errno));
+  if (sync && ::fsync(fd_) != 0)
+    return Status::Io(path_ + ": fsync failed: " + std::strerror(errno));
   return Status::Ok();
 }
 

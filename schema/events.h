@@ -29,7 +29,6 @@ inline constexpr const char* kAttemptStart = AttemptStartEvent::kType;
 inline constexpr const char* kAttemptEnd = AttemptEndEvent::kType;
 }  // namespace event_type
 
-
 class EventWriter {
  public:
   EventWriter() = default;
@@ -56,7 +55,5 @@ class EventWriter {
   std::string path_;
   std::string source_;
 };
-
-double UnixTimeNow();
 
 }  // namespace baton

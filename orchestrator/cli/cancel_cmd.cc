@@ -13,6 +13,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "schema/atomic_file.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 #include "schema/run_folder.h"
 

@@ -1,4 +1,5 @@
 #include "orchestrator/cli/cli_context.h"
+#include "schema/clock.h"
 
 #include <unistd.h>
 

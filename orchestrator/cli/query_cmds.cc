@@ -23,6 +23,7 @@
 #include "orchestrator/store/time_bucket_store.h"
 #include "orchestrator/store/time_buckets_json.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/clock.h"
 #include "schema/event_records.h"
 #include "schema/events.h"
 #include "schema/run_folder.h"

@@ -8,6 +8,7 @@
 #include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/submit/resumer.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 
 namespace baton {

@@ -31,6 +31,7 @@
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 
 namespace baton {

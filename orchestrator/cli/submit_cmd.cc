@@ -7,6 +7,7 @@
 #include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/submit/submitter.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 #include "schema/run_config.h"
 

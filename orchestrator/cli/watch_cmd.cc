@@ -10,6 +10,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 
 namespace baton {

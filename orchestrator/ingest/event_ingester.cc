@@ -1,4 +1,5 @@
 #include "orchestrator/ingest/event_ingester.h"
+#include "schema/clock.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 
 #include "tiny_trainer.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/train/train_step.h"
 #include "trainer/train/verify_packing.h"

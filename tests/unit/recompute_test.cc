@@ -7,7 +7,7 @@
 
 #include "tiny_trainer.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 #include "trainer/model/attention.h"
 #include "trainer/model/recompute.h"
 #include "trainer/optim/adamw.h"

@@ -1,5 +1,5 @@
 // ShardPlan: whole-parameter ownership balanced by element count.
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 
 #include <gtest/gtest.h>
 

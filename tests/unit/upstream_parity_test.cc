@@ -8,11 +8,11 @@
 
 #include "tiny_trainer.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 #include "trainer/fail.h"
+#include "trainer/model/autocast.h"
 #include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"
-#include "trainer/train/autocast.h"
 #include "trainer/train/train_step.h"
 
 namespace baton {

@@ -27,7 +27,7 @@
 #include "trainer/ckpt/save_phases.h"
 #include "trainer/ckpt/tensor_file_io.h"
 #include "trainer/ckpt/upstream_io.h"
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 #include "trainer/fail.h"
 
 namespace baton {

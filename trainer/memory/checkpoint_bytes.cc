@@ -1,6 +1,6 @@
 #include "trainer/memory/checkpoint_bytes.h"
 
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 
 namespace baton {
 

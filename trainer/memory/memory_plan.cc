@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 #include "trainer/model/attention_plan.h"
 
 namespace baton {

@@ -5,14 +5,16 @@
 
 #include <cmath>
 
-#include "trainer/train/autocast.h"
+#include "trainer/model/autocast.h"
 
 namespace baton {
 namespace nn = torch::nn;
 
 namespace {
 
-nn::Linear Lin(int64_t in, int64_t out) { return nn::Linear(nn::LinearOptions(in, out).bias(true)); }
+nn::Linear Lin(int64_t in, int64_t out) {
+  return nn::Linear(nn::LinearOptions(in, out).bias(true));
+}
 
 nn::LayerNorm Norm(int64_t dim, double eps, bool affine) {
   return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(eps).elementwise_affine(affine));
@@ -107,8 +109,8 @@ BlockImpl::BlockImpl(const ModelDims& d) : d_(d) {
   ffn_in_ = gelu->register_module("proj", Lin(D, d.ffn_dim));
   ffn_out_ = net->register_module("2", Lin(d.ffn_dim, D));
   norm3_ = register_module("norm3", Norm(D, d.eps, false));
-  scale_shift_table_ = register_parameter("scale_shift_table",
-                                          torch::randn({1, 6, D}) / std::sqrt(double(D)));
+  scale_shift_table_ =
+      register_parameter("scale_shift_table", torch::randn({1, 6, D}) / std::sqrt(double(D)));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x_in, const torch::Tensor& e0,
@@ -162,15 +164,16 @@ VideoActionModelImpl::VideoActionModelImpl(const ModelDims& d) : dims_(d) {
   // alone, and the output layers start at zero, so the first prediction is 0.
   if (!d.zero_init) return;
   torch::NoGradGuard no_grad;
-  for (auto* l : {&cond_video_->time_proj, &cond_action_->time_proj, &proj_out_,
-                  &action_proj_out_}) {
+  for (auto* l :
+       {&cond_video_->time_proj, &cond_action_->time_proj, &proj_out_, &action_proj_out_}) {
     (*l)->weight.zero_();
     (*l)->bias.zero_();
   }
 }
 
 torch::Tensor VideoActionModelImpl::TimeEmbedding(TwoLayer& mlp, const torch::Tensor& t) {
-  return mlp->forward(SinusoidalEmbedding(t, dims_.freq_dim, patch_embedding_->weight.scalar_type()));
+  return mlp->forward(
+      SinusoidalEmbedding(t, dims_.freq_dim, patch_embedding_->weight.scalar_type()));
 }
 
 ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLayout& layout,
@@ -196,8 +199,8 @@ ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLa
                        action_embedder_(action_tokens(input(in.action_noisy))),
                        action_embedder_(action_tokens(input(in.action_clean)))});
   auto t_video = torch::cat({per_token(in.t_video_noisy, P), per_token(in.t_video_clean, P)});
-  auto t_action_clean = in.t_action_clean.defined() ? in.t_action_clean
-                                                    : torch::zeros_like(in.t_action_noisy);
+  auto t_action_clean =
+      in.t_action_clean.defined() ? in.t_action_clean : torch::zeros_like(in.t_action_noisy);
   auto t_action = torch::cat({per_token(in.t_action_noisy, N), per_token(t_action_clean, N)});
   auto temb_video = TimeEmbedding(cond_video_->time_embedder, t_video);
   auto temb_action = TimeEmbedding(cond_action_->time_embedder, t_action);

@@ -14,7 +14,7 @@
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/empty_text.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/tools/commands.h"

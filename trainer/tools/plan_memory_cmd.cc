@@ -28,10 +28,10 @@
 #include "trainer/fail.h"
 #include "trainer/memory/checkpoint_bytes.h"
 #include "trainer/memory/memory_plan.h"
+#include "trainer/model/autocast.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/tools/commands.h"
-#include "trainer/train/autocast.h"
 #include "trainer/train/train_step.h"
 
 namespace baton {

@@ -10,9 +10,9 @@
 
 #include "schema/exit_codes.h"
 #include "trainer/fail.h"
+#include "trainer/model/autocast.h"
 #include "trainer/model/block_hook.h"
 #include "trainer/objective/flow_matching.h"
-#include "trainer/train/autocast.h"
 #include "trainer/train/device_memory.h"
 #include "trainer/train/heartbeat.h"
 #include "trainer/train/step_abandon.h"

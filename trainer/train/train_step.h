@@ -29,8 +29,8 @@
 
 #include "schema/run_config.h"
 #include "trainer/data/pad_collate.h"
-#include "trainer/dist/process_group.h"
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/process_group.h"
+#include "trainer/distributed/shard_plan.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"

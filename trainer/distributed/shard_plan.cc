@@ -1,4 +1,4 @@
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 
 #include <algorithm>
 

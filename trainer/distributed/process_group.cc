@@ -1,4 +1,4 @@
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/dist/shard_plan.h"
+#include "trainer/distributed/shard_plan.h"
 
 namespace baton {
 

@@ -1,9 +1,9 @@
-#include "trainer/dist/failure_agreement.h"
+#include "trainer/distributed/failure_agreement.h"
 
 #include <nlohmann/json.hpp>
 
 #include "schema/exit_codes.h"
-#include "trainer/dist/process_group.h"
+#include "trainer/distributed/process_group.h"
 
 namespace baton {
 
