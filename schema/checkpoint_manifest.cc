@@ -1,6 +1,10 @@
 #include "schema/checkpoint_manifest.h"
 
 #include <xxhash.h>
+// After xxhash.h: XXH3 calls go to the widest SIMD variant this CPU has, chosen at run time.
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <algorithm>
 #include <cinttypes>

@@ -114,8 +114,11 @@ std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
 enum class LoadMode { kFull, kWeightsOnly };
 
 // Which rank of how many loads: the files no rank reads are hashed one rank each, by turn.
+// `threads`: the CPU threads this rank may use to copy a file's bytes into the model (its share
+// of the node's CPUs; at most 4 are used).
 struct LoadShare {
   int64_t rank = 0, world = 1;
+  int threads = 1;
 };
 
 // Loads weights (and, for kFull, the optimizer state) and returns the trainer state (for

@@ -9,6 +9,7 @@
 // ranks together verify every byte; the caller's agreement makes a failure on one rank every
 // rank's. Each rank reads every weight (it holds the whole model) and the files that hold the
 // moments it owns now, whatever the rank count that wrote them.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -36,6 +37,9 @@ constexpr const char* kDamagedHint =
 
 // Files at most this large are hashed up front by every rank (they are parsed before the tensors).
 constexpr uint64_t kSmallFile = uint64_t(1) << 20;
+
+// Past a few threads the copy out of the page cache is bound by memory bandwidth, not CPU.
+constexpr int kMaxReadThreads = 4;
 
 // A shape that differs from the model's is a config error (78) only where the checkpoint's
 // config.json has not been found equal to the run's (a weights-only resume); after that check,
@@ -119,10 +123,13 @@ class CheckpointReader {
         into_[&t] = pending.back().first.data_ptr();
       }
     }
-    auto d = ReadHashedSafetensors(*file.value(), [&](const StTensorInfo& t) -> void* {
-      auto it = into_.find(&t);
-      return it == into_.end() ? nullptr : it->second;
-    });
+    auto d = ReadHashedSafetensors(
+        *file.value(),
+        [&](const StTensorInfo& t) -> void* {
+          auto it = into_.find(&t);
+          return it == into_.end() ? nullptr : it->second;
+        },
+        std::clamp(share_.threads, 1, kMaxReadThreads));
     into_.clear();
     if (!d.ok()) FailAt(__FILE__, __LINE__, kExitData, d.status().ToString(), kDamagedHint);
     for (const auto& f : listed_) {

@@ -4,12 +4,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+// After xxhash.h: XXH3 calls go to the widest SIMD variant this CPU has, chosen at run time.
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 namespace baton {
@@ -156,8 +164,126 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
   return h.Digest();
 }
 
-Result<FileDigest> ReadHashedSafetensors(const SafetensorsFile& file,
-                                         const TensorDestination& dest) {
+namespace {
+
+// A piece of a file read in one pread: into `into`, or (nullptr) through the hashing thread's
+// scratch buffer.
+struct ReadChunk {
+  uint64_t begin = 0;
+  size_t size = 0;
+  uint8_t* into = nullptr;
+};
+
+// The file's bytes in order, cut into chunks of at most kReadChunk: small enough that the hash
+// finds a chunk still in the cache after the copy, large enough that a pread costs nothing.
+constexpr size_t kReadChunk = size_t(1) << 20;
+
+void AddChunks(uint64_t begin, uint64_t end, uint8_t* into, std::vector<ReadChunk>& out) {
+  while (begin < end) {
+    const size_t k = size_t(std::min<uint64_t>(kReadChunk, end - begin));
+    out.push_back({begin, k, into});
+    begin += k;
+    if (into != nullptr) into += k;
+  }
+}
+
+Status ReadError(const std::string& path, uint64_t at, int err) {
+  return Status::Io(
+      path + ": read failed at byte " + std::to_string(at) + ": " +
+      (err == 0 ? std::string("the file is shorter than it was") : std::strerror(err)));
+}
+
+// Reads the chunks that have a destination on `threads` threads (the caller's among them) and
+// hashes every chunk in file order on the caller's thread, which reads the scratch chunks itself
+// and helps with the reads whenever the next chunk to hash is not there yet. The copy out of the
+// page cache is most of a warm load's work, so it is what gets spread; the hash stays one
+// sequential stream.
+class ParallelReader {
+ public:
+  ParallelReader(int fd, const std::string& path, std::vector<ReadChunk> chunks)
+      : fd_(fd), path_(path), chunks_(std::move(chunks)), done_(chunks_.size()) {
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      if (chunks_[i].into != nullptr) claimable_.push_back(i);
+    }
+  }
+
+  Status Run(int threads, Hasher& h) {
+    std::vector<std::thread> workers;
+    for (int t = 1; t < threads && size_t(t) < claimable_.size(); ++t) {
+      workers.emplace_back([this] {
+        while (ReadNextClaim()) {
+        }
+      });
+    }
+    std::unique_ptr<uint8_t[]> scratch(new uint8_t[kReadChunk]);
+    Status st = Status::Ok();
+    for (size_t i = 0; i < chunks_.size() && st.ok(); ++i) {
+      const ReadChunk& c = chunks_[i];
+      if (c.into == nullptr) {
+        if (!ReadAll(fd_, scratch.get(), c.size, c.begin)) {
+          st = ReadError(path_, c.begin, errno);
+          break;
+        }
+        h.Update(scratch.get(), c.size);
+        continue;
+      }
+      while (!done_[i].load(std::memory_order_acquire)) {
+        if (ReadNextClaim()) continue;  // help rather than wait
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return done_[i].load(std::memory_order_acquire) || failed_; });
+        if (failed_) break;
+      }
+      if (!done_[i].load(std::memory_order_acquire)) break;  // a read failed
+      h.Update(c.into, c.size);
+    }
+    stop_.store(true);
+    for (auto& w : workers) w.join();
+    if (st.ok() && failed_) st = error_;
+    return st;
+  }
+
+ private:
+  // Reads the next unclaimed chunk; false when none is left or a read failed.
+  bool ReadNextClaim() {
+    if (stop_.load()) return false;
+    const size_t k = next_.fetch_add(1);
+    if (k >= claimable_.size()) return false;
+    const size_t i = claimable_[k];
+    const ReadChunk& c = chunks_[i];
+    if (!ReadAll(fd_, c.into, c.size, c.begin)) {
+      const int err = errno;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failed_) error_ = ReadError(path_, c.begin, err);
+      failed_ = true;
+      stop_.store(true);
+      cv_.notify_all();
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_[i].store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  int fd_;
+  const std::string& path_;
+  std::vector<ReadChunk> chunks_;
+  std::vector<size_t> claimable_;  // indices of the chunks with a destination, in file order
+  std::vector<std::atomic<bool>> done_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool failed_ = false;  // guarded by mu_
+  Status error_ = Status::Ok();
+};
+
+}  // namespace
+
+Result<FileDigest> ReadHashedSafetensors(const SafetensorsFile& file, const TensorDestination& dest,
+                                         int threads) {
   const std::string& path = file.path();
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) return Status::Io(path + ": cannot open: " + std::strerror(errno));
@@ -167,41 +293,28 @@ Result<FileDigest> ReadHashedSafetensors(const SafetensorsFile& file,
   }
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   const uint64_t size = uint64_t(st.st_size);
-  std::unique_ptr<uint8_t[]> scratch(new uint8_t[kChunk]);
-  Hasher h;
-  uint64_t at = 0;
-  // Bytes [at, to) into `into` (nullptr: through the scratch buffer), hashed chunk by chunk.
-  auto read = [&](uint64_t to, uint8_t* into) -> Status {
-    while (at < to) {
-      const size_t k = size_t(std::min<uint64_t>(kChunk, to - at));
-      uint8_t* p = into != nullptr ? into : scratch.get();
-      if (!ReadAll(fd.get(), p, k, at)) {
-        return Status::Io(
-            path + ": read failed at byte " + std::to_string(at) + ": " +
-            (errno == 0 ? std::string("the file is shorter than it was") : std::strerror(errno)));
-      }
-      h.Update(p, k);
-      if (into != nullptr) into += k;
-      at += k;
-    }
-    return Status::Ok();
-  };
   uint8_t len_bytes[8];
   if (!ReadAll(fd.get(), len_bytes, 8, 0)) return Status::Io(path + ": cannot read the header");
   uint64_t len = 0;
   std::memcpy(&len, len_bytes, 8);
   const uint64_t data = 8 + len;  // Open checked it against the size
-  if (Status s = read(data, nullptr); !s.ok()) return s;
   std::vector<const StTensorInfo*> order;
   for (const auto& t : file.tensors()) order.push_back(&t);
   std::sort(order.begin(), order.end(),
             [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
+  // The header, any gap and any tensor without a destination go through the scratch buffer.
+  std::vector<ReadChunk> chunks;
+  uint64_t at = 0;
   for (const StTensorInfo* t : order) {
-    if (Status s = read(data + t->begin, nullptr); !s.ok()) return s;  // a gap, if any
+    AddChunks(at, data + t->begin, nullptr, chunks);
     auto* into = static_cast<uint8_t*>(t->end > t->begin ? dest(*t) : nullptr);
-    if (Status s = read(data + t->end, into); !s.ok()) return s;
+    AddChunks(data + t->begin, data + t->end, into, chunks);
+    at = data + t->end;
   }
-  if (Status s = read(size, nullptr); !s.ok()) return s;
+  AddChunks(at, size, nullptr, chunks);
+  Hasher h;
+  ParallelReader reader(fd.get(), path, std::move(chunks));
+  if (Status s = reader.Run(std::max(1, threads), h); !s.ok()) return s;
   return h.Digest();
 }
 

@@ -4,10 +4,10 @@
 // bytes to XXH3-64 as they go out, so the manifest's hash costs no second read; the file is
 // fsync'd before the write returns. A load reads each file front to back in one pass, every
 // tensor's bytes straight into the memory the caller names (a parameter, a moment) and the rest
-// into a small scratch buffer, hashing all of it; the caller compares the hash with the
-// manifest's. The bytes written are those of WriteSafetensors (schema/safetensors.h) for the
-// same tensors. Files are not atomic on their own: a checkpoint's .partial folder is. Torch-free;
-// stateless functions, thread-safe on distinct files.
+// into a small scratch buffer, hashing all of it (the copies may be spread over threads); the
+// caller compares the hash with the manifest's. The bytes written are those of WriteSafetensors
+// (schema/safetensors.h) for the same tensors. Files are not atomic on their own: a checkpoint's
+// .partial folder is. Torch-free; stateless functions, thread-safe on distinct files.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +46,11 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
 // them.
 using TensorDestination = std::function<void*(const StTensorInfo& t)>;
 
-// Reads the file `file` was opened from once, front to back, every tensor into `dest(t)`, and
-// returns the digest of all its bytes. kIo naming the file on a read error or a file that
-// changed size.
-Result<FileDigest> ReadHashedSafetensors(const SafetensorsFile& file,
-                                         const TensorDestination& dest);
+// Reads the file `file` was opened from once, every tensor into `dest(t)`, and returns the
+// digest of all its bytes (hashed front to back). `threads` > 1 spreads the reads into the
+// destinations over that many threads, the caller's included; the hash is the same. kIo naming
+// the file on a read error or a file that changed size.
+Result<FileDigest> ReadHashedSafetensors(const SafetensorsFile& file, const TensorDestination& dest,
+                                         int threads = 1);
 
 }  // namespace baton

@@ -308,7 +308,7 @@ ResumePoint Resume(const TrainOptions& opt, const Setup& s, const ResumeDecision
   const auto load_t0 = Clock::now();
   TrainerState st = LoadCheckpoint(r.decision.checkpoint, model, &optimizer,
                                    exact ? LoadMode::kFull : LoadMode::kWeightsOnly,
-                                   LoadShare{s.env.rank, s.env.world_size});
+                                   LoadShare{s.env.rank, s.env.world_size, CpuThreadsPerRank(s.env)});
   r.load_seconds = std::chrono::duration<double>(Clock::now() - load_t0).count();
   if (!exact) {
     r.micro0 = r.step0() * s.config.optim.grad_accum;  // no data position: assume step-aligned
