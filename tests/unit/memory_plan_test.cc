@@ -16,10 +16,10 @@ PlanModel Real5B() {
   return m;
 }
 
-PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames) {
+PlanRow Row(const PlanModel& m, int64_t batch, int64_t frames, int64_t action_steps = 4) {
   PlanRow r;
   r.batch = batch, r.padded_frames = frames, r.height = 24, r.width = 20;
-  r.action_steps = 4, r.text_len = 512;
+  r.action_steps = action_steps, r.text_len = 512;
   EXPECT_TRUE(PlanRowAttention(&r, std::vector<int64_t>(size_t(batch), frames), m.patch,
                                m.dim / m.heads, 1, 4, 64, m.heads)
                   .ok());
@@ -85,6 +85,56 @@ TEST(MemoryPlan, ShardingDividesTheOptimizerStateAndGradientsHeld) {
   EXPECT_NEAR(double(grad.gradients_held) / double(none.gradients), 1.0 / 8, 0.01);
   EXPECT_EQ(none.total - opt.total, none.optimizer - opt.optimizer);
   EXPECT_EQ(none.autocast_copies, 2 * none.trainable);
+}
+
+TEST(MemoryPlan, ShardedMasterHoldsBf16CopiesAndTheOwnedFp32Master) {
+  const PlanModel m = Real5B();
+  const PlanRow r = Row(m, 4, 36, 16);  // the notes' rows: 4 episodes of 36 frames
+  PlanSettings s;
+  s.dtype = "bfloat16";
+  s.cuda = true;
+  s.world = 8;
+  s.shard = "optimizer";
+  s.checkpointing = "blocks+attention";
+  const MemoryPlan replicated = MakeMemoryPlan(m, r, s);
+  s.master_sharded = true;
+  const MemoryPlan sharded = MakeMemoryPlan(m, r, s);
+  int64_t copied = 0, small = 0, frozen = 0;
+  for (const auto& q : ModelParameters(m)) {
+    if (!q.trainable) {
+      frozen += q.numel;
+      EXPECT_FALSE(HoldsBf16Copy(q)) << q.name;
+    } else if (HoldsBf16Copy(q)) {
+      copied += q.numel;
+    } else {
+      small += q.numel;
+      // Only the float32 parameters of the model: norms and scale-shift tables.
+      EXPECT_TRUE(q.name.find("norm") != std::string::npos ||
+                  q.name.find("scale_shift_table") != std::string::npos)
+          << q.name;
+    }
+  }
+  EXPECT_EQ(sharded.bf16_copied, copied);
+  EXPECT_LT(small, copied / 1000);  // the fp32 rest is a rounding error of the model
+  EXPECT_EQ(sharded.weights, 2 * copied + 4 * (small + frozen));
+  EXPECT_EQ(sharded.autocast_copies, 0);
+  // The owner's master is its share of the trainable elements, as its AdamW moments are.
+  EXPECT_EQ(sharded.master_share * 2, sharded.optimizer);
+  EXPECT_EQ(sharded.gradients, replicated.gradients);  // one fp32 accumulation buffer
+  EXPECT_EQ(sharded.optimizer, replicated.optimizer);
+  EXPECT_EQ(replicated.total - sharded.total, (replicated.weights + replicated.autocast_copies) -
+                                                  (sharded.weights + sharded.master_share));
+  // The notes' 4-episode rows (39,168 tokens) fit 80 GiB with room left: at most 76 GiB.
+  EXPECT_EQ(r.tokens, 39168);
+  EXPECT_GT(replicated.total, int64_t(80) << 30);
+  EXPECT_LE(sharded.total, int64_t(76) << 30);
+  // float32 computes on the master itself: the layout changes no figure.
+  s.dtype = "float32";
+  const MemoryPlan f32_sharded = MakeMemoryPlan(m, r, s);
+  s.master_sharded = false;
+  const MemoryPlan f32 = MakeMemoryPlan(m, r, s);
+  EXPECT_EQ(f32_sharded.total, f32.total);
+  EXPECT_EQ(f32_sharded.master_share, 0);
 }
 
 TEST(MemoryPlan, AsyncCheckpointSnapshotIsTheRanksShareOfTheState) {

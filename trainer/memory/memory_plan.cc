@@ -272,6 +272,16 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   return bytes;
 }
 
+bool HoldsBf16Copy(const PlanParameter& p) {
+  if (!p.trainable) return false;
+  const std::string& n = p.name;
+  auto ends = [&](const std::string& tail) {
+    return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return !(ends("scale_shift_table") || n.find(".norm") != std::string::npos ||
+           n.rfind("norm", 0) == 0);
+}
+
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
   MemoryPlan p;
   bool* o = &p.overflow;
@@ -299,6 +309,18 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   // reduces nothing.
   p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
   p.autocast_copies = s.dtype == "bfloat16" ? Store(Checked(2) * p.trainable, o) : 0;
+  if (s.master_sharded && s.dtype == "bfloat16") {
+    // bf16 compute copies replace the replicated fp32 master and autocast's cache of casts; the
+    // owner keeps the fp32 master of its share (bounded by the largest share of all parameters).
+    Checked copied = 0;
+    for (const auto& q : ModelParameters(m)) {
+      if (HoldsBf16Copy(q)) copied += q.numel;
+    }
+    p.bf16_copied = Store(copied, o);
+    p.weights = Store(copied * 2 + (Checked(p.parameters) - copied) * p.master_bytes, o);
+    p.master_share = Store(Checked(shard.padded) * p.master_bytes, o);
+    p.autocast_copies = 0;
+  }
   p.activations = PlanActivations(m, row, s);
   if (p.activations.overflow) p.overflow = true;
   p.runtime = s.runtime_bytes;
@@ -313,8 +335,9 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
                   (Checked(owned) + frozen) * weight_bytes,
               o);
   }
-  const Checked fixed = Checked(p.weights) + p.gradients + p.optimizer + p.collective_buffers +
-                        p.autocast_copies + p.runtime + (s.cuda ? 0 : p.checkpoint_snapshot);
+  const Checked fixed = Checked(p.weights) + p.master_share + p.gradients + p.optimizer +
+                        p.collective_buffers + p.autocast_copies + p.runtime +
+                        (s.cuda ? 0 : p.checkpoint_snapshot);
   // The live bytes are below 2^63, so the product is below 2^63 * (heap_factor - 1); a factor
   // above 2 could still leave int64.
   auto overhead = [&](int64_t live) -> int64_t {

@@ -60,6 +60,11 @@ struct PlanSizeLimits {
 inline constexpr int64_t kMaxPlanLayoutEntries = int64_t(1) << 27;
 inline constexpr int64_t kMaxPlanWorkEntries = int64_t(1) << 30;
 
+// Whether a parameter computes from a bf16 copy under bf16 compute: every trainable parameter a
+// matmul or linear reads (weights and biases of the linears, the patch embedding), not the norm
+// weights and scale-shift tables, which the model applies in float32, and not the frozen ones.
+bool HoldsBf16Copy(const PlanParameter& p);
+
 // Every parameter of VideoActionModel in the order named_parameters() gives them (a module's own
 // parameters before its children's), with `trainable` false for the frozen
 // condition_embedder_action.text_embedder.*. 29 + 27 * layers entries.
@@ -107,6 +112,10 @@ struct PlanSettings {
   // (snapshot_fit.h); export_dtype is checkpoint.export_dtype (fp32 | bf16).
   bool async_checkpoint = false;
   std::string export_dtype = "fp32";
+  // optim.master sharded: in bf16 runs every rank holds bf16 compute copies of the parameters
+  // that have one (HoldsBf16Copy) instead of their fp32 master, and the fp32 master of only the
+  // parameters it owns. float32 / float64 runs compute on the master itself: nothing changes.
+  bool master_sharded = false;
   // Resident bytes per live activation byte the allocator holds at the peak (see kCpuHeapFactor).
   double heap_factor = 1.0;
 };
@@ -148,7 +157,11 @@ struct MemoryPlan {
   int64_t optimizer = 0;        // exp_avg + exp_avg_sq of the largest rank
   int64_t optimizer_share = 0;  // elements of that rank's share
   int64_t collective_buffers = 0;
-  int64_t autocast_copies = 0;   // bf16 copies of the weights autocast keeps
+  int64_t autocast_copies = 0;  // bf16 copies of the weights autocast keeps
+  // optim.master sharded in bf16: `weights` is then the compute copies (bf16 where the parameter
+  // has one, master dtype for the rest), and this the largest rank's fp32 master of what it owns.
+  int64_t master_share = 0;
+  int64_t bf16_copied = 0;       // elements with a bf16 compute copy (master sharded, bf16)
   ActivationBytes activations;   // live bytes
   int64_t activations_used = 0;  // the configured setting's live bytes
   int64_t heap_overhead = 0;     // (heap_factor - 1) x activations_used

@@ -384,6 +384,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
                     {"chunk", row.chunk},
                     {"window", row.window}};
         j["bytes"] = {{"weights", p.weights},
+                      {"master_share", p.master_share},
                       {"gradients", p.gradients},
                       {"gradients_held", p.gradients_held},
                       {"optimizer", p.optimizer},
@@ -440,7 +441,13 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
         std::printf("%-33s %14lld B  %11s%s\n", what, (long long)bytes, Gib(bytes).c_str(),
                     note.c_str());
       };
-      line("weights", p.weights);
+      if (p.master_share > 0) {
+        line("weights (bf16 compute copies)", p.weights,
+             "  (" + std::to_string(p.bf16_copied) + " elements in bf16, the rest fp32)");
+        line("master weights (owned share)", p.master_share);
+      } else {
+        line("weights", p.weights);
+      }
       line("gradients", p.gradients,
            p.gradients_held != p.gradients ? "  (held between steps: " + Gib(p.gradients_held) + ")"
                                            : "");
