@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "schema/atomic_file.h"
+#include "schema/dataset_folder.h"
 
 namespace baton {
 namespace fs = std::filesystem;
@@ -104,23 +105,6 @@ Result<DatasetShape> LoadInfo(const std::string& path, int* version) {
   return s;
 }
 
-// LeRobot's info.json has a codebase_version; baton's never does.
-std::string LeRobotCodebaseVersion(const std::string& dir) {
-  const fs::path info = fs::path(dir) / "meta" / "info.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(info, ec)) return "";
-  auto text = ReadFile(info.string());
-  if (!text.ok()) return "";
-  try {
-    const auto j = nlohmann::json::parse(text.value());
-    if (j.is_object() && j.contains("codebase_version")) {
-      return j["codebase_version"].is_string() ? j["codebase_version"].get<std::string>() : "?";
-    }
-  } catch (const nlohmann::json::exception&) {
-  }
-  return "";
-}
-
 std::string IndexFingerprint(const DatasetIndex& index) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -153,10 +137,9 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
   }
   // LeRobot folders also hold meta/episodes.jsonl and meta/info.json, in another schema: say what
   // the folder is instead of "missing 'id'".
-  const std::string lerobot_version = LeRobotCodebaseVersion(index.dir);
-  if (!lerobot_version.empty()) {
+  if (const auto lerobot_version = LeRobotFolderVersion(index.dir)) {
     return Status::Data(
-        index.dir + ": a LeRobot dataset (codebase_version " + lerobot_version +
+        index.dir + ": a LeRobot dataset (codebase_version " + *lerobot_version +
         "): import it first with baton-train import-lerobot (docs/lerobot_import.md)");
   }
   std::ifstream in(meta);

@@ -22,7 +22,7 @@
 #include "schema/safetensors.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/lerobot/action_transform.h"
-#include "trainer/lerobot/input_file.h"
+#include "schema/input_file.h"
 #include "trainer/lerobot/latent_layout.h"
 #include "trainer/lerobot/lerobot_meta.h"
 #include "trainer/lerobot/pth_segment.h"
