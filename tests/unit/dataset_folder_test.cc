@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "schema/run_config.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/lerobot/lerobot_meta.h"
 
