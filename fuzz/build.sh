@@ -20,7 +20,7 @@ compile() {  # source -> object, rebuilt when the source or any header it may in
 }
 parquet=(trainer/parquet/thrift_compact.cc trainer/parquet/rle_hybrid.cc trainer/parquet/parquet_codec.cc
          trainer/parquet/value_decoders.cc trainer/parquet/parquet_schema.cc trainer/parquet/parquet_file.cc
-         schema/status.cc)
+         trainer/parquet/column_chunk_reader.cc schema/status.cc)
 link() {  # target sources...
   local t=$1; shift
   local objs=()
@@ -29,7 +29,8 @@ link() {  # target sources...
 }
 link parquet_file_fuzzer fuzz/parquet_file_fuzzer.cc "${parquet[@]}"
 link thrift_fuzzer fuzz/thrift_fuzzer.cc trainer/parquet/thrift_compact.cc schema/status.cc
-link safetensors_fuzzer fuzz/safetensors_fuzzer.cc schema/safetensors.cc schema/atomic_file.cc schema/status.cc
-link torch_save_fuzzer fuzz/torch_save_fuzzer.cc trainer/lerobot/pickle_scan.cc trainer/lerobot/stored_zip.cc \
-  schema/status.cc
+link safetensors_fuzzer fuzz/safetensors_fuzzer.cc schema/safetensors.cc schema/safetensors_write.cc \
+  schema/atomic_file.cc schema/status.cc
+link torch_save_fuzzer fuzz/torch_save_fuzzer.cc trainer/lerobot/pickle_scan.cc trainer/lerobot/pickle_names.cc \
+  trainer/lerobot/pickle_torch_values.cc trainer/lerobot/stored_zip.cc schema/status.cc
 echo "fuzz: targets in $out"

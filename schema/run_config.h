@@ -1,10 +1,10 @@
 // RunConfig: the one YAML file that describes a run, parsed and validated before anything runs.
 //
 // Both binaries use it: `baton submit` validates and freezes it as <run_dir>/run.yaml, and
-// `baton-train` reads that frozen copy. Validation rejects unknown keys, wrong types and
-// out-of-range values, naming the file, line, key path and value (exit 78). Defaults live in
-// this header next to each field, and configs/example.yaml documents every key.
-// Plain value types; thread-compatible.
+// `baton-train` reads that frozen copy. Validation rejects unknown and repeated keys, wrong types
+// and out-of-range values, naming file:line:col, key path and value (exit 78). Defaults live here
+// next to each field, ranges in the key tables (run_config_keys.h), the dataset-folder rule in
+// dataset_folder.h; configs/example.yaml documents every key. Plain value types; thread-compatible.
 #pragma once
 
 #include <array>
@@ -210,7 +210,7 @@ Result<RunConfig> LoadRunConfig(const std::string& path, const RunConfigOptions&
 Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string& source,
                                  const RunConfigOptions& options = {});
 
-// The resolved config as YAML (every key, absolute paths). ParseRunConfig(ToYaml(c)) == c.
+// As YAML, absolute paths; with init_from only the model keys given. Parse(ToYaml(c)) == c.
 std::string ToYaml(const RunConfig& config);
 
 }  // namespace baton

@@ -9,10 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "schema/atomic_file.h"
 #include "schema/file_kind.h"
+#include "schema/safetensors_shape.h"
 
 namespace baton {
 namespace {
@@ -91,27 +90,6 @@ T Load(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
-}
-
-// Element count and byte size of `shape` x `elem_size`, or false when they do not fit in int64.
-// Every partial product is checked, the zero dimensions left out: a crafted shape whose byte
-// count wraps around 2^64 would otherwise match a small data range, and code that multiplies
-// some of the dimensions later must not overflow either.
-bool ShapeBytes(const std::vector<int64_t>& shape, size_t elem_size, uint64_t* numel,
-                uint64_t* bytes) {
-  int64_t nonzero = static_cast<int64_t>(elem_size);
-  bool empty = false;
-  for (int64_t d : shape) {
-    if (d < 0) return false;
-    if (d == 0) {
-      empty = true;
-    } else if (__builtin_mul_overflow(nonzero, d, &nonzero)) {
-      return false;
-    }
-  }
-  *bytes = empty ? 0 : static_cast<uint64_t>(nonzero);
-  *numel = empty ? 0 : *bytes / elem_size;
-  return true;
 }
 
 template <class T>
@@ -296,7 +274,7 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
         t.shape.push_back(d.get<int64_t>());
       }
       uint64_t numel = 0, nbytes = 0;
-      if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
+      if (!SafetensorsShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
         return corrupt("tensor '" + quoted + "' has shape " + Cut(ShapeString(t.shape)) +
                        " whose size in " + StDTypeName(t.dtype) + " bytes overflows 64 bits");
       }
@@ -358,55 +336,6 @@ Result<std::vector<double>> SafetensorsFile::ReadFloat64(const std::string& name
   const StTensorInfo* t = Find(name);
   if (t == nullptr) return Status::Data(path_ + ": tensor '" + name + "' is missing");
   return Convert<double>(*t, Data(*t));
-}
-
-Result<std::string> SafetensorsHeader(const std::string& path,
-                                      const std::vector<StTensorRef>& tensors,
-                                      const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  uint64_t offset = 0;
-  std::set<std::string> names;
-  for (const auto& t : tensors) {
-    if (t.name == "__metadata__" || !names.insert(t.name).second) {
-      return Status::InvalidArgument(path + ": tensor name '" + t.name +
-                                     "' is reserved or repeated");
-    }
-    uint64_t numel = 0, nbytes = 0;
-    if (!ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes) ||
-        __builtin_add_overflow(offset, nbytes, &nbytes)) {
-      return Status::InvalidArgument(path + ": tensor '" + t.name + "' has shape " +
-                                     ShapeString(t.shape) + " whose size overflows 64 bits");
-    }
-    header[t.name] = {
-        {"dtype", StDTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, nbytes}}};
-    offset = nbytes;
-  }
-  std::string text = header.dump();
-  while ((text.size() + 8) % 8 != 0) text.push_back(' ');
-  return text;
-}
-
-Status WriteSafetensors(const std::string& path, const std::vector<StTensorRef>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  Result<std::string> header = SafetensorsHeader(path, tensors, metadata);
-  if (!header.ok()) return header.status();
-  const std::string& text = *header;
-  return WriteFileAtomic(path, [&](std::FILE* f) -> Status {
-    const uint64_t n = text.size();
-    if (std::fwrite(&n, 8, 1, f) != 1 || std::fwrite(text.data(), 1, n, f) != n) {
-      return Status::Io(path + ": short write of the header");
-    }
-    for (const auto& t : tensors) {
-      uint64_t numel = 0, nbytes = 0;
-      ShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes);  // checked above
-      if (nbytes > 0 && std::fwrite(t.data, 1, nbytes, f) != nbytes) {
-        return Status::Io(path + ": short write of tensor '" + t.name +
-                          "': " + std::strerror(errno));
-      }
-    }
-    return Status::Ok();
-  });
 }
 
 }  // namespace baton

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "orchestrator/store/store.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace baton::test {
 

@@ -8,7 +8,7 @@
 
 #include "schema/atomic_file.h"
 #include "schema/safetensors.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/synth_dataset.h"

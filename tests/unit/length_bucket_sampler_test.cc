@@ -88,7 +88,9 @@ TEST_P(SamplerPlanTest, EpochsDifferAndAreReproducible) {
 
 TEST_P(SamplerPlanTest, CursorSavedMidEpochReproducesTheRestExactly) {
   const auto lengths = RandomLengths(300, 10, 300, 4);
-  LengthBucketBatchSampler a(lengths, Opts(4, 2, 0, GetParam(), 5));
+  auto made_a = LengthBucketBatchSampler::Create(lengths, Opts(4, 2, 0, GetParam(), 5));
+  ASSERT_TRUE(made_a.ok()) << made_a.status().ToString();
+  LengthBucketBatchSampler& a = made_a.value();
   const int64_t per_epoch = a.batches_per_epoch();
   for (int64_t i = 0; i < per_epoch + 7; ++i) a.Next();  // into epoch 1
   const SamplerCursor saved = a.state();
@@ -96,14 +98,22 @@ TEST_P(SamplerPlanTest, CursorSavedMidEpochReproducesTheRestExactly) {
   std::vector<std::vector<int64_t>> rest_a;
   for (int64_t i = 0; i < 2 * per_epoch; ++i) rest_a.push_back(a.Next());
 
-  LengthBucketBatchSampler b(lengths, Opts(4, 2, 0, GetParam(), 5));
-  b.load_state(saved);
+  auto made_b = LengthBucketBatchSampler::Create(lengths, Opts(4, 2, 0, GetParam(), 5));
+  ASSERT_TRUE(made_b.ok()) << made_b.status().ToString();
+  LengthBucketBatchSampler& b = made_b.value();
+  ASSERT_TRUE(b.load_state(saved).ok());
   std::vector<std::vector<int64_t>> rest_b;
   for (int64_t i = 0; i < 2 * per_epoch; ++i) rest_b.push_back(b.Next());
   EXPECT_EQ(rest_a, rest_b);
   EXPECT_EQ(a.state(), b.state());
   EXPECT_EQ(b.Peek(b.state()), a.Next());
-  EXPECT_THROW(b.load_state({0, per_epoch + 1}), std::out_of_range);
+  const SamplerCursor before = b.state();
+  const Status past = b.load_state({0, per_epoch + 1});
+  EXPECT_EQ(past.code(), Code::kInvalidArgument);
+  EXPECT_NE(past.message().find("outside an epoch of " + std::to_string(per_epoch)),
+            std::string::npos)
+      << past.ToString();
+  EXPECT_EQ(b.state(), before);  // unchanged by the refused cursor
 }
 
 TEST_P(SamplerPlanTest, BatchesComeFromLengthSortedPools) {
@@ -146,9 +156,23 @@ TEST(SamplerTest, TinyDatasetsWrapAroundToFillEveryRank) {
 }
 
 TEST(SamplerTest, RejectsBadOptions) {
-  EXPECT_THROW(LengthBucketBatchSampler({1, 2}, Opts(0, 1, 0, SamplerPlan::kGlobal)), std::invalid_argument);
-  EXPECT_THROW(LengthBucketBatchSampler({1, 2}, Opts(1, 2, 2, SamplerPlan::kGlobal)), std::invalid_argument);
-  EXPECT_THROW(LengthBucketBatchSampler({}, Opts(1, 1, 0, SamplerPlan::kGlobal)), std::invalid_argument);
+  auto refused = [](std::vector<int64_t> lengths, const SamplerOptions& o) {
+    const int64_t n = static_cast<int64_t>(lengths.size());
+    auto made = LengthBucketBatchSampler::Create(std::move(lengths), o);
+    EXPECT_FALSE(made.ok());
+    if (made.ok()) return std::string();
+    EXPECT_EQ(made.status().code(), Code::kInvalidArgument);
+    // The planner's own check says the same.
+    EXPECT_EQ(LengthBucketBatchSampler::CheckOptions(n, o).message(), made.status().message());
+    return made.status().message();
+  };
+  EXPECT_NE(refused({1, 2}, Opts(0, 1, 0, SamplerPlan::kGlobal)).find("batch_size must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(refused({1, 2}, Opts(1, 2, 2, SamplerPlan::kGlobal)).find("rank 2 is outside"),
+            std::string::npos);
+  EXPECT_NE(refused({}, Opts(1, 1, 0, SamplerPlan::kGlobal)).find("no episodes"),
+            std::string::npos);
+  EXPECT_TRUE(LengthBucketBatchSampler::Create({1, 2}, Opts(1, 2, 1, SamplerPlan::kGlobal)).ok());
 }
 
 }  // namespace

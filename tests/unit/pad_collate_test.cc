@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/data/synth_dataset.h"
 #include "trainer/fail.h"
 

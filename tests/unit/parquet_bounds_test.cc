@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "parquet_writer.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/parquet/parquet_file.h"
 
 namespace baton::parquet {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/parquet/parquet_file.h"
 #include "trainer/parquet/rle_hybrid.h"
 

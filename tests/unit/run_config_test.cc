@@ -10,7 +10,7 @@
 #include <future>
 
 #include "schema/atomic_file.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace baton {
 namespace {

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "schema/safetensors.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace baton {
 namespace {

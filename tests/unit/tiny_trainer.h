@@ -11,7 +11,7 @@
 #include <string>
 
 #include "schema/run_config.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/empty_text.h"
 #include "trainer/data/episode_reader.h"

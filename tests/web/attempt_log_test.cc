@@ -10,7 +10,7 @@
 
 #include "orchestrator/http/attempt_log.h"
 #include "orchestrator/store/attempt_evidence.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace fs = std::filesystem;
 

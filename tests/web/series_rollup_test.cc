@@ -17,7 +17,7 @@
 #include "orchestrator/store/run_history_queries.h"
 #include "orchestrator/store/series_rollups.h"
 #include "run_fixture.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 using nlohmann::json;
 

@@ -28,7 +28,7 @@
 #include "orchestrator/http/series_downsampler.h"
 #include "orchestrator/http/static_files.h"
 #include "run_fixture.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 using nlohmann::json;
 

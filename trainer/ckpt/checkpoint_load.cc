@@ -331,7 +331,10 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   if (mode == LoadMode::kFull) {
     // The model must match exactly: name every differing key.
     auto text = ReadFile((fs::path(dir) / kModelConfigFile).string());
-    if (!text.ok()) FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(), "");
+    if (!text.ok())
+      FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(),
+             "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
+             "ckpt verify)");
     const auto saved = nlohmann::json::parse(text.value(), nullptr, false);
     const auto mine = nlohmann::json(ModelConfigJson(model->dims()));
     std::string diff;
@@ -349,11 +352,15 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
                  "fix model.* in the config (or model.init_from), or start a new run folder");
     }
     auto st_text = ReadFile(state_path.string());
-    if (!st_text.ok()) FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(), "");
+    if (!st_text.ok())
+      FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(),
+             "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
+             "ckpt verify)");
     try {
       state = TrainerState::FromJson(nlohmann::json::parse(st_text.value()));
     } catch (const std::exception& e) {
-      BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(), "");
+      BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(),
+                 "the checkpoint is damaged; resume from another one (baton-train ckpt verify)");
     }
     CheckTrainerStateRanges(state, state_path.string());
   } else {

@@ -51,10 +51,6 @@ struct HeldTensors {
   }
 };
 
-void CheckOk(const Status& st, const std::string& hint) {
-  if (!st.ok()) FailAt(__FILE__, __LINE__, st, hint);
-}
-
 // One written file, as the manifest lists it.
 nlohmann::json Entry(const std::string& rel, const FileDigest& d) {
   return nlohmann::json{{"path", rel}, {"bytes", d.bytes}, {"xxh3", d.xxh3}};
@@ -62,7 +58,7 @@ nlohmann::json Entry(const std::string& rel, const FileDigest& d) {
 
 // A small file rank 0 writes whole: atomically, hashed from the text itself.
 nlohmann::json WriteSmall(const fs::path& dir, const std::string& rel, const std::string& text) {
-  CheckOk(WriteTextAtomic((dir / rel).string(), text), "check disk space");
+  BATON_CHECK_OK(WriteTextAtomic((dir / rel).string(), text), "check disk space");
   return Entry(rel, {text.size(), Xxh3Hex(XXH3_64bits(text.data(), text.size()))});
 }
 
@@ -339,7 +335,9 @@ std::string WriteSaveFiles(const PreparedSave& p, const AfterChunk& after_chunk)
     if (f.small) {
       written.push_back(WriteSmall(p.partial, f.rel, f.text));
       if (after_chunk && !after_chunk(f.text.size()))
-        BATON_FAIL(kExitIo, (p.partial / f.rel).string() + ": cancelled", "");
+        BATON_FAIL(kExitIo, (p.partial / f.rel).string() + ": cancelled",
+                   "the save was cancelled while writing (a stop or a failed peer); the last "
+                   "committed checkpoint stands");
       continue;
     }
     HeldTensors held;  // converted one file at a time: one file's copy in memory at most
@@ -378,9 +376,11 @@ SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>&
   const fs::path& partial = p.partial;
   const fs::path& final_dir = p.final_dir;
   std::error_code ec;
-  CheckOk(WriteManifestListed(partial.string(), m), "check disk space");
-  CheckOk(FsyncDir((partial / "transformer").string()), "");
-  CheckOk(FsyncDir(partial.string()), "");
+  BATON_CHECK_OK(WriteManifestListed(partial.string(), m), "check disk space");
+  BATON_CHECK_OK(FsyncDir((partial / "transformer").string()),
+                 "check that " + p.checkpoints_dir + " is on a filesystem that supports fsync");
+  BATON_CHECK_OK(FsyncDir(partial.string()),
+                 "check that " + p.checkpoints_dir + " is on a filesystem that supports fsync");
   if (p.hooks.before_rename) p.hooks.before_rename();
   if (fs::exists(final_dir, ec)) {  // re-saving a step (a resume redid it): replace whole
     const fs::path old = final_dir.string() + ".old." + std::to_string(::getpid());
@@ -390,8 +390,11 @@ SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>&
   } else {
     fs::rename(partial, final_dir, ec);
   }
-  if (ec) BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(), "");
-  CheckOk(FsyncDir(p.checkpoints_dir), "");
+  if (ec)
+    BATON_FAIL(kExitIo, final_dir.string() + ": rename failed: " + ec.message(),
+               "check permissions and disk space in " + p.checkpoints_dir);
+  BATON_CHECK_OK(FsyncDir(p.checkpoints_dir),
+                 "check that " + p.checkpoints_dir + " is on a filesystem that supports fsync");
 
   r.path = final_dir.string();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.t0).count();

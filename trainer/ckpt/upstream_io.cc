@@ -53,7 +53,8 @@ StDType ToStDType(torch::ScalarType t) {
     default:
       break;
   }
-  BATON_FAIL(kExitInternal, std::string("safetensors: unsupported dtype ") + c10::toString(t), "");
+  BATON_FAIL(kExitInternal, std::string("safetensors: unsupported dtype ") + c10::toString(t),
+             "a tensor of this dtype cannot be saved; this is a bug, please report it");
 }
 
 torch::ScalarType ToTorchDtype(StDType t) {
@@ -73,7 +74,8 @@ torch::ScalarType ToTorchDtype(StDType t) {
     default:
       break;
   }
-  BATON_FAIL(kExitInternal, std::string("safetensors: no torch dtype for ") + StDTypeName(t), "");
+  BATON_FAIL(kExitInternal, std::string("safetensors: no torch dtype for ") + StDTypeName(t),
+             "a safetensors file of this dtype cannot be loaded into a model");
 }
 
 torch::Dtype ExportDtype(const std::string& name) {
@@ -116,7 +118,8 @@ std::string FindTransformerDir(const std::string& dir) {
 std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) {
   auto text = ReadFile(index_path);
   if (!text.ok()) {
-    BATON_FAIL(kExitData, index_path + ": unreadable: " + text.status().message(), "");
+    BATON_FAIL(kExitData, index_path + ": unreadable: " + text.status().message(),
+               "check that the upstream folder is complete and readable");
   }
   const auto j = nlohmann::json::parse(text.value(), nullptr, false);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
@@ -126,7 +129,8 @@ std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) 
   std::map<std::string, std::string> map;
   for (const auto& [k, v] : j["weight_map"].items()) {
     if (!v.is_string())
-      BATON_FAIL(kExitData, index_path + ": weight_map['" + k + "'] is not a file name", "");
+      BATON_FAIL(kExitData, index_path + ": weight_map['" + k + "'] is not a file name",
+                 "a diffusers index maps each tensor name to a shard file name");
     // Confined to the index's folder: a relative path with no `..` (diffusers writes bare file
     // names). A symlink inside the folder is followed, as the Hugging Face cache needs.
     const std::string name = v.get<std::string>();
@@ -147,9 +151,14 @@ std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) 
 ModelDims ReadUpstreamDims(const std::string& tdir) {
   const std::string path = (fs::path(tdir) / kConfigName).string();
   auto text = ReadFile(path);
-  if (!text.ok()) BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(), "");
+  if (!text.ok())
+    BATON_FAIL(
+        kExitData, path + ": unreadable: " + text.status().message(),
+        "check model.init_from: an upstream transformer/ folder holds a readable config.json");
   const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) BATON_FAIL(kExitData, path + ": not a JSON object", "");
+  if (!j.is_object())
+    BATON_FAIL(kExitData, path + ": not a JSON object",
+               "config.json is damaged or not upstream's transformer config");
   // Sizes are bounded here so that no product below can overflow; whether the weights really
   // have them is CheckTransformerWeights' job, before anything of that size is allocated.
   auto int_key = [&](const char* key, int64_t def) -> int64_t {
@@ -159,7 +168,7 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
       BATON_FAIL(kExitData,
                  path + ": " + key + " must be an integer in [1, " +
                      std::to_string(kMaxUpstreamSize) + "], got " + j[key].dump(),
-                 "");
+                 "config.json is damaged or not upstream's transformer config");
     }
     return j[key].get<int64_t>();
   };
@@ -185,7 +194,9 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
       ok = p[i].is_number_integer() && p[i].get<int64_t>() >= 1 &&
            p[i].get<int64_t>() <= kMaxUpstreamSize;
     }
-    if (!ok) BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(), "");
+    if (!ok)
+      BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(),
+                 "config.json is damaged or not upstream's transformer config");
     patch = {p[0].get<int64_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()};
   }
   if (patch[0] != 1 || patch[1] != patch[2]) {
@@ -245,7 +256,8 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
                "such a checkpoint cannot have come from upstream's model");
   }
   if (d.freq_dim % 2 != 0) {
-    BATON_FAIL(kExitData, path + ": freq_dim " + std::to_string(d.freq_dim) + " must be even", "");
+    BATON_FAIL(kExitData, path + ": freq_dim " + std::to_string(d.freq_dim) + " must be even",
+               "such a checkpoint cannot have come from upstream's model");
   }
   return d;
 }
@@ -510,7 +522,7 @@ void CheckShapes(const WeightFolder& w, const ModelDims& d) {
       BATON_FAIL(
           kExitData,
           it->second + ": tensor '" + key + "' has dtype " + StDTypeName(t.dtype) + ", not a float",
-          "");
+          "the weights are not upstream's model; export them again as float tensors");
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "schema/atomic_file.h"
+#include "schema/dataset_folder.h"
 
 namespace baton {
 namespace fs = std::filesystem;
@@ -70,55 +71,39 @@ namespace {
 Result<DatasetShape> LoadInfo(const std::string& path, int* version) {
   auto text = ReadFile(path);
   if (!text.ok()) return text.status();
-  DatasetShape s;
+  auto bad = [&](const std::string& what) { return Status::Data(path + ": " + what); };
+  nlohmann::json j;
   try {
-    const auto j = nlohmann::json::parse(text.value());
-    if (j.is_object() && j.contains("version")) {
-      if (!j["version"].is_number_integer() || j["version"].get<int64_t>() < 1) {
-        throw std::runtime_error("key 'version' must be a positive integer");
-      }
-      if (j["version"].get<int64_t>() > kDatasetFormatVersion) {
-        throw std::runtime_error("dataset format version " +
-                                 std::to_string(j["version"].get<int64_t>()) +
-                                 " is newer than this baton reads (up to " +
-                                 std::to_string(kDatasetFormatVersion) + ")");
-      }
-      *version = int(j["version"].get<int64_t>());
+    j = nlohmann::json::parse(text.value());
+  } catch (const nlohmann::json::parse_error& e) {
+    return bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (j.is_object() && j.contains("version")) {
+    if (!j["version"].is_number_integer() || j["version"].get<int64_t>() < 1) {
+      return bad("key 'version' must be a positive integer");
     }
-    auto get = [&](const char* key, int64_t* out) {
-      if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1) {
-        throw std::runtime_error(std::string("key '") + key + "' must be a positive integer");
-      }
-      *out = j[key].get<int64_t>();
-    };
-    get("latent_channels", &s.channels);
-    get("height", &s.height);
-    get("width", &s.width);
-    get("action_dim", &s.action_dim);
-    get("action_steps", &s.action_steps);
-    get("text_len", &s.text_len);
-    get("text_dim", &s.text_dim);
-  } catch (const std::exception& e) {
-    return Status::Data(path + ": " + e.what());
+    if (j["version"].get<int64_t>() > kDatasetFormatVersion) {
+      return bad("dataset format version " + std::to_string(j["version"].get<int64_t>()) +
+                 " is newer than this baton reads (up to " + std::to_string(kDatasetFormatVersion) +
+                 ")");
+    }
+    *version = int(j["version"].get<int64_t>());
+  }
+  DatasetShape s;
+  for (const auto& [key, out] : {std::pair<const char*, int64_t*>{"latent_channels", &s.channels},
+                                 {"height", &s.height},
+                                 {"width", &s.width},
+                                 {"action_dim", &s.action_dim},
+                                 {"action_steps", &s.action_steps},
+                                 {"text_len", &s.text_len},
+                                 {"text_dim", &s.text_dim}}) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer() ||
+        j[key].get<int64_t>() < 1) {
+      return bad(std::string("key '") + key + "' must be a positive integer");
+    }
+    *out = j[key].get<int64_t>();
   }
   return s;
-}
-
-// LeRobot's info.json has a codebase_version; baton's never does.
-std::string LeRobotCodebaseVersion(const std::string& dir) {
-  const fs::path info = fs::path(dir) / "meta" / "info.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(info, ec)) return "";
-  auto text = ReadFile(info.string());
-  if (!text.ok()) return "";
-  try {
-    const auto j = nlohmann::json::parse(text.value());
-    if (j.is_object() && j.contains("codebase_version")) {
-      return j["codebase_version"].is_string() ? j["codebase_version"].get<std::string>() : "?";
-    }
-  } catch (const nlohmann::json::exception&) {
-  }
-  return "";
 }
 
 std::string IndexFingerprint(const DatasetIndex& index) {
@@ -153,10 +138,9 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
   }
   // LeRobot folders also hold meta/episodes.jsonl and meta/info.json, in another schema: say what
   // the folder is instead of "missing 'id'".
-  const std::string lerobot_version = LeRobotCodebaseVersion(index.dir);
-  if (!lerobot_version.empty()) {
+  if (const auto lerobot_version = LeRobotFolderVersion(index.dir)) {
     return Status::Data(
-        index.dir + ": a LeRobot dataset (codebase_version " + lerobot_version +
+        index.dir + ": a LeRobot dataset (codebase_version " + *lerobot_version +
         "): import it first with baton-train import-lerobot (docs/lerobot_import.md)");
   }
   std::ifstream in(meta);

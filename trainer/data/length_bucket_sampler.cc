@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <stdexcept>
 
 #include "trainer/rng/philox.h"
 
@@ -29,19 +28,29 @@ void SortPools(std::vector<int64_t>& order, const std::vector<int64_t>& lengths,
 
 }  // namespace
 
+Status LengthBucketBatchSampler::CheckOptions(int64_t num_episodes, const SamplerOptions& o) {
+  if (o.batch_size < 1) return Status::InvalidArgument("sampler: batch_size must be >= 1");
+  if (o.world_size < 1) return Status::InvalidArgument("sampler: world_size must be >= 1");
+  if (o.rank < 0 || o.rank >= o.world_size) {
+    return Status::InvalidArgument("sampler: rank " + std::to_string(o.rank) +
+                                   " is outside world_size " + std::to_string(o.world_size));
+  }
+  if (o.pool_factor < 1) return Status::InvalidArgument("sampler: pool_factor must be >= 1");
+  if (num_episodes < 1) return Status::InvalidArgument("sampler: the dataset has no episodes");
+  return Status::Ok();
+}
+
+Result<LengthBucketBatchSampler> LengthBucketBatchSampler::Create(std::vector<int64_t> lengths,
+                                                                  SamplerOptions options) {
+  BATON_RETURN_IF_ERROR(CheckOptions(static_cast<int64_t>(lengths.size()), options));
+  return LengthBucketBatchSampler(std::move(lengths), options);
+}
+
 LengthBucketBatchSampler::LengthBucketBatchSampler(std::vector<int64_t> lengths,
                                                    SamplerOptions options)
-    : lengths_(std::move(lengths)), options_(options) {
-  if (options_.batch_size < 1) throw std::invalid_argument("sampler: batch_size must be >= 1");
-  if (options_.world_size < 1) throw std::invalid_argument("sampler: world_size must be >= 1");
-  if (options_.rank < 0 || options_.rank >= options_.world_size) {
-    throw std::invalid_argument("sampler: rank " + std::to_string(options_.rank) +
-                                " is outside world_size " + std::to_string(options_.world_size));
-  }
-  if (options_.pool_factor < 1) throw std::invalid_argument("sampler: pool_factor must be >= 1");
-  if (lengths_.empty()) throw std::invalid_argument("sampler: the dataset has no episodes");
-  batches_per_epoch_ = BatchesPerEpoch(static_cast<int64_t>(lengths_.size()), options_);
-}
+    : lengths_(std::move(lengths)),
+      options_(options),
+      batches_per_epoch_(BatchesPerEpoch(static_cast<int64_t>(lengths_.size()), options_)) {}
 
 int64_t LengthBucketBatchSampler::BatchesPerEpoch(int64_t n, const SamplerOptions& o) {
   const int64_t per_step = o.world_size * o.batch_size;
@@ -120,13 +129,15 @@ std::vector<int64_t> LengthBucketBatchSampler::Peek(const SamplerCursor& cursor)
   return Plan(lengths_, options_, c.epoch).batch(c.batch);
 }
 
-void LengthBucketBatchSampler::load_state(const SamplerCursor& cursor) {
+Status LengthBucketBatchSampler::load_state(const SamplerCursor& cursor) {
   if (cursor.epoch < 0 || cursor.batch < 0 || cursor.batch > batches_per_epoch_) {
-    throw std::out_of_range("sampler cursor (epoch " + std::to_string(cursor.epoch) + ", batch " +
-                            std::to_string(cursor.batch) + ") is outside an epoch of " +
-                            std::to_string(batches_per_epoch_) + " batches");
+    return Status::InvalidArgument("sampler cursor (epoch " + std::to_string(cursor.epoch) +
+                                   ", batch " + std::to_string(cursor.batch) +
+                                   ") is outside an epoch of " +
+                                   std::to_string(batches_per_epoch_) + " batches");
   }
   cursor_ = cursor;
+  return Status::Ok();
 }
 
 }  // namespace baton

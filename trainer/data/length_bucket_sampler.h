@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "schema/run_config.h"
+#include "schema/status.h"
 
 namespace baton {
 
@@ -53,9 +54,12 @@ struct SamplerCursor {
 
 class LengthBucketBatchSampler {
  public:
-  // `lengths[i]` is episode i's latent frame count (its bucket key). Options are checked:
-  // throws std::invalid_argument naming the bad option (a config validated upstream never does).
-  LengthBucketBatchSampler(std::vector<int64_t> lengths, SamplerOptions options);
+  // `lengths[i]` is episode i's latent frame count (its bucket key). kInvalidArgument naming the
+  // bad option, or an empty dataset (a config validated upstream never has one).
+  static Result<LengthBucketBatchSampler> Create(std::vector<int64_t> lengths,
+                                                 SamplerOptions options);
+  // The same checks alone, for a caller that plans with the static functions below.
+  static Status CheckOptions(int64_t num_episodes, const SamplerOptions& options);
 
   // The plan of `rank` in `epoch` — the pure function the class iterates over.
   static EpochPlan Plan(const std::vector<int64_t>& lengths, const SamplerOptions& options,
@@ -73,12 +77,14 @@ class LengthBucketBatchSampler {
   std::vector<int64_t> Peek(const SamplerCursor& cursor) const;
 
   SamplerCursor state() const { return cursor_; }
-  // Continue from `cursor`; throws std::out_of_range when the batch index is past the epoch.
-  void load_state(const SamplerCursor& cursor);
+  // Continue from `cursor`; kInvalidArgument (the cursor unchanged) when it lies outside an
+  // epoch, as a checkpoint of another dataset or batch size would.
+  [[nodiscard]] Status load_state(const SamplerCursor& cursor);
   // Start of `epoch` (what set_epoch does for a PyTorch sampler).
-  void set_epoch(int64_t epoch) { load_state({epoch, 0}); }
+  [[nodiscard]] Status set_epoch(int64_t epoch) { return load_state({epoch, 0}); }
 
  private:
+  LengthBucketBatchSampler(std::vector<int64_t> lengths, SamplerOptions options);
   const EpochPlan& PlanFor(int64_t epoch) const;
 
   std::vector<int64_t> lengths_;

@@ -8,7 +8,9 @@
 namespace baton {
 
 PaddedBatch PadCollate(const std::vector<EpisodeData>& episodes, int64_t pad_multiple) {
-  if (episodes.empty()) BATON_FAIL(kExitInternal, "pad_collate: empty batch", "");
+  if (episodes.empty())
+    BATON_FAIL(kExitInternal, "pad_collate: empty batch",
+               "a batch plan handed out no episodes; this is a bug, please report it");
   if (pad_multiple < 1) {
     BATON_FAIL(kExitConfig, "pad_collate: pad_multiple " + std::to_string(pad_multiple) + " < 1",
                "set data.pad_multiple >= 1");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainer/lerobot/input_file.h"
+#include "schema/input_file.h"
 #include "trainer/parquet/parquet_file.h"
 
 namespace baton {

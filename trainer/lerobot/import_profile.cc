@@ -5,7 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "trainer/lerobot/input_file.h"
+#include "schema/input_file.h"
 
 namespace baton {
 namespace {

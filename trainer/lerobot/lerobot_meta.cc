@@ -8,13 +8,13 @@
 #include <set>
 #include <sstream>
 
-#include "trainer/lerobot/input_file.h"
+#include "schema/dataset_folder.h"
+#include "schema/input_file.h"
 
 namespace baton {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr uint64_t kMaxInfoBytes = 16ull << 20;
 constexpr uint64_t kMaxEpisodesBytes = 1ull << 30;
 }  // namespace
 
@@ -96,14 +96,13 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
   LeRobotDataset d;
   d.root = fs::path(root).lexically_normal().string();
   const std::string info_path = (fs::path(root) / "meta" / "info.json").string();
-  auto info_text = ReadRegularFile(info_path, kMaxInfoBytes);
+  auto info_text = ReadRegularFile(info_path, kMaxDatasetInfoBytes);
   if (!info_text.ok()) return Status::Data(info_text.status().message());
   try {
     const auto j = nlohmann::json::parse(info_text.value());
-    if (!j.is_object() || !j.contains("codebase_version") || !j["codebase_version"].is_string()) {
-      return Status::Data(info_path + ": no codebase_version (not a LeRobot dataset?)");
-    }
-    d.version = j["codebase_version"].get<std::string>();
+    const std::optional<std::string> version = LeRobotCodebaseVersion(j);
+    if (!version) return Status::Data(info_path + ": no codebase_version (not a LeRobot dataset?)");
+    d.version = *version;
     if (d.version.rfind("v3", 0) == 0) {
       return Status::Data(info_path + ": LeRobot " + d.version +
                           " is not supported yet (baton imports LeRobot v2.1, the version "

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "trainer/lerobot/input_file.h"
+#include "schema/input_file.h"
 #include "trainer/lerobot/pickle_scan.h"
 
 namespace baton {

@@ -37,7 +37,9 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 
 TensorMap ReadAll(const std::string& path) {
   auto f = SafetensorsFile::Open(path);
-  if (!f.ok()) FailAt(__FILE__, __LINE__, kExitData, f.status().ToString(), "");
+  if (!f.ok())
+    FailAt(__FILE__, __LINE__, kExitData, f.status().ToString(),
+           "the checkpoint is damaged; upgrade another one");
   TensorMap out;
   for (const auto& t : (*f)->tensors()) {
     out[t.name] =
@@ -132,9 +134,13 @@ constexpr int64_t kMaxSize = (int64_t(1) << 31) - 1;
 
 ModelDims DimsFromV1Config(const std::string& path) {
   auto text = ReadFile(path);
-  if (!text.ok()) BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(), "");
+  if (!text.ok())
+    BATON_FAIL(kExitData, path + ": unreadable: " + text.status().message(),
+               "the checkpoint is damaged or partly deleted; upgrade another one");
   const auto j = nlohmann::json::parse(text.value(), nullptr, false);
-  if (!j.is_object()) BATON_FAIL(kExitData, path + ": not a JSON object", "");
+  if (!j.is_object())
+    BATON_FAIL(kExitData, path + ": not a JSON object",
+               "the checkpoint is damaged; upgrade another one");
   auto size = [&](const char* key) -> int64_t {
     if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 1 ||
         j[key].get<int64_t>() > kMaxSize) {
@@ -142,7 +148,7 @@ ModelDims DimsFromV1Config(const std::string& path) {
                  path + ": not a version-1 baton model config: " + key +
                      " must be an integer in [1, " + std::to_string(kMaxSize) + "], got " +
                      (j.contains(key) ? j[key].dump() : "nothing"),
-                 "");
+                 "ckpt-upgrade reads version-1 checkpoints written by baton-train");
     }
     return j[key].get<int64_t>();
   };
@@ -152,7 +158,7 @@ ModelDims DimsFromV1Config(const std::string& path) {
       BATON_FAIL(kExitData,
                  path + ": not a version-1 baton model config: " + key + " out of range, got " +
                      (j.contains(key) ? j[key].dump() : "nothing"),
-                 "");
+                 "ckpt-upgrade reads version-1 checkpoints written by baton-train");
     }
     return j[key].get<double>();
   };
@@ -174,7 +180,7 @@ ModelDims DimsFromV1Config(const std::string& path) {
     BATON_FAIL(kExitData,
                path + ": dim " + std::to_string(d.dim) + " / num_heads " + std::to_string(d.heads) +
                    " / in_channels x patch_size^2 do not make a model",
-               "");
+               "ckpt-upgrade reads version-1 checkpoints written by baton-train");
   }
   d.zero_init = false;
   return d;
@@ -213,7 +219,9 @@ int Upgrade(const std::string& dir_in) {
   if (!dir_path.has_filename()) dir_path = dir_path.parent_path();
   const std::string dir = dir_path.string();
   auto m = ReadManifest(dir);
-  if (!m.ok()) FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(), "");
+  if (!m.ok())
+    FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(),
+           "point ckpt-upgrade at one checkpoint folder (<run>/checkpoints/step_N)");
   if (m->format_version == kCheckpointFormatVersion) {
     std::printf("%s is already format version %d: nothing to do\n", dir.c_str(),
                 kCheckpointFormatVersion);
@@ -223,7 +231,7 @@ int Upgrade(const std::string& dir_in) {
     BATON_FAIL(kExitData,
                dir + ": format version " + std::to_string(m->format_version) + ", kind " + m->kind +
                    ": only full version-1 checkpoints can be upgraded",
-               "");
+               "a newer or partial checkpoint needs no upgrade; resume from it as it is");
   }
   // Every file read below must be vouched for by the manifest, or damaged bytes would be
   // converted into a valid version-2 checkpoint.
@@ -271,7 +279,9 @@ int Upgrade(const std::string& dir_in) {
   // The state file is parsed before anything is written.
   const std::string state_path = (fs::path(dir) / kStateFile).string();
   auto state_text = ReadFile(state_path);
-  if (!state_text.ok()) FailAt(__FILE__, __LINE__, kExitData, state_text.status().ToString(), "");
+  if (!state_text.ok())
+    FailAt(__FILE__, __LINE__, kExitData, state_text.status().ToString(),
+           "the checkpoint is damaged or partly deleted; upgrade another one");
   auto state = nlohmann::ordered_json::parse(state_text.value(), nullptr, false);
   if (!state.is_object()) {
     BATON_FAIL(kExitData, state_path + ": not a JSON object",
@@ -283,7 +293,7 @@ int Upgrade(const std::string& dir_in) {
     BATON_FAIL(kExitData,
                dir + "/" + kModelConfigFile + ": num_layers " + std::to_string(d.layers) + " but " +
                    weights_path + " holds " + std::to_string(old_w.size()) + " tensors",
-               "");
+               "the weights and config.json belong to different models");
   }
   TensorMap w, o;
   std::map<std::string, std::string> source;  // version-2 name -> version-1 name
@@ -299,7 +309,9 @@ int Upgrade(const std::string& dir_in) {
   for (const auto& [key, shape] : UpstreamParameterShapes(d)) expected[key] = shape;
   for (const auto& [key, shape] : expected) {
     auto it = w.find(key);
-    if (it == w.end()) BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + key + "'", "");
+    if (it == w.end())
+      BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + key + "'",
+                 "the weights and config.json belong to different models");
     if (it->second.sizes().vec() != shape) {
       BATON_FAIL(kExitData,
                  weights_path + ": tensor '" + source[key] + "' gives '" + key + "' of shape " +
@@ -313,14 +325,14 @@ int Upgrade(const std::string& dir_in) {
       BATON_FAIL(kExitData,
                  weights_path + ": tensor '" + source[key] +
                      "' is not part of the model config.json describes",
-                 "");
+                 "the weights and config.json belong to different models");
     }
   }
   for (const auto& [key, t] : old_o) {
     const size_t dot = key.find('.');
     if (dot == std::string::npos) {
       BATON_FAIL(kExitData, optimizer_path + ": tensor '" + key + "' is not <kind>.<parameter>",
-                 "");
+                 "the optimizer file is damaged or not baton-train's; upgrade another checkpoint");
     }
     const std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
     const Renamed r = Rename(name, d);
@@ -351,7 +363,9 @@ int Upgrade(const std::string& dir_in) {
   fs::remove_all(partial, ec);
   PartialGuard guard{partial};
   fs::create_directories(partial, ec);
-  if (ec) BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(), "");
+  if (ec)
+    BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
+               "check permissions and disk space beside the checkpoint");
   std::vector<std::string> files =
       WriteTransformerFolder((partial / "transformer").string(), model, torch::kFloat32,
                              CheckpointSection{}.max_shard_bytes, partial.string());
@@ -374,18 +388,23 @@ int Upgrade(const std::string& dir_in) {
   files.push_back(kOptimizerFile);
   state["format_version"] = kCheckpointFormatVersion;
   state["config_hash"] = ConfigHash(d);
-  BATON_CHECK_OK(WriteTextAtomic((partial / kStateFile).string(), state.dump(2) + "\n"), "");
+  BATON_CHECK_OK(WriteTextAtomic((partial / kStateFile).string(), state.dump(2) + "\n"),
+                 "check disk space");
   files.push_back(kStateFile);
   CheckpointManifest nm = *m;
   nm.format_version = kCheckpointFormatVersion;
   nm.finite = true;  // checked above
   nm.config_hash = ConfigHash(d);
   BATON_CHECK_OK(WriteManifest(partial.string(), nm, files), "check disk space");
-  BATON_CHECK_OK(FsyncDir((partial / "transformer").string()), "");
-  BATON_CHECK_OK(FsyncDir(partial.string()), "");
+  BATON_CHECK_OK(FsyncDir((partial / "transformer").string()),
+                 "check that the checkpoint's filesystem supports fsync");
+  BATON_CHECK_OK(FsyncDir(partial.string()),
+                 "check that the checkpoint's filesystem supports fsync");
   const std::string kept = dir + ".v1";
   fs::rename(dir, kept, ec);
-  if (ec) BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(), "");
+  if (ec)
+    BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(),
+               "check permissions in the checkpoint's parent folder; nothing was changed");
   fs::rename(partial, dir, ec);
   if (ec) {
     std::error_code back;
@@ -394,7 +413,8 @@ int Upgrade(const std::string& dir_in) {
                back ? "the version-1 folder is " + kept : "");
   }
   guard.keep = true;
-  BATON_CHECK_OK(FsyncDir(fs::path(dir).parent_path().string()), "");
+  BATON_CHECK_OK(FsyncDir(fs::path(dir).parent_path().string()),
+                 "check that the checkpoint's filesystem supports fsync");
   std::printf(
       "upgraded %s to format version %d (%zu tensors under upstream's names); the version-1 "
       "folder is kept as %s\n"

@@ -75,7 +75,9 @@ void RegisterDataCheck(CLI::App& app, CommandFn* selected) {
                 std::lock_guard<std::mutex> lock(mu);
                 problems.push_back(ep.status().ToString());
               } else {
-                FailAt(__FILE__, __LINE__, ep.status(), "");
+                FailAt(__FILE__, __LINE__, ep.status(),
+                       "the dataset folder could not be read (not a data problem); check "
+                       "permissions and the filesystem");
               }
             }
             return eps.empty() ? PaddedBatch{} : PadCollate(eps, pad_multiple);

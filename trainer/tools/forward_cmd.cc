@@ -60,7 +60,7 @@ class Inputs {
       BATON_FAIL(kExitData,
                  path_ + ": input tensor '" + name + "' has dtype " + StDTypeName(t->dtype) +
                      (integer ? ", expected I64" : ", expected F32, BF16 or F64"),
-                 "");
+                 "write the inputs with the dtypes docs/upstream.md lists");
     }
     return torch::from_blob(const_cast<uint8_t*>(file_->Data(*t)), t->shape, ToTorchDtype(t->dtype))
         .to(dtype);
@@ -84,7 +84,7 @@ int RunForward(const Args& a) {
     BATON_FAIL(kExitData,
                a.inputs + ": noisy_latents is " + std::to_string(H) + "x" + std::to_string(W) +
                    ", not divisible by the patch size " + std::to_string(d.patch),
-               "");
+               "the latents' height and width must be multiples of the model's patch size");
   }
   auto noisy_actions = in.Get("noisy_actions", {A, F, -1}, dtype);
   const int64_t N = noisy_actions.size(2);
@@ -105,7 +105,7 @@ int RunForward(const Args& a) {
     BATON_FAIL(kExitData,
                a.inputs + ": chunk_size " + std::to_string(chunk) + " / window_size " +
                    std::to_string(window) + " out of range (chunk_size >= 1, window_size >= 0)",
-               "");
+               "write chunk_size >= 1 and window_size >= 0 into the inputs file");
   }
 
   VideoActionModel model(d);

@@ -76,7 +76,9 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
           SelectDevice(a->device.empty() ? config.train.device : a->device, env.local_rank);
       auto group = ProcessGroupHandle::Create(env, device.is_cuda());
       auto loaded = LoadDatasetIndex(config.data.path);
-      if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
+      if (!loaded.ok())
+        FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
+               "check data.path in the config");
       const DatasetIndex index = std::move(loaded).value();
       if (a->first < 0 || a->first + a->count > int64_t(index.episodes.size())) {
         std::fprintf(
@@ -93,7 +95,8 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       for (int64_t m = 0; m < micro; ++m) {
         std::vector<EpisodeData> eps;
         for (int64_t b = 0; b < a->batch; ++b) {
-          eps.push_back(BATON_VALUE_OR_FAIL(ReadEpisode(index, a->first + m * a->batch + b), ""));
+          eps.push_back(BATON_VALUE_OR_FAIL(ReadEpisode(index, a->first + m * a->batch + b),
+                                            "regenerate or remove the episode named above"));
           frames += double(eps.back().frames);
           shape = eps.back().shape;
         }
@@ -109,8 +112,11 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       AdamW opt(named, config.optim);
       torch::Tensor empty_text;
       if (config.objective.text_dropout > 0) {
-        empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape), ""))
-                         .view({shape.text_len, shape.text_dim});
+        empty_text =
+            torch::tensor(BATON_VALUE_OR_FAIL(
+                              ReadEmptyText(index.dir, shape),
+                              "objective.text_dropout needs the dataset's empty-prompt embedding"))
+                .view({shape.text_len, shape.text_dim});
       }
       const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
       TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, device, empty_text,

@@ -79,7 +79,9 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       RunConfig config =
           BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, TrainerConfigOptions()), "fix the config");
       auto loaded = LoadDatasetIndex(config.data.path);
-      if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
+      if (!loaded.ok())
+        FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
+               "check data.path in the config");
       const DatasetIndex index = std::move(loaded).value();
       SamplerOptions so;
       so.batch_size = config.data.batch_size;
@@ -116,7 +118,9 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
           SelectDevice(a->device.empty() ? config.train.device : a->device, 0);
       auto read = [&](const std::vector<int64_t>& ids) {
         std::vector<EpisodeData> eps;
-        for (int64_t i : ids) eps.push_back(BATON_VALUE_OR_FAIL(ReadEpisode(index, i), ""));
+        for (int64_t i : ids)
+          eps.push_back(BATON_VALUE_OR_FAIL(ReadEpisode(index, i),
+                                            "regenerate or remove the episode named above"));
         return eps;
       };
       const DatasetShape shape = read({0})[0].shape;
@@ -127,8 +131,11 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       model->to(device, dtype == torch::kBFloat16 ? torch::kFloat32 : dtype);
       torch::Tensor empty_text;  // the dropout draws are part of what must match
       if (config.objective.text_dropout > 0) {
-        empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape), ""))
-                         .view({shape.text_len, shape.text_dim});
+        empty_text =
+            torch::tensor(BATON_VALUE_OR_FAIL(
+                              ReadEmptyText(index.dir, shape),
+                              "objective.text_dropout needs the dataset's empty-prompt embedding"))
+                .view({shape.text_len, shape.text_dim});
       }
       std::vector<PackingComparison> results = {
           ComparePackedWithSingle(model, config, read(equal), 0, dtype, "equal_lengths",

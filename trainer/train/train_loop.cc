@@ -409,7 +409,8 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
   if (t.fault == "before_rename") hooks.before_rename = die;
   if (t.fault == "write_error") {
     hooks.mid_file = [] {
-      BATON_FAIL(kExitIo, "injected write failure (--fault write_error)", "");
+      BATON_FAIL(kExitIo, "injected write failure (--fault write_error)",
+                 "drop --fault write_error: it asks for this failure");
     };
   }
   if (t.fault == "slow_save" && std::string(reason) == "signal") {

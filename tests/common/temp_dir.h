@@ -1,4 +1,5 @@
 // TempDir: a fresh folder under the system temp dir, removed with everything in it at scope end.
+// Shared by every C++ test suite (tests/unit, tests/orchestrator, tests/web); test-only.
 #pragma once
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "trainer/lerobot/input_file.h"
+#include "schema/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -68,6 +68,24 @@ Result<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes)
   ::close(fd);
   data.resize(got);
   return data;
+}
+
+int OpenRegularFile(const std::string& path, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *why = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    *why = "it is " + FileKind(st.st_mode) + ", not a regular file";
+  } else {
+    return fd;
+  }
+  ::close(fd);
+  return -1;
 }
 
 }  // namespace baton
