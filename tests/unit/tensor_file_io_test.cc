@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "schema/checkpoint_manifest.h"
-#include "temp_dir.h"
+#include "tests/common/temp_dir.h"
 
 namespace baton {
 namespace {
