@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <utility>
 
 #include "trainer/distributed/shard_plan.h"
 #include "trainer/model/attention_plan.h"
@@ -275,11 +276,22 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
 bool HoldsBf16Copy(const PlanParameter& p) {
   if (!p.trainable) return false;
   const std::string& n = p.name;
+  auto starts = [&](const std::string& head) { return n.rfind(head, 0) == 0; };
   auto ends = [&](const std::string& tail) {
     return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
   };
-  return !(ends("scale_shift_table") || n.find(".norm") != std::string::npos ||
-           n.rfind("norm", 0) == 0);
+  // Norm weights and scale-shift tables: applied in float32, no copy.
+  if (ends("scale_shift_table") || n.find("norm") != std::string::npos) return false;
+  // The input projections run twice per forward (noisy and clean tokens), each call casting its
+  // weight anew: their float32 gradients are summed in float32, which one copy would not do.
+  if (starts("patch_embedding_mlp.") || starts("action_embedder.")) return false;
+  // Linears on 3-D inputs (the text projection, cross-attention's keys and values over the
+  // text) add their float32 bias after the matmul.
+  if (ends(".bias") && (n.find("text_embedder.") != std::string::npos || ends("attn2.to_k.bias") ||
+                        ends("attn2.to_v.bias"))) {
+    return false;
+  }
+  return ends(".weight") || ends(".bias");
 }
 
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
@@ -313,9 +325,19 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
     // bf16 compute copies replace the replicated fp32 master and autocast's cache of casts; the
     // owner keeps the fp32 master of its share (bounded by the largest share of all parameters).
     Checked copied = 0;
+    int64_t largest = 0, second = 0;  // the two largest copies
     for (const auto& q : ModelParameters(m)) {
-      if (HoldsBf16Copy(q)) copied += q.numel;
+      if (!HoldsBf16Copy(q)) continue;
+      copied += q.numel;
+      if (q.numel > largest) {
+        second = std::exchange(largest, q.numel);
+      } else if (q.numel > second) {
+        second = q.numel;
+      }
     }
+    // A copy's bf16 gradient lives until the next copy's arrives and is added into the float32
+    // buffer: at most two at once.
+    p.gradients = Store(Checked(p.gradients) + (Checked(largest) + second) * 2, o);
     p.bf16_copied = Store(copied, o);
     p.weights = Store(copied * 2 + (Checked(p.parameters) - copied) * p.master_bytes, o);
     p.master_share = Store(Checked(shard.padded) * p.master_bytes, o);

@@ -60,9 +60,11 @@ struct PlanSizeLimits {
 inline constexpr int64_t kMaxPlanLayoutEntries = int64_t(1) << 27;
 inline constexpr int64_t kMaxPlanWorkEntries = int64_t(1) << 30;
 
-// Whether a parameter computes from a bf16 copy under bf16 compute: every trainable parameter a
-// matmul or linear reads (weights and biases of the linears, the patch embedding), not the norm
-// weights and scale-shift tables, which the model applies in float32, and not the frozen ones.
+// Whether optim.master sharded gives a parameter a bf16 compute copy in a bf16 run: the weights
+// and biases of the linears, except the input projections (called twice per forward), the
+// biases added after a 3-D matmul, and the norm weights and scale-shift tables (float32 ops).
+// The trainer decides the same from the modules (MatmulParameters, trainer/train/train_step.h);
+// a test holds the two together.
 bool HoldsBf16Copy(const PlanParameter& p);
 
 // Every parameter of VideoActionModel in the order named_parameters() gives them (a module's own
