@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sharded master weights (optim.master: sharded): a bf16 run with bf16 compute copies and each
 # float32 master on its owner is bit for bit today's bf16 optim.shard optimizer run (replicated
-# master) at 1, 2 and 3 ranks, with and without activation checkpointing: the same per-step lr,
+# master) at 1, 2 and 3 ranks, with and without activation checkpointing (which itself changes
+# no bit, in either layout): the same per-step lr,
 # loss and grad norm, the same master weights and AdamW state. float64 matches too. A checkpoint
 # written under one layout resumes exactly under the other (bit for bit against a run that never
 # stopped) and on another rank count; a layout the config cannot hold is refused with 78.
@@ -37,9 +38,15 @@ for act in none blocks+attention; do
     same_run "$tmp/rep$tag" "$tmp/sh$tag" "bf16, $world rank(s), checkpointing $act, master sharded vs replicated"
   done
 done
-# The sharded master is really split: 3 ranks wrote 3 master-weight files of the fp32 masters.
-n=$(ls "$tmp/sh3none/checkpoints/checkpoint_step_4" | grep -c '^master_weights-0000[123]-of-00003.safetensors$')
-[ "$n" -eq 3 ] || fail "a 3-rank sharded-master checkpoint has $n master files, expected 3"
+# Activation checkpointing changes how a bf16 run computes, never what (autocast's cached casts
+# of a recomputed block do not outlive its backward).
+for world in 1 2; do
+  same_run "$tmp/rep${world}none" "$tmp/rep${world}blocks" "bf16, $world rank(s), master replicated, checkpointing none vs blocks+attention"
+done
+# The masters are really split: each of 3 ranks wrote the transformer/ file of its own masters.
+n=$(python3 -c 'import json, sys; print(len(set(json.load(open(sys.argv[1]))["weight_map"].values())))' \
+  "$tmp/sh3none/checkpoints/checkpoint_step_4/transformer/diffusion_pytorch_model.safetensors.index.json")
+[ "$n" = 3 ] || fail "a 3-rank sharded-master checkpoint's weights are in $n file(s), expected 3"
 checks=$((checks + 1)); echo "ok: 3 ranks each wrote their masters' file"
 
 # 2. float64 (no bf16 copy; the master is sharded and gathered): equal to replicated.
@@ -71,14 +78,18 @@ for order in "sharded replicated" "replicated sharded"; do
   same_run "$tmp/whole" "$d" "bf16, saved with master $1, resumed with master $2"
 done
 
-# 4. Another rank count: saved sharded on 2 ranks, resumed sharded on 3 and on 1.
+# 4. Another rank count: saved sharded on 2 ranks, resumed sharded on 3 and on 1; a bf16 export,
+# so each owner also writes its masters' master_weights file.
 for pair in "2 3" "2 1"; do
   set -- $pair
   d=$tmp/ws$1$2
-  SHARD=optimizer MASTER=sharded DTYPE=bfloat16 STEPS=5 ACCUM=1 write_config "$d.yaml" "$d"
+  SHARD=optimizer MASTER=sharded DTYPE=bfloat16 STEPS=5 ACCUM=1 EXPORT=bf16 write_config "$d.yaml" "$d"
   rc=0; train_ranks "$1" --config "$d.yaml" --stop-after 2 || rc=$?
   [ $rc -eq 75 ] || fail "$1-rank segment exited $rc"
   saved=$(last "$d")
+  for r in 1 2; do
+    [ -f "$saved/master_weights-0000$r-of-00002.safetensors" ] || fail "no master_weights file of rank $((r - 1))"
+  done
   rc=0; train_ranks "$2" --config "$d.yaml" --stop-after 1 || rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 75 ] || fail "$2-rank resume exited $rc: $(tail -3 "$tmp/train.log")"
   grep -q "resharding data from $1 to $2 ranks" "$tmp/train.log" || fail "no reshard line for $1 -> $2"
