@@ -4,10 +4,11 @@
 # Gloo on CPU, side by side in one invocation. Per setting: the bytes the largest rank holds in
 # weights, gradients (after the step) and AdamW state, the median step time over --repeat steps,
 # and the collectives per step with the bytes each rank hands them. Then the bf16 layouts at the
-# same W: optim.shard optimizer with the float32 master replicated (autocast casts it: "cast
-# copies" is what its cache holds through backward) against optim.master sharded (bf16 compute
-# copies, float32 masters on their owners only), with shard optimizer and gradients. W = 4 runs
-# four ranks on however many cores there are: its step time includes that oversubscription.
+# same W: optim.shard optimizer with the float32 master replicated ("casts": what autocast's bf16
+# casts of the parameters the sharded layout splits hold from the forward to the backward)
+# against optim.master sharded (bf16 compute copies, float32 masters on their owners only), with
+# shard optimizer and gradients. W = 4 runs four ranks on however many cores there are: its step
+# time includes that oversubscription.
 # usage: bench/sharding_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
