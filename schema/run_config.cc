@@ -725,9 +725,9 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       EnumKey<S, std::string>(
           "shard", &S::shard,
           {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
-      EnumKey<S, OptimMaster>("master", &S::master,
-                              {{"replicated", OptimMaster::kReplicated},
-                               {"sharded", OptimMaster::kSharded}}),
+      EnumKey<S, OptimMaster>(
+          "master", &S::master,
+          {{"replicated", OptimMaster::kReplicated}, {"sharded", OptimMaster::kSharded}}),
   };
   return keys;
 }
