@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/optim_master.h"
 #include "schema/status.h"
 
 namespace baton {
@@ -113,6 +114,8 @@ struct OptimSection {
   // them, the new weights are gathered; gradients = also keeps only that part of the reduced
   // gradients once the step's reduction is done.
   std::string shard = "none";  // none | optimizer | gradients
+  // Where the float32 master weights live (schema/optim_master.h); sharded needs optim.shard.
+  OptimMaster master = OptimMaster::kReplicated;
 };
 
 struct CheckpointSection {
@@ -127,7 +130,8 @@ struct CheckpointSection {
   // it with a short fsync'd probe of the folder (cached per folder for a day).
   double write_gbps = 0;
   // Periodic saves copy the state to host memory and write it on a background thread while
-  // training goes on (sync when the snapshot does not fit in host memory; docs/checkpoint_format.md).
+  // training goes on (sync when the snapshot does not fit in host memory;
+  // docs/checkpoint_format.md).
   bool async = true;
 };
 

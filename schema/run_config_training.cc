@@ -43,6 +43,9 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       EnumKey<S, std::string>(
           "shard", &S::shard,
           {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
+      EnumKey<S, OptimMaster>(
+          "master", &S::master,
+          {{"replicated", OptimMaster::kReplicated}, {"sharded", OptimMaster::kSharded}}),
   };
   return keys;
 }
@@ -89,6 +92,11 @@ void ReadOptim(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "optim");
   ReadKeys(s, c.optim, OptimKeys());
   s.Finish();
+  if (c.optim.master == OptimMaster::kSharded && c.optim.shard == "none") {
+    ctx.Error(s.node()["master"], "optim.master",
+              "value sharded needs optim.shard optimizer or gradients (each master lives beside "
+              "its owner's AdamW state), but optim.shard is none");
+  }
 }
 
 void ReadCheckpoint(Context& ctx, const YAML::Node& root, RunConfig& c) {

@@ -17,9 +17,9 @@ write_config() {
     echo "run: {name: t, dir: $dir, steps: ${STEPS:-9}, seed: 11}"
     echo "data: {path: $tmp/ds, batch_size: 4, pad_multiple: 4, pool_factor: 2}"
     echo "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16}"
-    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: ${ACCUM:-2}, shard: ${SHARD:-none}}"
-    echo "checkpoint: {every: ${EVERY:-100}, keep_last: 3}"
-    echo "train: {dtype: ${DTYPE:-float32}, log_every: 100}"
+    echo "optim: {lr: 2.0e-3, warmup_steps: 3, grad_accum: ${ACCUM:-2}, shard: ${SHARD:-none}${MASTER:+, master: $MASTER}}"
+    echo "checkpoint: {every: ${EVERY:-100}, keep_last: 3${EXPORT:+, export_dtype: $EXPORT}}"
+    echo "train: {dtype: ${DTYPE:-float32}, log_every: 100${ACT:+, activation_checkpointing: $ACT}}"
     for line in "$@"; do echo "$line"; done
   } >"$file"
 }

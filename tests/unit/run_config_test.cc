@@ -88,6 +88,22 @@ TEST_F(RunConfigTest, PadMultipleZeroIsOutOfRange) {
       << e2;
 }
 
+TEST_F(RunConfigTest, ShardedMasterNeedsShardedOptimizerState) {
+  const std::string e = Error(std::string(kMinimal) + "optim:\n  master: sharded\n");
+  EXPECT_NE(e.find("cfg.yaml:4:11: optim.master: value sharded needs optim.shard optimizer or "
+                   "gradients"),
+            std::string::npos)
+      << e;
+  for (const char* shard : {"optimizer", "gradients"}) {
+    auto r = Parse(std::string(kMinimal) + "optim: {shard: " + shard + ", master: sharded}\n");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r.value().optim.master, OptimMaster::kSharded);
+  }
+  EXPECT_EQ(Parse(kMinimal).value().optim.master, OptimMaster::kReplicated);
+  const std::string bad = Error(std::string(kMinimal) + "optim: {shard: optimizer, master: all}\n");
+  EXPECT_NE(bad.find("optim.master"), std::string::npos) << bad;
+}
+
 TEST_F(RunConfigTest, NegativeLrIsOutOfRange) {
   const std::string e = Error(std::string(kMinimal) + "optim:\n  lr: -0.001\n");
   EXPECT_NE(e.find("cfg.yaml:4:7: optim.lr: value -0.001 is out of range (must be > 0.0)"),

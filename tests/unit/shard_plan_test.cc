@@ -43,5 +43,25 @@ TEST(ShardPlan, MoreRanksThanParametersLeavesSomeEmpty) {
   EXPECT_EQ(empty, 2);
 }
 
+TEST(ShardPlan, ReshapeKeepsOwnersInOtherUnits) {
+  // A bf16 all-gather: parameters 1 and 3 stay float32 and travel as two bf16 halves each.
+  const std::vector<int64_t> numels = {40, 3, 40, 5, 40};
+  const ShardPlan p = MakeShardPlan(numels, 3);
+  const ShardPlan q = ReshapeShardPlan(p, {40, 6, 40, 10, 40});
+  EXPECT_EQ(q.owner, p.owner);
+  EXPECT_EQ(q.begin, p.begin);
+  EXPECT_EQ(q.end, p.end);
+  EXPECT_EQ(q.total, 136);
+  for (int64_t r = 0; r < 3; ++r) {
+    int64_t sum = 0;
+    for (int64_t i = q.begin[r]; i < q.end[r]; ++i) {
+      EXPECT_EQ(q.offset[i], sum) << i;
+      sum += std::vector<int64_t>{40, 6, 40, 10, 40}[size_t(i)];
+    }
+    EXPECT_EQ(q.numel[r], sum) << r;
+  }
+  EXPECT_EQ(q.padded, *std::max_element(q.numel.begin(), q.numel.end()));
+}
+
 }  // namespace
 }  // namespace baton

@@ -87,6 +87,7 @@ std::string FirstNonFinite(VideoActionModel* model, const AdamW& optimizer) {
   }
   for (const auto& s : optimizer.state()) {
     if (!s.owned) continue;
+    if (s.split && !finite(s.master)) return s.name;
     if (!finite(s.exp_avg)) return "exp_avg." + s.name;
     if (!finite(s.exp_avg_sq)) return "exp_avg_sq." + s.name;
   }

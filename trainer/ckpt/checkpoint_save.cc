@@ -181,15 +181,35 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
   for (size_t i = 0; i < opt_state.size(); ++i) {
     owner_of[opt_state[i].name] = multi ? team->owner.at(i) : 0;
   }
-  const auto params = model->named_parameters();
-  const auto master_dtype = params.front().value().scalar_type();
+  // What a checkpoint holds of each parameter is its master: a split parameter's (optim.master
+  // sharded) lives on its owner, the one rank that writes it.
+  std::map<std::string, size_t> state_of;
+  for (size_t i = 0; i < opt_state.size(); ++i) state_of[opt_state[i].name] = i;
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+  for (const auto& np : model->named_parameters()) params.push_back({np.key(), np.value()});
+  auto split_state = [&](size_t i) -> const AdamW::ParamState* {
+    auto it = state_of.find(params[i].first);
+    return it != state_of.end() && opt_state[it->second].split ? &opt_state[it->second] : nullptr;
+  };
+  const auto master_dtype =
+      optimizer.any_split() ? torch::kFloat32 : params.front().second.scalar_type();
   const torch::Dtype export_dtype = ExportDtype(retention.export_dtype);
   const bool write_master = export_dtype != master_dtype;
   std::vector<int64_t> weight_owner, export_bytes;
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = owner_of.find(params[i].key());
+    auto it = owner_of.find(params[i].first);
     weight_owner.push_back(it != owner_of.end() ? it->second : int64_t(i) % world);
-    export_bytes.push_back(params[i].value().numel() * int64_t(c10::elementSize(export_dtype)));
+    export_bytes.push_back(params[i].second.numel() * int64_t(c10::elementSize(export_dtype)));
+    if (weight_owner.back() != rank) continue;
+    if (const AdamW::ParamState* s = split_state(i)) {
+      if (!s->master.defined()) {
+        BATON_FAIL(kExitInternal,
+                   "rank " + std::to_string(rank) + " writes " + s->name +
+                       " but holds no float32 master for it",
+                   "the save's ownership must be optim.shard's");
+      }
+      params[i].second = s->master;
+    }
   }
   const std::vector<ExportShard> shards =
       PlanExport(weight_owner, export_bytes, world, retention.max_shard_bytes);
@@ -219,7 +239,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
     SaveFile w = NamedFile(master_file);
     for (size_t i = 0; i < params.size(); ++i) {
       if (weight_owner[i] == rank)
-        w.tensors.push_back({params[i].key(), params[i].value().detach(), std::nullopt});
+        w.tensors.push_back({params[i].first, params[i].second.detach(), std::nullopt});
     }
     p.files.push_back(std::move(w));
   }
@@ -228,7 +248,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
     SaveFile e = NamedFile("transformer/" + sh.file);
     e.metadata = {{"format", "pt"}};
     for (size_t i : sh.params)
-      e.tensors.push_back({params[i].key(), params[i].value().detach(), export_dtype});
+      e.tensors.push_back({params[i].first, params[i].second.detach(), export_dtype});
     p.files.push_back(std::move(e));
   }
   auto small = [&](const std::string& rel, std::string text) {
@@ -244,7 +264,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
       int64_t total = 0;
       for (const auto& sh : shards) {
         for (size_t i : sh.params) {
-          map[params[i].key()] = sh.file;
+          map[params[i].first] = sh.file;
           total += export_bytes[i];
         }
       }
@@ -254,7 +274,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
     if (multi && write_master) {
       nlohmann::ordered_json map = nlohmann::ordered_json::object();
       for (size_t i = 0; i < params.size(); ++i) {
-        map[params[i].key()] = MasterWeightsShardFile(weight_owner[i], world);
+        map[params[i].first] = MasterWeightsShardFile(weight_owner[i], world);
       }
       nlohmann::ordered_json index{{"metadata", {{"world_size", world}}}, {"weight_map", map}};
       small(kMasterWeightsIndexFile, index.dump(2) + "\n");

@@ -248,11 +248,19 @@ void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensor
   const int64_t w = env_.world_size, me = env_.rank;
   const auto opts = tensors.front().options();
   ForEachBucket(tensors.front(), plan, w, bucket_bytes_, [&](int64_t start, int64_t len) {
+    // Gloo in libtorch 1.13 gathers no bf16: the same bits travel as float16 (a gather copies,
+    // it never adds).
+    auto wire = [&](const torch::Tensor& t) {
+      return !cuda_ && t.scalar_type() == torch::kBFloat16 ? t.view(torch::kHalf) : t;
+    };
     std::vector<torch::Tensor> in = {torch::empty({len}, opts)};
     CopyOwnedRange(tensors, plan, me, start, len, in[0], true);
     std::vector<std::vector<torch::Tensor>> out(1);
     for (int64_t r = 0; r < w; ++r) out[0].push_back(torch::empty({len}, opts));
-    impl_->pg->allgather(out, in, c10d::AllgatherOptions{})->wait();
+    std::vector<torch::Tensor> in_wire = {wire(in[0])};
+    std::vector<std::vector<torch::Tensor>> out_wire(1);
+    for (const auto& t : out[0]) out_wire[0].push_back(wire(t));
+    impl_->pg->allgather(out_wire, in_wire, c10d::AllgatherOptions{})->wait();
     ++allgather_.calls;
     allgather_.bytes += w * int64_t(in[0].nbytes());
     for (int64_t r = 0; r < w; ++r) {

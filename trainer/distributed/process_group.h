@@ -10,7 +10,8 @@
 // reduce-scatter of the gradients and one bucketed all-gather of the updated weights, each rank's
 // part being its owned parameters laid end to end. Gloo in libtorch 1.13 has no reduce_scatter:
 // there each bucket is all-reduced and every rank keeps its own part (same sums, twice the
-// bytes); NCCL runs the native one. Not thread-safe.
+// bytes); NCCL runs the native one. A bf16 all-gather travels as float16 bits on Gloo (no bf16
+// there). Not thread-safe.
 #pragma once
 
 #include <torch/torch.h>

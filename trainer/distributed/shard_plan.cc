@@ -4,24 +4,17 @@
 
 namespace baton {
 
-ShardPlan MakeShardPlan(const std::vector<int64_t>& numels, int64_t world) {
-  ShardPlan p;
-  p.world = std::max<int64_t>(1, world);
+namespace {
+
+// The ranges, offsets and sizes of `p` from its owners (non-decreasing) and `numels`.
+void Lay(ShardPlan& p, const std::vector<int64_t>& numels) {
   const auto n = int64_t(numels.size());
+  p.total = 0;
   for (int64_t x : numels) p.total += x;
-  p.owner.assign(size_t(n), 0);
   p.offset.assign(size_t(n), 0);
   p.begin.assign(size_t(p.world), n);
   p.end.assign(size_t(p.world), n);
   p.numel.assign(size_t(p.world), 0);
-  int64_t start = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    // Integer arithmetic (no rounding drift): the rank whose share contains this start.
-    const int64_t r =
-        p.total == 0 ? 0 : std::min<int64_t>(p.world - 1, (start * p.world) / p.total);
-    p.owner[size_t(i)] = r;
-    start += numels[size_t(i)];
-  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = p.owner[size_t(i)];
     if (p.begin[size_t(r)] == n) p.begin[size_t(r)] = i;
@@ -37,6 +30,33 @@ ShardPlan MakeShardPlan(const std::vector<int64_t>& numels, int64_t world) {
     }
   }
   p.padded = *std::max_element(p.numel.begin(), p.numel.end());
+}
+
+}  // namespace
+
+ShardPlan MakeShardPlan(const std::vector<int64_t>& numels, int64_t world) {
+  ShardPlan p;
+  p.world = std::max<int64_t>(1, world);
+  const auto n = int64_t(numels.size());
+  int64_t total = 0;
+  for (int64_t x : numels) total += x;
+  p.owner.assign(size_t(n), 0);
+  int64_t start = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // Integer arithmetic (no rounding drift): the rank whose share contains this start.
+    const int64_t r = total == 0 ? 0 : std::min<int64_t>(p.world - 1, (start * p.world) / total);
+    p.owner[size_t(i)] = r;
+    start += numels[size_t(i)];
+  }
+  Lay(p, numels);
+  return p;
+}
+
+ShardPlan ReshapeShardPlan(const ShardPlan& plan, const std::vector<int64_t>& numels) {
+  ShardPlan p;
+  p.world = plan.world;
+  p.owner = plan.owner;
+  Lay(p, numels);
   return p;
 }
 

@@ -27,4 +27,8 @@ struct ShardPlan {
 // `numels`: element count of each trainable parameter, in the model's order.
 ShardPlan MakeShardPlan(const std::vector<int64_t>& numels, int64_t world);
 
+// The plan of `plan`'s owners over other element counts: the same parameters moved in another
+// unit (a bf16 all-gather that carries float32 parameters as two bf16 halves each).
+ShardPlan ReshapeShardPlan(const ShardPlan& plan, const std::vector<int64_t>& numels);
+
 }  // namespace baton

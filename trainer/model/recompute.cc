@@ -88,6 +88,10 @@ struct RecomputeFunction : torch::autograd::Function<RecomputeFunction> {
       out = pending->fn(inputs);
     }
     torch::autograd::backward({out}, {grad_out[0]});
+    // The recompute's casts of float32 leaves (biases) went into autocast's cache, which the
+    // forward's guard cleared before this backward: left there, the next step's forward would
+    // read them, the values of before the update.
+    if (pending->autocast_cpu || pending->autocast_cuda) at::autocast::clear_cache();
     g_recomputes.fetch_add(1, std::memory_order_relaxed);
     // One gradient per argument of forward: none for `pending`, then one per input.
     variable_list grads;

@@ -11,7 +11,9 @@
 // threads), (2) fn uses each parameter once, and (3) an input fn uses more than once is passed
 // through Reuse() on the direct path as well: its uses then meet in one node per call on both
 // paths, so their sum is formed in the same order. The autocast state of the forward is restored
-// for the recompute. Owner: the model (video_action_model.cc) calls it per transformer block.
+// for the recompute, and the casts it cached are dropped after its backward (they would outlive
+// the step, stale after the update). Owner: the model (video_action_model.cc) calls it per
+// transformer block.
 #pragma once
 
 #include <torch/torch.h>

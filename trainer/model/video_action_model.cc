@@ -172,8 +172,8 @@ VideoActionModelImpl::VideoActionModelImpl(const ModelDims& d) : dims_(d) {
 }
 
 torch::Tensor VideoActionModelImpl::TimeEmbedding(TwoLayer& mlp, const torch::Tensor& t) {
-  return mlp->forward(
-      SinusoidalEmbedding(t, dims_.freq_dim, patch_embedding_->weight.scalar_type()));
+  // The master dtype, read from a parameter that is never a bf16 compute copy (optim.master).
+  return mlp->forward(SinusoidalEmbedding(t, dims_.freq_dim, scale_shift_table_.scalar_type()));
 }
 
 ModelOutputs VideoActionModelImpl::forward(const ModelInputs& in, const PackedLayout& layout,

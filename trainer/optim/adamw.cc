@@ -18,15 +18,52 @@ AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> params, const Op
 
 void AdamW::ZeroGrad() {
   for (auto& s : state_) {
-    if (s.param.grad().defined()) s.param.mutable_grad().zero_();
+    if (s.grad().defined()) s.mutable_grad().zero_();
+    // A split parameter's compute-dtype gradient lives only within a micro-step.
+    if (s.split && s.param.grad().defined()) s.param.mutable_grad() = torch::Tensor();
+  }
+}
+
+void AdamW::SplitMasters(const std::vector<bool>& split, torch::Dtype compute) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    auto& s = state_[i];
+    if (!split.at(i) || s.split) continue;
+    TORCH_CHECK(s.param.scalar_type() == torch::kFloat32, s.name, " is ", s.param.scalar_type(),
+                ", not a float32 master to split");
+    if (s.owned) s.master = s.param.detach().clone();
+    if (s.param.grad().defined()) {
+      s.grad32 = s.param.grad().detach();
+      s.param.mutable_grad() = torch::Tensor();
+    }
+    // The model's own tensor changes dtype in place, so every module and handle sees the copy.
+    s.param.set_data(s.param.detach().to(compute));
+    s.split = true;
+    any_split_ = true;
+  }
+}
+
+void AdamW::AccumulateSplitGrads() {
+  if (!any_split_) return;
+  torch::NoGradGuard no_grad;
+  for (auto& s : state_) {
+    if (!s.split || !s.param.grad().defined()) continue;
+    // As autocast's cast backward then AccumulateGrad: the bf16 gradient widened exactly, taken
+    // whole into an empty buffer, otherwise added in float32.
+    if (s.grad32.defined()) {
+      s.grad32.add_(s.param.grad());
+    } else {
+      s.grad32 = s.param.grad().to(torch::kFloat32);
+    }
+    s.param.mutable_grad() = torch::Tensor();
   }
 }
 
 double AdamW::OwnedGradSquares() const {
   double sq = 0.0;
   for (const auto& s : state_) {
-    if (!s.owned || !s.param.grad().defined()) continue;
-    sq += s.param.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    if (!s.owned || !s.grad().defined()) continue;
+    sq += s.grad().to(torch::kFloat64).pow(2).sum().item<double>();
   }
   return sq;
 }
@@ -36,7 +73,7 @@ void AdamW::ClipOwnedGrads(double norm, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return;
   for (auto& s : state_) {
-    if (s.owned && s.param.grad().defined()) s.param.mutable_grad().mul_(coef);
+    if (s.owned && s.grad().defined()) s.mutable_grad().mul_(coef);
   }
 }
 
@@ -49,7 +86,10 @@ double AdamW::ClipGradNorm(double max_norm) {
 void AdamW::KeepOnly(const std::vector<bool>& owned) {
   for (size_t i = 0; i < state_.size(); ++i) {
     state_[i].owned = owned.at(i);
-    if (!state_[i].owned) state_[i].exp_avg = state_[i].exp_avg_sq = torch::Tensor();
+    if (!state_[i].owned) {
+      state_[i].exp_avg = state_[i].exp_avg_sq = torch::Tensor();
+      state_[i].master = torch::Tensor();
+    }
   }
 }
 
@@ -57,19 +97,22 @@ void AdamW::Step(double lr) {
   torch::NoGradGuard no_grad;
   const double b1 = options_.betas[0], b2 = options_.betas[1];
   for (auto& s : state_) {
-    if (s.owned && !s.param.grad().defined()) continue;
+    if (s.owned && !s.grad().defined()) continue;
     // Every rank counts every parameter's t (a sharded rank may have freed the gradients it does
     // not own): a checkpoint's step.<p> is the same whoever writes it.
     s.step += 1;
     if (!s.owned) continue;
-    const auto& g = s.param.grad();
-    s.param.mul_(1.0 - lr * options_.weight_decay);
+    const auto& g = s.grad();
+    torch::Tensor p = s.split ? s.master : s.param;
+    p.mul_(1.0 - lr * options_.weight_decay);
     s.exp_avg.mul_(b1).add_(g, 1.0 - b1);
     s.exp_avg_sq.mul_(b2).addcmul_(g, g, 1.0 - b2);
     const double bc1 = 1.0 - std::pow(b1, double(s.step));
     const double bc2 = 1.0 - std::pow(b2, double(s.step));
     auto denom = (s.exp_avg_sq.sqrt() / std::sqrt(bc2)).add_(options_.eps);
-    s.param.addcdiv_(s.exp_avg, denom, -lr / bc1);
+    p.addcdiv_(s.exp_avg, denom, -lr / bc1);
+    // The owner's copy is the master rounded once, exactly autocast's cast of it.
+    if (s.split) s.param.copy_(s.master);
   }
 }
 

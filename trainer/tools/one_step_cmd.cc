@@ -3,7 +3,9 @@
 // It is how tests show that batch x accum splits and 1 vs 2 ranks give the same update: the
 // episodes are dealt as micro-batches of --batch-size, micro-batch i to rank i % world. With
 // optim.shard only rank 0's own gradients are reduced (and with `gradients` only they are kept).
-// --repeat turns it into the sharding bench's step (bench/sharding_bench.sh).
+// --repeat turns it into the sharding bench's step (bench/sharding_bench.sh). train.dtype
+// bfloat16 computes under autocast from float32 masters (optim.master sharded: bf16 copies), as
+// training does; the file then holds each tensor in its own dtype.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
 #include "trainer/build_options.h"
+#include "trainer/ckpt/upstream_io.h"
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/empty_text.h"
 #include "trainer/data/pad_collate.h"
@@ -86,8 +89,9 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
             (long long)a->first, (long long)(a->first + a->count - 1), index.episodes.size());
         return kExitUsage;
       }
-      const torch::Dtype dtype =
-          config.train.dtype == DType::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+      const torch::Dtype dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
+                                 : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
+                                                                          : torch::kFloat32;
       double frames = 0;
       std::vector<PaddedBatch> mine;
       DatasetShape shape;
@@ -107,7 +111,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       ModelDims dims = MakeModelDims(config, shape);
       dims.zero_init = false;
       VideoActionModel model(dims);  // initialised on the CPU: the same weights on any device
-      model->to(device, dtype);
+      model->to(device, dtype == torch::kBFloat16 ? torch::kFloat32 : dtype);
       const auto named = TrainableParameters(model);
       AdamW opt(named, config.optim);
       torch::Tensor empty_text;
@@ -119,6 +123,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                 .view({shape.text_len, shape.text_dim});
       }
       const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
+      SplitComputeCopies(config, dtype, model, opt);
       TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, device, empty_text,
                            shard_plan.get());
       StepStats st;
@@ -129,27 +134,40 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       }
       if (a->repeat > 1) {
         std::sort(seconds.begin(), seconds.end());
-        std::vector<torch::Tensor> weights, grads, moments;
+        std::vector<torch::Tensor> weights, masters, grads, moments;
         for (const auto& p : model->parameters()) weights.push_back(p);
         for (const auto& s : opt.state()) {
-          grads.push_back(s.param.grad());
+          masters.push_back(s.master);  // split parameters' float32 masters, owned only
+          grads.push_back(s.grad());
           moments.push_back(s.exp_avg);
           moments.push_back(s.exp_avg_sq);
+        }
+        // A replicated bf16 run's autocast cache: the bf16 cast of every matmul parameter, held
+        // from the forward through the backward.
+        int64_t casts = 0;
+        if (dtype == torch::kBFloat16 && !opt.any_split()) {
+          const std::vector<bool> matmul = MatmulParameters(model, opt);
+          for (size_t i = 0; i < matmul.size(); ++i) {
+            if (matmul[i]) casts += 2 * opt.state()[i].param.numel();
+          }
         }
         const double n = double(a->repeat);
         // One line per rank, in rank order (each rank prints after the ones before it).
         for (int64_t r = 0; r < env.world_size; ++r) {
           if (r == env.rank) {
             std::printf(
-                "rank %lld/%lld shard %s: weights %lld B, gradients held %lld B, optimizer state "
-                "%lld B, step %.4f s (median of %lld); per step: all-reduce %.0f call(s) %.0f B, "
-                "reduce-scatter %.0f call(s) %.0f B, all-gather %.0f call(s) %.0f B\n",
+                "rank %lld/%lld shard %s master %s dtype %s: weights %lld B, masters %lld B, cast "
+                "copies %lld B, gradients held %lld B, optimizer state %lld B, step %.4f s (median "
+                "of %lld); per step: "
+                "all-reduce %.0f call(s) %.0f B, reduce-scatter %.0f call(s) %.0f B, all-gather "
+                "%.0f call(s) %.0f B\n",
                 (long long)env.rank, (long long)env.world_size, config.optim.shard.c_str(),
-                (long long)Bytes(weights), (long long)Bytes(grads), (long long)Bytes(moments),
-                seconds[seconds.size() / 2], (long long)a->repeat, group->allreduce().calls / n,
-                group->allreduce().bytes / n, group->reduce_scatter().calls / n,
-                group->reduce_scatter().bytes / n, group->allgather().calls / n,
-                group->allgather().bytes / n);
+                OptimMasterName(config.optim.master), DTypeName(config.train.dtype),
+                (long long)Bytes(weights), (long long)Bytes(masters), (long long)casts,
+                (long long)Bytes(grads), (long long)Bytes(moments), seconds[seconds.size() / 2],
+                (long long)a->repeat, group->allreduce().calls / n, group->allreduce().bytes / n,
+                group->reduce_scatter().calls / n, group->reduce_scatter().bytes / n,
+                group->allgather().calls / n, group->allgather().bytes / n);
             std::fflush(stdout);
           }
           group->Barrier();
@@ -158,12 +176,13 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       if (env.rank == 0) {
         std::vector<torch::Tensor> keep;
         std::vector<StTensorRef> refs;
-        for (const auto& [name, p] : named) {
-          for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), p.detach()),
-                                          std::make_pair(std::string("grad."), p.grad())}) {
+        for (const auto& s : opt.state()) {
+          const torch::Tensor w = s.split && s.master.defined() ? s.master : s.param.detach();
+          for (const auto& [prefix, t] : {std::make_pair(std::string("weight."), w),
+                                          std::make_pair(std::string("grad."), s.grad())}) {
             if (!t.defined()) continue;  // optim.shard gradients: not this rank's part
             keep.push_back(t.to(torch::kCPU).contiguous());
-            refs.push_back({prefix + name, dtype == torch::kFloat64 ? StDType::kF64 : StDType::kF32,
+            refs.push_back({prefix + s.name, ToStDType(keep.back().scalar_type()),
                             keep.back().sizes().vec(), keep.back().data_ptr()});
           }
         }

@@ -332,6 +332,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       s.heap_factor = cuda ? 1.0 : kCpuHeapFactor;
       s.async_checkpoint = config.checkpoint.async;
       s.export_dtype = config.checkpoint.export_dtype;
+      s.master_sharded = config.optim.master == OptimMaster::kSharded;
       if (a->runtime_mb >= 0) {
         // Up to 1 EB: enough for any machine, and the product stays an int64.
         if (!(a->runtime_mb <= 1e12)) {

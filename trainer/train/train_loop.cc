@@ -520,7 +520,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
   // The save's own budget for the launcher's hang watch: weights and both AdamW moments.
   int64_t save_bytes = 0;
   for (const auto& p : optimizer.state())
-    save_bytes += 3 * p.param.numel() * int64_t(p.param.element_size());
+    save_bytes += 3 * p.param.numel() * int64_t(p.split ? 4 : p.param.element_size());
   Beat(HeartbeatPhase::kSave, steps_done, 0, TransferBudgetS(save_bytes));
   SleepSeconds(TestHooksFromEnv().save_sleep_s);
   const bool periodic = std::string(reason) == "periodic";
@@ -740,6 +740,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
     return std::string();
   });
   HeartbeatTransferRate(load_bytes, rp.load_seconds);
+  // optim.master sharded, bf16: from here the masters live on their owners only.
+  SplitComputeCopies(config, s.dtype, model, optimizer);
   ReportSegmentStart(log, s, rp, identity);
   if (s.leader()) {  // the log made it, unless --events points elsewhere; the first save would
     std::error_code ec;

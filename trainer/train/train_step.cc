@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "schema/exit_codes.h"
@@ -114,13 +115,21 @@ struct BlockWatch {
 
 std::vector<torch::Tensor> Grads(AdamW& optimizer) {
   std::vector<torch::Tensor> out;
-  for (auto& s : optimizer.state()) out.push_back(s.param.grad());
+  for (auto& s : optimizer.state()) out.push_back(s.grad());
   return out;
 }
 
+// What the all-gather moves: the parameters, or with split ones every tensor as bf16 elements
+// (a float32 parameter that stays whole as the bf16 view of its bytes: bits, not values).
 std::vector<torch::Tensor> Params(AdamW& optimizer) {
   std::vector<torch::Tensor> out;
-  for (auto& s : optimizer.state()) out.push_back(s.param);
+  for (auto& s : optimizer.state()) {
+    if (!optimizer.any_split() || s.split) {
+      out.push_back(s.param);
+    } else {
+      out.push_back(s.param.detach().view({-1}).view(torch::kBFloat16));
+    }
+  }
   return out;
 }
 
@@ -187,6 +196,42 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
     }
     if (!mine) ArmTestSignal("");  // checked on every rank, armed on one
   }
+  if (shard_plan_ != nullptr && optimizer_->any_split()) {
+    std::vector<int64_t> numels;
+    for (const auto& t : Params(*optimizer_)) numels.push_back(t.numel());
+    gather_plan_ = ReshapeShardPlan(*shard_plan_, numels);
+  }
+}
+
+void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoActionModel& model,
+                        AdamW& optimizer) {
+  if (config.optim.master != OptimMaster::kSharded || dtype != torch::kBFloat16) return;
+  optimizer.SplitMasters(MatmulParameters(model, optimizer), torch::kBFloat16);
+}
+
+std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer) {
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  std::set<std::string> matmul;
+  for (const auto& m : model->named_modules()) {
+    if (m.value()->as<torch::nn::Linear>() == nullptr) continue;
+    const std::string& k = m.key();
+    // libtorch's Linear casts its weight per call (a transposed view, never cached): the input
+    // projections, applied to the noisy and the clean tokens, sum two float32 gradients, which
+    // one bf16 copy would sum in bf16. They stay float32 (a few thousand elements per row).
+    if (k == "patch_embedding_mlp" || k == "action_embedder") continue;
+    matmul.insert(k + ".weight");
+    // On 3-D inputs (the text projection, cross-attention's keys and values over the text)
+    // Linear is matmul, then `+= bias` with the float32 bias: a bf16 bias would round the sum
+    // differently.
+    const bool on_text = k.find("text_embedder.") != std::string::npos ||
+                         ends_with(k, "attn2.to_k") || ends_with(k, "attn2.to_v");
+    if (!on_text) matmul.insert(k + ".bias");
+  }
+  std::vector<bool> out;
+  for (const auto& s : optimizer.state()) out.push_back(matmul.count(s.name) > 0);
+  return out;
 }
 
 std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank, int64_t world,
@@ -241,6 +286,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
         LossSums loss = ForwardLoss(model_, config_, batch, step, shape_, dtype_, device_,
                                     empty_text_, global_frames, &mb);
         loss.total.backward();
+        optimizer_->AccumulateSplitGrads();
         video_sum += loss.video.item<double>();
         action_sum += loss.action.item<double>();
         tokens += double(mb.tokens);
@@ -269,9 +315,7 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   SetStopPhase(StopPhase::kUpdate, step);
   const Vote vote = TakeVote(*group_, !left.empty() || signal != 0, stop_requested, signal);
   if (vote.abandon) {
-    for (auto& s : optimizer_->state()) {
-      if (s.param.grad().defined()) s.param.mutable_grad().zero_();
-    }
+    optimizer_->ZeroGrad();
     AdoptStopSignal(vote.signal);
     StepAbandoned a;
     a.step = step;
@@ -294,7 +338,10 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   }
 
   for (auto& s : optimizer_->state()) {
-    if (!s.param.grad().defined()) s.param.mutable_grad() = torch::zeros_like(s.param);
+    if (!s.grad().defined())
+      s.mutable_grad() =
+          torch::zeros(s.param.sizes(),
+                       s.param.options().dtype(s.split ? torch::kFloat32 : s.param.scalar_type()));
   }
   Beat(HeartbeatPhase::kUpdate, step, int64_t(micro_batches.size()));
   auto sums = torch::tensor(
@@ -315,7 +362,10 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
                  !std::isfinite(st.loss) || !std::isfinite(st.grad_norm);
   if (!st.nonfinite) {
     optimizer_->Step(lr);
-    if (shard_plan_ != nullptr) group_->AllGatherOwned(Params(*optimizer_), *shard_plan_);
+    if (shard_plan_ != nullptr) {
+      group_->AllGatherOwned(Params(*optimizer_),
+                             optimizer_->any_split() ? gather_plan_ : *shard_plan_);
+    }
   }
   st.tokens = int64_t(a[2] + 0.5);
   st.padded_tokens = int64_t(a[3] + 0.5);
@@ -347,7 +397,7 @@ void TrainStepper::ReduceSharded(torch::Tensor& sums, StepStats& st) {
   if (config_.optim.shard == "gradients") {
     // Only the owned part of the reduced gradients is kept; backward reallocates the rest.
     for (auto& s : optimizer_->state()) {
-      if (!s.owned) s.param.mutable_grad() = torch::Tensor();
+      if (!s.owned) s.mutable_grad() = torch::Tensor();
     }
   }
   // The step's sums and this rank's share of the squared gradient norm, reduced in float64.

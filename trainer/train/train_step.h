@@ -10,7 +10,11 @@
 // (optim.shard, `plan` given) the gradients are instead reduce-scattered once (each rank gets the
 // sums of the parameters it owns), the step's sums and the owned gradients' squared norm are
 // all-reduced as one small tensor, each rank clips and updates what it owns, and one all-gather
-// hands the new weights to every rank.
+// hands the new weights to every rank. With optim.master sharded in a bf16 run (SplitComputeCopies)
+// the matmul weights are bf16 copies the forward uses as they are: each micro-step's bf16
+// gradients go into float32 buffers after its backward, the float32 gradients are reduce-
+// scattered, the owners update their masters and round them, and the all-gather moves the bf16
+// copies (the float32 parameters that stay whole travel in it as two bf16 halves each).
 //
 // A stop signal (stop_signal.h) abandons the step: each rank checks its own flag between
 // transformer blocks, forward and backward, and between micro-steps, and leaves the micro-steps
@@ -79,6 +83,7 @@ class TrainStepper {
   torch::Device device_;
   torch::Tensor empty_text_;     // [L, Dt], the dataset's empty prompt (text dropout)
   const ShardPlan* shard_plan_;  // null: replicated optimizer state
+  ShardPlan gather_plan_;        // the all-gather's plan when the optimizer has split parameters
   double block_s_ = 0;          // the longest forward + backward of one block in the latest step, s
   int64_t block_sleep_us_ = 0;  // tests: BATON_TEST_BLOCK_SLEEP_MS, slept in every block
 
@@ -91,6 +96,17 @@ class TrainStepper {
 // one rank). Owns the plan; `optimizer` keeps only this rank's moments.
 std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank, int64_t world,
                                           AdamW& optimizer);
+
+// optim.master sharded in a bf16 run: every matmul weight and bias (the parameters of the
+// model's Linear layers, which autocast would cast to bf16) becomes a bf16 compute copy, its
+// float32 master kept only by its owner. Call after the resume filled the float32 weights and
+// before the first step. Other runs are left as they are: in float32 and float64 the compute
+// weights are the master's values, gathered after each update as optim.shard does.
+void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoActionModel& model,
+                        AdamW& optimizer);
+
+// Per optimizer parameter: whether it belongs to a Linear layer (what SplitComputeCopies splits).
+std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer);
 
 // Model sizes from the config and the dataset.
 ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
