@@ -8,7 +8,8 @@
 # casts of the parameters the sharded layout splits hold from the forward to the backward)
 # against optim.master sharded (bf16 compute copies, float32 masters on their owners only), with
 # shard optimizer and gradients. W = 4 runs four ranks on however many cores there are: its step
-# time includes that oversubscription.
+# time includes that oversubscription. Last, the memory plan of the 5.1 B model (W = 8) at 1 to 4
+# episodes per row, the master replicated next to sharded (bench/lib/plan_table.sh).
 # usage: bench/sharding_bench.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -114,3 +115,7 @@ for world in (1, 2, 4):
               f"{big[3] / 1e6:>9.2f} {big[4] / 1e6:>9.2f} {total / 1e6:>9.2f} {total / ref[0]:>7.2f}x "
               f"{step:>8.4f} {step / ref[1]:>7.2f}x  {coll(big)}")
 PY
+
+# The real model's plan by row length, master replicated next to sharded.
+source bench/lib/plan_table.sh
+plan_table "$bt" "$work"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `baton-train plan-memory` against the measured peak: for small models on CPU (float32, float64
 # and bfloat16, activation_checkpointing none, blocks and blocks+attention, widths 96-256, one
-# rank and two over Gloo) the planned total per rank must be within +-20 % of the peak resident
+# rank and two over Gloo, the master replicated and sharded) the planned total per rank must be within +-20 % of the peak resident
 # memory a short real training run reports (train.profile). A control shows the check can fail:
 # the same plan without its activations is outside the band.
 # Also: the text and JSON outputs agree, --frames plans without a dataset, bad usage is refused.
@@ -44,9 +44,17 @@ sed -i "s/batch_size: 4/batch_size: 2/; s|run-f32-none|run-f32-2ranks|" "$tmp/f3
 # The same on 2 ranks with the AdamW state sharded (optim.shard: gradients).
 sed -e "s|run-f32-2ranks|run-f32-2shard|; s/optim: {warmup_steps: 1}/optim: {warmup_steps: 1, shard: gradients}/" \
   "$tmp/f32-2ranks.yaml" >"$tmp/f32-2shard.yaml"
-for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-battn f32-2ranks f32-2shard; do
+# And with the fp32 master sharded beside AdamW (optim.master: sharded), float32 and bf16 (whose
+# ranks then hold bf16 compute copies instead of a replicated master and autocast's casts).
+sed -e "s|run-f32-2ranks|run-f32-2master|; s/optim: {warmup_steps: 1}/optim: {warmup_steps: 1, shard: optimizer, master: sharded}/" \
+  "$tmp/f32-2ranks.yaml" >"$tmp/f32-2master.yaml"
+sed -e "s|run-f32-2master|run-bf16-2master|; s/dtype: float32/dtype: bfloat16/" \
+  "$tmp/f32-2master.yaml" >"$tmp/bf16-2master.yaml"
+grep -q "dtype: bfloat16" "$tmp/bf16-2master.yaml" || fail "bf16-2master: no bfloat16 in its config"
+for name in f32-none f32-blocks f64-none bf16-none f32-wide f32-battn f32-2ranks f32-2shard \
+  f32-2master bf16-2master; do
   world=1
-  case $name in f32-2ranks | f32-2shard) world=2 ;; esac
+  case $name in f32-2ranks | f32-2shard | f32-2master | bf16-2master) world=2 ;; esac
   plan=$("$bt" plan-memory --config "$tmp/$name.yaml" --world-size $world --json)
   planned=$(json_field "$plan" 'j["bytes"]["total"]')
   row_part=$(json_field "$plan" 'j["bytes"]["activations"] + j["bytes"]["heap_overhead"]')
