@@ -50,7 +50,8 @@ struct ServerOptions {
 };
 
 // Threads that hold client connections. Mostly they wait on slow or idle clients (each for at
-// most the read or keep-alive timeout at a time), so 32 of those leave plenty for everyone else.
+// most the read or keep-alive timeout at a time): with 32 of them held by slow clients, as many
+// are still free for everyone else.
 inline constexpr int kHttpConnectionThreads = 64;
 // API requests that query the database at once; the others wait for a turn. Each leases one
 // read connection, so a StorePool warmed with this many never opens one while ingestion writes.
