@@ -133,7 +133,7 @@ int RunServe(ServeOptions o) {
     if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
     bool first = true;
     do {
-      if (Status st = (*writer)->db().CheckStillAtPath(); !st.ok()) {
+      if (Status st = (*writer)->CheckStillAtPath(); !st.ok()) {
         lost_store = st.Annotate("baton serve stopped");
         // Stop() before the listener runs does nothing: repeat until Listen() has returned.
         while (!listen_returned.load()) {

@@ -1,25 +1,18 @@
 #include "orchestrator/http/http_server.h"
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <functional>
 #include <iostream>
 #include <mutex>
-#include <sstream>
 #include <vector>
 
 #include "orchestrator/http/api_error.h"
+#include "orchestrator/http/api_routes.h"
+#include "orchestrator/http/bounded_server.h"
+#include "orchestrator/http/request_params.h"
 #include "orchestrator/store/record_json.h"
 
 using nlohmann::json;
@@ -61,24 +54,6 @@ class RequestGate {
 
 namespace {
 
-// Seconds a client may pause while sending its request, and an idle connection (no request yet,
-// or between keep-alive requests) is kept. Short: each such client holds a connection thread.
-constexpr time_t kReadTimeoutS = 5;
-constexpr time_t kKeepAliveTimeoutS = 5;
-// Seconds a client may take to receive a response (a series can be a few hundred KiB).
-constexpr time_t kWriteTimeoutS = 30;
-// Bytes of request body read (and dropped) for a method that is refused anyway; larger is 413,
-// answered from the headers alone before a byte of the body is read.
-constexpr size_t kMaxRequestBodyBytes = 64 * 1024;
-// Bytes of request line and headers httplib may read for one request (each line is also held to
-// its 8192). Beyond that the stream ends, so the request is refused (400/414) and the connection
-// closed: a request line or header without an end never grows a buffer.
-constexpr size_t kMaxRequestHeadBytes = 64 * 1024;
-// After refusing a request whose body was not read, the connection is closed. Up to this many of
-// the body's bytes (or this long) are read and dropped first, so a client still sending a
-// modest body gets to read the answer instead of a reset.
-constexpr size_t kLingerDrainBytes = 4 << 20;
-constexpr int kLingerDrainMs = 1000;
 // What the server answers besides 405 (Allow header, and the message of a 405).
 constexpr const char* kAllowedMethods = "GET, HEAD";
 
@@ -102,196 +77,6 @@ void SendError(httplib::Response& res, const Status& status) {
 void SendResult(httplib::Response& res, const Result<json>& result) {
   if (!result.ok()) return SendError(res, result.status());
   SendJson(res, 200, result.value());
-}
-
-// A non-negative integer query parameter; `fallback` when absent.
-Result<int64_t> IntParam(const httplib::Request& req, const char* name, int64_t fallback,
-                         int64_t lo, int64_t hi) {
-  if (!req.has_param(name)) return fallback;
-  const std::string v = req.get_param_value(name);
-  int64_t out = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size() || out < lo || out > hi) {
-    return Status::InvalidArgument(std::string("query parameter ") + name +
-                                   " must be an integer in [" + std::to_string(lo) + ", " +
-                                   std::to_string(hi) + "] (got '" + v + "')");
-  }
-  return out;
-}
-
-Result<PageRequest> PageParams(const httplib::Request& req, int64_t default_limit) {
-  BATON_ASSIGN_OR_RETURN(const int64_t limit,
-                         IntParam(req, "limit", default_limit, 1, kMaxPageLimit));
-  BATON_ASSIGN_OR_RETURN(const int64_t offset, IntParam(req, "offset", 0, 0, INT64_MAX / 2));
-  return PageRequest{limit, offset};
-}
-
-// The {id} of /api/runs/{id}/...; kNotFound when it is not a run id at all.
-Result<int64_t> RunIdParam(const httplib::Request& req) {
-  const std::string v = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
-  int64_t id = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
-  if (ec != std::errc() || end != v.data() + v.size()) {
-    return Status::NotFound("no run with id " + v);
-  }
-  return id;
-}
-
-Result<RunListQuery> RunListParams(const httplib::Request& req) {
-  RunListQuery q;
-  BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/50));
-  q.limit = page.limit;
-  q.offset = page.offset;
-  if (req.has_param("sort")) {
-    std::optional<RunSortKey> key = ParseRunSortKey(req.get_param_value("sort"));
-    if (!key) {
-      return Status::InvalidArgument("unknown sort key '" + req.get_param_value("sort") +
-                                     "' (created, id, name, status, progress, last_loss, "
-                                     "last_lr, updated)");
-    }
-    q.sort = *key;
-  }
-  if (req.has_param("order")) {
-    const std::string o = req.get_param_value("order");
-    if (o != "asc" && o != "desc") {
-      return Status::InvalidArgument("order must be asc or desc (got '" + o + "')");
-    }
-    q.descending = o == "desc";
-  }
-  if (req.has_param("status")) {
-    q.status = req.get_param_value("status");
-    if (!ParseRunStatus(q.status)) {
-      return Status::InvalidArgument("unknown status '" + q.status + "'");
-    }
-  }
-  if (req.has_param("name")) q.name = req.get_param_value("name");
-  if (req.has_param("partition")) q.partition = req.get_param_value("partition");
-  if (req.has_param("created_from")) {
-    BATON_ASSIGN_OR_RETURN(const int64_t t, IntParam(req, "created_from", 0, 0, INT64_MAX / 2));
-    q.created_from = double(t);
-  }
-  if (req.has_param("created_to")) {
-    BATON_ASSIGN_OR_RETURN(const int64_t t, IntParam(req, "created_to", 0, 0, INT64_MAX / 2));
-    q.created_to = double(t);
-  }
-  return q;
-}
-
-Result<SeriesRequest> SeriesParams(const httplib::Request& req) {
-  SeriesRequest r;
-  const std::string keys = req.has_param("keys") ? req.get_param_value("keys") : "lr,loss";
-  std::stringstream in(keys);
-  std::string key;
-  while (std::getline(in, key, ',')) {
-    if (key.empty()) continue;
-    const auto& known = SeriesKeys();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return Status::InvalidArgument("unknown series key '" + key + "' (" + list + ")");
-    }
-    if (std::find(r.keys.begin(), r.keys.end(), key) == r.keys.end()) r.keys.push_back(key);
-  }
-  if (r.keys.empty()) return Status::InvalidArgument("keys must name at least one series");
-  BATON_ASSIGN_OR_RETURN(
-      r.max_points, IntParam(req, "max_points", r.max_points, kMinSeriesPoints, kMaxSeriesPoints));
-  if (req.has_param("superseded")) {
-    const std::string v = req.get_param_value("superseded");
-    if (v != "0" && v != "1") {
-      return Status::InvalidArgument("superseded must be 0 or 1 (got '" + v + "')");
-    }
-    r.include_superseded = v == "1";
-  }
-  BATON_ASSIGN_OR_RETURN(r.from_step, IntParam(req, "from", 0, 0, INT64_MAX / 2));
-  BATON_ASSIGN_OR_RETURN(r.to_step, IntParam(req, "to", INT64_MAX, 0, INT64_MAX));
-  if (r.from_step > r.to_step) {
-    return Status::InvalidArgument("from (" + std::to_string(r.from_step) + ") is after to (" +
-                                   std::to_string(r.to_step) + ")");
-  }
-  if (req.has_param("source")) {
-    const std::string v = req.get_param_value("source");
-    if (v != "auto" && v != "rows") {
-      return Status::InvalidArgument("source must be auto or rows (got '" + v + "')");
-    }
-    r.rows_only = v == "rows";
-  }
-  return r;
-}
-
-// ?format=json (default) or csv.
-Result<bool> WantsCsv(const httplib::Request& req) {
-  if (!req.has_param("format")) return false;
-  const std::string v = req.get_param_value("format");
-  if (v != "json" && v != "csv") {
-    return Status::InvalidArgument("format must be json or csv (got '" + v + "')");
-  }
-  return v == "csv";
-}
-
-// A number as CSV text: integers exactly, others with 17 significant digits; empty for null.
-std::string CsvNumber(const json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
-  if (v.is_number_float()) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v.get<double>());
-    return buf;
-  }
-  return "";
-}
-
-// The series answer as CSV: one line per point, effective then superseded, key by key. Keys
-// are the server's own names, so no field needs quoting.
-std::string SeriesCsv(const json& answer) {
-  std::string out = "key,part,step,value,attempt,tokens,wall_s\n";
-  for (const char* part : {"series", "superseded"}) {
-    if (!answer.contains(part)) continue;
-    const char* label = std::string(part) == "series" ? "effective" : "superseded";
-    for (const auto& key : answer["keys"]) {
-      const json& p = answer[part][key.get<std::string>()];
-      const size_t n = p["step"].size();
-      for (size_t i = 0; i < n; ++i) {
-        out += key.get<std::string>() + "," + label + "," + CsvNumber(p["step"][i]) + "," +
-               CsvNumber(p["value"][i]) + "," + CsvNumber(p["attempt"][i]) + "," +
-               CsvNumber(p["tokens"][i]) + "," + CsvNumber(p["wall_s"][i]) + "\n";
-      }
-    }
-  }
-  return out;
-}
-
-// An API route: its path pattern (as documented), the query parameters it takes, and a handler
-// that returns the answer or the failure to answer with.
-using ApiHandler = std::function<Result<json>(const httplib::Request&)>;
-struct ApiRoute {
-  const char* regex;  // httplib pattern over the path; group 1 is the run id where there is one
-  const char* name;   // the route as docs/http_api.md writes it, for messages
-  std::vector<std::string> params;
-  ApiHandler handler;
-  // The answer as CSV for ?format=csv; routes without one answer JSON only.
-  std::function<std::string(const json&)> csv = nullptr;
-};
-
-// kInvalidArgument naming the first query parameter `route` does not take, or one given twice
-// (which value would win is a guess; httplib alone would silently take the first). `token` is
-// taken everywhere when the server has one.
-Status CheckQueryParams(const httplib::Request& req, const ApiRoute& route, bool token_param) {
-  for (auto it = req.params.begin(); it != req.params.end();
-       it = req.params.upper_bound(it->first)) {
-    const std::string& key = it->first;
-    const bool known =
-        (token_param && key == "token") ||
-        std::find(route.params.begin(), route.params.end(), key) != route.params.end();
-    if (!known) {
-      std::string takes;
-      for (const std::string& p : route.params) takes += (takes.empty() ? "" : ", ") + p;
-      return Status::InvalidArgument("unknown query parameter '" + key + "' for " + route.name +
-                                     " (it takes " + (takes.empty() ? "none" : takes) + ")");
-    }
-    if (req.params.count(key) > 1) {
-      return Status::InvalidArgument("query parameter '" + key + "' is given more than once");
-    }
-  }
-  return Status::Ok();
 }
 
 // 405 for every method but GET/HEAD, in the one error shape, with the Allow header.
@@ -355,176 +140,6 @@ bool SameToken(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
-// Set by the pre-routing handler when it answers a request whose body it has not read (or will
-// not read): the connection must not be kept, or the body would be parsed as the next request.
-// Per thread: each connection is processed on one pool thread from start to end.
-thread_local bool t_close_after_response = false;
-
-// An httplib::Stream over the client socket that hands httplib at most `budget` bytes for one
-// request (its line, headers and any body httplib reads), then reports the end of the stream.
-// Reads through a small buffer, as httplib's own stream does (its line reader asks for one byte
-// at a time).
-class BoundedStream : public httplib::Stream {
- public:
-  BoundedStream(int sock, time_t read_timeout_s, time_t write_timeout_s, size_t budget)
-      : sock_(sock),
-        read_ms_(int(read_timeout_s * 1000)),
-        write_ms_(int(write_timeout_s * 1000)),
-        left_(budget) {}
-
-  bool is_readable() const override { return Wait(POLLIN, read_ms_); }
-  bool is_writable() const override { return Wait(POLLOUT, write_ms_); }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (left_ == 0) {
-      exhausted_ = true;
-      return 0;
-    }
-    size = std::min(size, left_);
-    if (off_ == end_) {
-      if (!is_readable()) return -1;
-      const ssize_t n = ::recv(sock_, buf_, sizeof buf_, 0);
-      if (n <= 0) return n;
-      off_ = 0;
-      end_ = size_t(n);
-    }
-    const size_t n = std::min(size, end_ - off_);
-    std::memcpy(ptr, buf_ + off_, n);
-    off_ += n;
-    left_ -= n;
-    return ssize_t(n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
-    return ::send(sock_, ptr, size, MSG_NOSIGNAL);
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getpeername, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getsockname, ip, port);
-  }
-  socket_t socket() const override { return sock_; }
-
-  // The budget ran out: whatever the client sent beyond it was never read.
-  bool exhausted() const { return exhausted_; }
-
- private:
-  bool Wait(short events, int timeout_ms) const {
-    pollfd p{sock_, events, 0};
-    int n;
-    do {
-      n = ::poll(&p, 1, timeout_ms);
-    } while (n < 0 && errno == EINTR);
-    return n > 0 && (p.revents & events) != 0;
-  }
-
-  void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    ip.clear();
-    port = 0;
-    if (get(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    char text[INET6_ADDRSTRLEN] = {0};
-    if (addr.ss_family == AF_INET) {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-      ::inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
-      port = ntohs(a->sin_port);
-    } else if (addr.ss_family == AF_INET6) {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
-      port = ntohs(a->sin6_port);
-    }
-    ip = text;
-  }
-
-  int sock_;
-  int read_ms_, write_ms_;
-  size_t left_;
-  bool exhausted_ = false;
-  char buf_[4096];
-  size_t off_ = 0, end_ = 0;
-};
-
-// httplib's server with its connection loop replaced (the one virtual it offers for that): the
-// same keep-alive rules, but each request read through a BoundedStream, and the connection
-// closed after a request that was cut off or whose body was left unread. cpp-httplib 0.11 reads
-// every line of a request into a buffer without limit and parses an unread body as the next
-// request; this keeps both bounded.
-class BoundedServer : public httplib::Server {
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    bool ret = false;
-    bool linger = false;
-    for (size_t count = keep_alive_max_count_; count > 0 && KeepAlive(sock); --count) {
-      BoundedStream strm(sock, read_timeout_sec_, write_timeout_sec_,
-                         kMaxRequestHeadBytes + kMaxRequestBodyBytes);
-      bool connection_closed = false;
-      t_close_after_response = false;
-      ret = process_request(strm, /*close_connection=*/count == 1, connection_closed, nullptr);
-      linger = t_close_after_response || strm.exhausted();
-      if (!ret || connection_closed || linger) break;
-    }
-    t_close_after_response = false;
-    if (linger) Drain(sock);
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return ret;
-  }
-
-  // Waits for the client's next request as httplib does, but gives up when the server stops.
-  bool KeepAlive(int sock) const {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
-    while (svr_sock_ != INVALID_SOCKET) {
-      pollfd p{sock, POLLIN, 0};
-      const int n = ::poll(&p, 1, 50);
-      if (n > 0) return true;
-      if (n < 0 && errno != EINTR) return false;
-      if (std::chrono::steady_clock::now() > deadline) return false;
-    }
-    return false;
-  }
-
-  // Tells the client we are done sending, then reads and drops what it still sends, within
-  // kLingerDrainBytes and kLingerDrainMs, so that closing does not reset a connection whose
-  // answer the client has not read yet.
-  static void Drain(int sock) {
-    ::shutdown(sock, SHUT_WR);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(kLingerDrainMs);
-    char sink[16384];
-    size_t drained = 0;
-    while (drained < kLingerDrainBytes) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now())
-                            .count();
-      if (left <= 0) return;
-      pollfd p{sock, POLLIN, 0};
-      if (::poll(&p, 1, int(left)) <= 0) return;
-      const ssize_t n = ::recv(sock, sink, sizeof sink, 0);
-      if (n <= 0) return;
-      drained += size_t(n);
-    }
-  }
-};
-
-// The request's body as its headers announce it: none, a Content-Length within our limit, or
-// one we will not read (over the limit, not a number, or chunked: no length up front).
-enum class BodyKind { kNone, kSmall, kRefused };
-BodyKind RequestBody(const httplib::Request& req) {
-  if (req.has_header("Transfer-Encoding")) return BodyKind::kRefused;
-  if (!req.has_header("Content-Length")) return BodyKind::kNone;
-  const std::string v = req.get_header_value("Content-Length");
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return BodyKind::kRefused;
-  if (n == 0) return BodyKind::kNone;
-  return n <= kMaxRequestBodyBytes ? BodyKind::kSmall : BodyKind::kRefused;
-}
-
 }  // namespace
 
 bool IsLoopbackHost(const std::string& host) {
@@ -536,7 +151,7 @@ HttpServer::HttpServer(RunHistoryService* service, ServerOptions options)
       options_(std::move(options)),
       static_files_(options_.ui_dir),
       gate_(std::make_unique<RequestGate>(kHttpReadConnections)),
-      server_(std::make_unique<BoundedServer>()) {
+      server_(MakeBoundedServer()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpConnectionThreads); };
   server_->set_read_timeout(kReadTimeoutS);
   server_->set_keep_alive_timeout(kKeepAliveTimeoutS);
@@ -594,7 +209,7 @@ void HttpServer::InstallRoutes() {
     // refused before a byte of it is read, whoever sends it, and the connection is closed.
     const BodyKind body = RequestBody(req);
     if (body == BodyKind::kRefused) {
-      t_close_after_response = true;
+      CloseAfterResponse();
       res.set_header("Connection", "close");
       SendJson(res, 413,
                ErrorBody(413, "payload_too_large",
@@ -609,7 +224,7 @@ void HttpServer::InstallRoutes() {
       // 405.
       if (HasDrainableBody(req)) return httplib::Server::HandlerResponse::Unhandled;
       if (body == BodyKind::kSmall) {  // OPTIONS, TRACE...: httplib would not read it
-        t_close_after_response = true;
+        CloseAfterResponse();
         res.set_header("Connection", "close");
       }
       SendMethodNotAllowed(req, res);
@@ -617,7 +232,7 @@ void HttpServer::InstallRoutes() {
     }
     // httplib never reads the body of a GET or HEAD: answered, then the connection goes.
     if (body == BodyKind::kSmall) {
-      t_close_after_response = true;
+      CloseAfterResponse();
       res.set_header("Connection", "close");
     }
     if (token.empty() || req.path.rfind("/api/", 0) != 0) {
@@ -634,81 +249,7 @@ void HttpServer::InstallRoutes() {
     return httplib::Server::HandlerResponse::Handled;
   });
 
-  // The API: each route with the query parameters it takes (docs/http_api.md "Endpoints").
-  RunHistoryService* svc = service_;
-  const std::vector<ApiRoute> routes = {
-      {"/api/health",
-       "/api/health",
-       {},
-       [](const httplib::Request&) -> Result<json> {
-         return json{{"ok", true}};
-       }},
-      {"/api/runs",
-       "/api/runs",
-       {"limit", "offset", "sort", "order", "status", "name", "partition", "created_from",
-        "created_to"},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const RunListQuery q, RunListParams(req));
-         return svc->ListRuns(q);
-       }},
-      {R"(/api/runs/([^/]+))",
-       "/api/runs/{id}",
-       {},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         return svc->GetRun(id);
-       }},
-      {R"(/api/runs/([^/]+)/attempts)",
-       "/api/runs/{id}/attempts",
-       {"limit", "offset"},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
-         return svc->ListAttempts(id, page);
-       }},
-      {R"(/api/runs/([^/]+)/checkpoints)",
-       "/api/runs/{id}/checkpoints",
-       {"limit", "offset"},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
-         return svc->ListCheckpoints(id, page);
-       }},
-      {R"(/api/runs/([^/]+)/profile)",
-       "/api/runs/{id}/profile",
-       {},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         return svc->GetProfile(id);
-       }},
-      {R"(/api/runs/([^/]+)/log)",
-       "/api/runs/{id}/log",
-       {"attempt", "before", "limit"},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         if (!req.has_param("attempt")) {
-           return Status::InvalidArgument("attempt (1-based) is required");
-         }
-         BATON_ASSIGN_OR_RETURN(const int64_t attempt,
-                                IntParam(req, "attempt", 1, 1, INT64_MAX / 2));
-         LogPageRequest page;
-         if (req.has_param("before")) {
-           BATON_ASSIGN_OR_RETURN(page.before, IntParam(req, "before", 0, 0, INT64_MAX / 2));
-         }
-         BATON_ASSIGN_OR_RETURN(page.limit,
-                                IntParam(req, "limit", kDefaultLogPageBytes, 1, kMaxLogPageBytes));
-         return svc->GetAttemptLog(id, attempt, page);
-       }},
-      {R"(/api/runs/([^/]+)/series)",
-       "/api/runs/{id}/series",
-       {"keys", "max_points", "superseded", "from", "to", "source", "format"},
-       [svc](const httplib::Request& req) -> Result<json> {
-         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
-         BATON_ASSIGN_OR_RETURN(const SeriesRequest r, SeriesParams(req));
-         return svc->GetSeries(id, r);
-       },
-       SeriesCsv},
-  };
+  const std::vector<ApiRoute> routes = ApiRoutes(service_);
   const bool token_param = !options_.token.empty();
   RequestGate* gate = gate_.get();
   for (const ApiRoute& route : routes) {

@@ -1,22 +1,27 @@
 // HttpServer: baton's web server — the routes of routes → service → store, on cpp-httplib.
 //
 //   GET /api/health                       {"ok": true}
-//   GET /api/runs?limit&offset&sort&order&status
-//   GET /api/runs/{id}                    run, timeline segments, audit, config
+//   GET /api/runs?limit&offset&sort&order&status&name&partition&created_from&created_to
+//   GET /api/runs/{id}                    run, timeline segments, audit, config, stop save, time
 //   GET /api/runs/{id}/attempts?limit&offset
 //   GET /api/runs/{id}/checkpoints?limit&offset
-//   GET /api/runs/{id}/series?keys=lr,loss&max_points=N&superseded=1
+//   GET /api/runs/{id}/profile            the micro-step profile
+//   GET /api/runs/{id}/log?attempt&before&limit
+//   GET /api/runs/{id}/series?keys&max_points&superseded&from&to&source&format
 //   GET /<file>                           the UI (StaticFiles)
-// (docs/http_api.md). Read-only: every other method is 405 with `Allow: GET, HEAD`. Each API
-// route declares the query parameters it takes; any other, or one given twice, is a 400 naming
-// it. Every error — a failed Status, an exception caught at the boundary, and what httplib
-// answers by itself (a malformed request, a URI over its limit, a body over ours) — answers in
-// the one JSON error shape (api_error.h). With a token, /api/ requests need
+// (docs/http_api.md; the table is api_routes.cc, its parameters request_params.h). Read-only:
+// every other method is 405 with `Allow: GET, HEAD`. Each API route declares the query
+// parameters it takes; any other, or one given twice, is a 400 naming it. Every error — a failed
+// Status, an exception caught at the boundary, and what httplib answers by itself (a malformed
+// request, a URI over its limit, a body over ours, a bad Range, no route) — answers in the one
+// JSON error shape (api_error.h). With a token, /api/ requests need
 // `Authorization: Bearer <token>` (or `?token=`); the static UI carries no data and needs none.
 //
 // Slow clients: a connection holds a thread while it sends its request, so there are many
 // more connection threads than requests allowed to query the database at once, and a client
-// that goes quiet between bytes, or never sends a request, is dropped after a few seconds.
+// that goes quiet between bytes, or never sends a request, is dropped after a few seconds. A
+// request's line, headers and body are read within fixed bounds, and a body over the limit is
+// refused from its headers before a byte of it is read (bounded_server.h).
 //
 // Owns the httplib::Server; borrows the service. Bind() then Listen() (blocks, serving on a
 // thread pool) from one thread; Stop() from any thread.
@@ -45,7 +50,8 @@ struct ServerOptions {
 };
 
 // Threads that hold client connections. Mostly they wait on slow or idle clients (each for at
-// most the read or keep-alive timeout at a time), so 32 of those leave plenty for everyone else.
+// most the read or keep-alive timeout at a time): with 32 of them held by slow clients, as many
+// are still free for everyone else.
 inline constexpr int kHttpConnectionThreads = 64;
 // API requests that query the database at once; the others wait for a turn. Each leases one
 // read connection, so a StorePool warmed with this many never opens one while ingestion writes.

@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/http/attempt_log.h"
+#include "orchestrator/history/attempt_log.h"
 #include "orchestrator/http/store_pool.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/series_values.h"
 #include "schema/status.h"
 
 namespace baton {
@@ -28,8 +29,8 @@ struct PageRequest {
 inline constexpr int64_t kMaxPageLimit = 1000;
 
 struct SeriesRequest {
-  std::vector<std::string> keys;  // each one of SeriesKeys()
-  int64_t max_points = 2000;      // per key and per part (effective / superseded)
+  std::vector<SeriesKey> keys;
+  int64_t max_points = 2000;  // per key and per part (effective / superseded)
   bool include_superseded = false;
   // Zoom: only steps in [from_step, to_step] (a range at full resolution when it holds at most
   // max_points rows). "Tokens seen" and wall time still count from the run's start.
@@ -46,10 +47,6 @@ inline constexpr int64_t kMaxListedNonfiniteSteps = 100;
 // Ranges of consecutive non-finite steps the series carries for the charts' markers.
 inline constexpr size_t kMaxNonfiniteRanges = 1000;
 
-// lr, expected_lr, loss, loss_video, loss_action, grad_norm, tokens_per_s, step_time_s,
-// padding (padded / (valid + padded) tokens), tokens.
-const std::vector<std::string>& SeriesKeys();
-
 class RunHistoryService {
  public:
   using Clock = std::function<double()>;  // Unix seconds (wall time of live runs)
@@ -59,6 +56,7 @@ class RunHistoryService {
   [[nodiscard]] Result<nlohmann::json> GetRun(int64_t run_id);
   [[nodiscard]] Result<nlohmann::json> ListAttempts(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
+  // run_series_service.cc
   [[nodiscard]] Result<nlohmann::json> GetSeries(int64_t run_id, const SeriesRequest& req);
   // The microstep profile per step and per attempt (run_profile.h).
   [[nodiscard]] Result<nlohmann::json> GetProfile(int64_t run_id);

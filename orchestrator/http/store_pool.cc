@@ -32,7 +32,7 @@ Status StorePool::Warm(size_t n) {
 
 Result<std::unique_ptr<Store>> StorePool::OpenReader() {
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(db_path_));
-  BATON_RETURN_IF_ERROR(store->db().Exec("PRAGMA query_only = ON"));
+  BATON_RETURN_IF_ERROR(store->SetQueryOnly());
   return store;
 }
 

@@ -1,5 +1,4 @@
 #include "orchestrator/ingest/event_ingester.h"
-#include "schema/clock.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/store/step_event_fields.h"
 #include "orchestrator/store/time_bucket_store.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 
 namespace fs = std::filesystem;
@@ -18,7 +19,7 @@ namespace baton {
 
 namespace {
 
-// Numeric-aware "less": "9" < "10"; non-numeric ids compare as text after numeric ones.
+// The text at `key`; `fallback` when it is missing or not a string.
 std::string StrOr(const json& j, const char* key, const std::string& fallback = "") {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return fallback;
@@ -72,27 +73,7 @@ class RecordApplier {
     if (type == event_type::kStep) {
       const StepEvent e = StepEvent::FromJson(r);
       if (!e.step) return Status::Data("step without a valid \"step\"");
-      StepRecord s;
-      s.run_id = run_.id;
-      s.attempt_id = *attempt_id;
-      s.step = *e.step;
-      s.time = time;
-      s.lr = e.lr;
-      s.loss = e.loss;
-      s.loss_video = e.loss_video;
-      s.loss_action = e.loss_action;
-      s.grad_norm = e.grad_norm;
-      s.tokens = e.tokens;
-      s.padded_tokens = e.padded_tokens;
-      s.samples = e.samples;
-      s.valid_frames = e.valid_frames;
-      s.padded_frames = e.padded_frames;
-      s.step_time_s = e.step_time_s;
-      s.tokens_per_s = e.tokens_per_s;
-      s.in_warmup = e.in_warmup;
-      s.epoch = e.epoch;
-      s.nonfinite = e.nonfinite;
-      s.nonfinite_episodes = e.nonfinite_episodes;
+      const StepRecord s = StepRecordOf(e, run_.id, *attempt_id, time);
       *was_step = true;
       return store_.InsertStepInTx(s);
     }

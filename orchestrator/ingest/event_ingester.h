@@ -9,13 +9,19 @@
 // A line longer than a chunk (8 MiB: no record is near that) is skipped the same way, found in
 // 64 KiB reads outside any transaction: it is never held in memory, nor the write lock over it.
 //
-// Files are applied in the order their attempts happened (job id, then restart count, both
-// numerically), which is what the store's superseded marking relies on.
+// Files are applied in the order their attempts happened (RunFolder::ListEventFiles: job id, then
+// restart count, then the launcher's in-job restart, numerically), which is what the store's
+// superseded marking relies on. A record whose type is unknown, or whose fields do not parse, is
+// a bad line like invalid JSON.
 //
 // Values: a number that is null (how the trainer's JSON writer spells NaN and Inf), missing or
 // not finite is stored as NULL, never as NaN; a step flagged "nonfinite" keeps its row with the
-// flag and the step's episode ids. The first segment_end of an attempt sets the trainer's end
-// reason, message and exit code; later ones (other ranks failing after the first) are ignored.
+// flag and the step's episode ids. A step row takes its figures from the event through one field
+// table (store/step_event_fields.h). The first segment_end of an attempt sets the trainer's end
+// reason, message (cut to kMaxTrainerMessageBytes), exit code and signal; later ones (other ranks
+// failing after the first) are ignored. An attempt_end sets the run's status from the
+// launcher's action; a hang it reports keeps its stacks cut to 64 KiB. After a pass that applied
+// records, IngestRun refreshes the run's time buckets (store/time_bucket_store.h).
 // Stateless functions over a Store; thread-compatible (one Store per thread).
 #pragma once
 

@@ -30,6 +30,8 @@ struct LaunchEnvironment {
   std::string trainer_bin;     // FindTrainerBinary()
 };
 
+// launch_environment.cc: the job start's environment and the trainer command.
+
 // The trainer: $BATON_TRAIN_BIN, else baton-train next to this baton, else
 // ../trainer/baton-train (the build tree). "" when none is executable.
 std::string FindTrainerBinary();
@@ -44,6 +46,8 @@ LaunchEnvironment LaunchEnvironmentFromProcess();
 std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std::string& run_dir,
                                         const ResumeDecision& decision,
                                         const std::string& events_path);
+
+// launcher.cc: one attempt.
 
 // Runs one attempt end to end. Returns the process exit code: 0 done, 75 requeued, else the
 // failure's code (78 config, 65 data, the trainer's crash code, 69 when nothing could start).

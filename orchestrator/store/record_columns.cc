@@ -185,4 +185,27 @@ const ColumnTable<WriteProbeRecord>& WriteProbeTable() {
   return kTable;
 }
 
+const ColumnTable<SeriesRow>& SeriesRowTable() {
+  using R = SeriesRow;
+  static const std::vector<Column<R>> kColumns = {
+      Col("attempt_id", &R::attempt_id),
+      Col("step", &R::step),
+      Col("time", &R::time),
+      Col("tokens", &R::tokens),
+      Col("padded_tokens", &R::padded_tokens),
+      Col("in_warmup", &R::in_warmup),
+      Col("nonfinite", &R::nonfinite),
+      Col("lr", &R::lr),
+      Col("loss", &R::loss),
+      Col("loss_video", &R::loss_video),
+      Col("loss_action", &R::loss_action),
+      Col("grad_norm", &R::grad_norm),
+      Col("step_time_s", &R::step_time_s),
+      Col("tokens_per_s", &R::tokens_per_s),
+      Col("superseded", &R::superseded),
+  };
+  static const ColumnTable<R> kTable("steps", kColumns);
+  return kTable;
+}
+
 }  // namespace baton

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "orchestrator/store/records.h"
+#include "orchestrator/store/series_values.h"
 #include "orchestrator/store/sqlite_db.h"
 
 namespace baton {
@@ -206,5 +207,8 @@ const ColumnTable<MicrostepRecord>& MicrostepTable();
 const ColumnTable<CheckpointRecord>& CheckpointTable();
 const ColumnTable<StopSaveBudgetRecord>& StopSaveBudgetTable();
 const ColumnTable<WriteProbeRecord>& WriteProbeTable();
+// A read-only view of `steps`: the columns a chart series needs (series_values.h), for the row
+// path, the rollups and the run-history reads alike.
+const ColumnTable<SeriesRow>& SeriesRowTable();
 
 }  // namespace baton

@@ -4,6 +4,7 @@
 
 #include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/series_rollups.h"
+#include "orchestrator/store/store_internal.h"
 
 namespace baton {
 
@@ -97,8 +98,8 @@ RunSummary ReadSummaryRow(const Statement& s) {
 Status FillAttemptBriefs(Store& store, RunSummary* summary) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      store.db().Prepare("SELECT job_id, restart_count, end_reason, step0, last_step "
-                         "FROM attempts WHERE run_id = ?1 ORDER BY id"));
+      StoreInternal::Db(store).Prepare("SELECT job_id, restart_count, end_reason, step0, last_step "
+                                       "FROM attempts WHERE run_id = ?1 ORDER BY id"));
   s->Bind(1, summary->run.id);
   BATON_ASSIGN_OR_RETURN(summary->attempt_list, s->Collect<AttemptBrief>([](const Statement& r) {
     return AttemptBrief{r.Text(0), r.Int(1), r.Text(2), r.OptInt(3), r.OptInt(4)};
@@ -112,7 +113,7 @@ Result<std::vector<RunSummary>> QuerySummaries(Store& store, const RunListQuery&
   std::string sql = SummarySelect() + " ORDER BY " + SortExpression(q.sort) +
                     (q.descending ? " DESC" : " ASC") + " NULLS LAST, r.id " +
                     (q.descending ? "DESC" : "ASC") + " LIMIT ?2 OFFSET ?3";
-  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(sql));
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(sql));
   BindFilters(s, q);
   s->Bind(2, q.limit).Bind(3, q.offset).Bind(4, run_id);
   BATON_ASSIGN_OR_RETURN(std::vector<RunSummary> out, s->Collect<RunSummary>(ReadSummaryRow));
@@ -135,8 +136,9 @@ std::optional<RunSortKey> ParseRunSortKey(const std::string& name) {
 
 Result<RunSummaryPage> ListRunSummaries(Store& store, const RunListQuery& q) {
   RunSummaryPage page;
-  BATON_ASSIGN_OR_RETURN(Statement * count,
-                         store.db().Prepare("SELECT COUNT(*) FROM runs WHERE " + FilterSql("")));
+  BATON_ASSIGN_OR_RETURN(
+      Statement * count,
+      StoreInternal::Db(store).Prepare("SELECT COUNT(*) FROM runs WHERE " + FilterSql("")));
   BindFilters(count, q);
   BATON_ASSIGN_OR_RETURN(const bool row, count->Step());
   page.total = row ? count->Int(0) : 0;
@@ -156,47 +158,42 @@ Result<RunSummary> GetRunSummary(Store& store, int64_t run_id) {
   return out;
 }
 
-Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_superseded) {
+Result<std::vector<SeriesRow>> ReadSeriesRows(Store& store, int64_t run_id,
+                                              bool include_superseded) {
   // Attempt by attempt through the steps primary key (attempt_id, step): a sequential range
   // scan per attempt, cheaper than the (run_id, step) index plus a lookup per row.
-  BATON_ASSIGN_OR_RETURN(
-      Statement * attempts,
-      store.db().Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
+  SqliteDb& db = StoreInternal::Db(store);
+  BATON_ASSIGN_OR_RETURN(Statement * attempts,
+                         db.Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
   attempts->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
                          attempts->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
-  StepColumns c;
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s,
-      store.db().Prepare(
-          "SELECT step, time, superseded, in_warmup, tokens, padded_tokens, lr, loss, loss_video, "
-          "loss_action, grad_norm, step_time_s, tokens_per_s, nonfinite FROM steps "
-          "WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step"));
+  static const std::string kSql =
+      SeriesRowTable().Select("WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step");
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
+  std::vector<SeriesRow> rows;
   for (int64_t id : ids) {
     s->Bind(1, id).Bind(2, static_cast<int64_t>(include_superseded));
     while (true) {
       BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
       if (!row) break;
-      const Statement& r = *s;
-      c.attempt_id.push_back(id);
-      c.step.push_back(r.Int(0));
-      c.time.push_back(r.Double(1));
-      c.superseded.push_back(static_cast<uint8_t>(r.Int(2) != 0));
-      c.in_warmup.push_back(static_cast<uint8_t>(r.Int(3) != 0));
-      c.tokens.push_back(r.Int(4));
-      c.padded_tokens.push_back(r.Int(5));
-      c.lr.push_back(r.Double(6));
-      c.loss.push_back(r.Double(7));
-      c.loss_video.push_back(r.Double(8));
-      c.loss_action.push_back(r.Double(9));
-      c.grad_norm.push_back(r.Double(10));
-      c.step_time_s.push_back(r.Double(11));
-      c.tokens_per_s.push_back(r.Double(12));
-      c.nonfinite.push_back(static_cast<uint8_t>(r.Int(13) != 0));
+      rows.push_back(SeriesRowTable().Read(*s));
     }
     s->Reset();
   }
-  return c;
+  return rows;
+}
+
+Result<std::vector<int64_t>> ReadEffectiveNonfiniteSteps(Store& store, int64_t run_id, int64_t from,
+                                                         int64_t to) {
+  // The partial index, as Store::ListNonfiniteSteps: a run with no skipped step reads nothing.
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      StoreInternal::Db(store).Prepare(
+          "SELECT step FROM steps INDEXED BY steps_nonfinite WHERE run_id = ?1 AND "
+          "nonfinite = 1 AND superseded = 0 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
+  s->Bind(1, run_id).Bind(2, from).Bind(3, to);
+  return s->Collect<int64_t>([](const Statement& r) { return r.Int(0); });
 }
 
 // The same figures from the run's top-level rollup nodes and its superseded rows (partial index
@@ -205,12 +202,14 @@ Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id, bool include_s
 Result<std::vector<AttemptStepStats>> ReadAttemptStepStatsFromRollups(Store& store,
                                                                       int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(
-      Statement * ids, store.db().Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
+      Statement * ids,
+      StoreInternal::Db(store).Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
   ids->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> attempt_ids,
                          ids->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
-  BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> top,
-                         ReadRollupNodes(store.db(), run_id, kRollupLevels - 1, 0, INT64_MAX));
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<StoredRollupNode> top,
+      ReadRollupNodes(StoreInternal::Db(store), run_id, kRollupLevels - 1, 0, INT64_MAX));
   // Effective rows under the attempt's id, superseded ones under minus it.
   std::map<int64_t, RollupNode> effective;
   for (const StoredRollupNode& n : top) AppendNode(&effective[n.attempt_id], n.node);
@@ -257,9 +256,9 @@ Result<std::vector<AttemptStepStats>> ReadAttemptStepStatsFromRollups(Store& sto
 }
 
 Result<std::vector<AttemptStepStats>> ReadAttemptStepStats(Store& store, int64_t run_id) {
-  BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(store.db(), run_id));
+  BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(StoreInternal::Db(store), run_id));
   if (covered) return ReadAttemptStepStatsFromRollups(store, run_id);
-  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(R"sql(
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(R"sql(
 SELECT a.id,
        COALESCE(SUM(s.superseded = 0), 0),
        COALESCE(SUM(s.superseded = 1), 0),
@@ -295,7 +294,7 @@ WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql"));
 }
 
 void ReleaseReadSnapshot(Store& store) {
-  sqlite3* db = store.db().raw();
+  sqlite3* db = StoreInternal::Db(store).raw();
   for (sqlite3_stmt* s = sqlite3_next_stmt(db, nullptr); s != nullptr;
        s = sqlite3_next_stmt(db, s)) {
     sqlite3_reset(s);

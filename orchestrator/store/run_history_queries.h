@@ -1,6 +1,6 @@
-// Run-history read queries behind the web UI (orchestrator/http): run summaries for the runs
-// table, a run's step rows as columns for the series endpoint, and per-attempt step statistics
-// for the summaries and the audit line.
+// Run-history read queries behind the web UI and the CLI's history views: run summaries for the
+// runs table, a run's step rows for the series endpoint, and per-attempt step statistics for the
+// summaries and the audit line.
 //
 // Part of the store — the only code that speaks SQL — but read-only: every function here only
 // SELECTs, through the connection's cached prepared statements. Free functions over a Store the
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "orchestrator/store/records.h"
+#include "orchestrator/store/series_values.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
 
@@ -71,19 +72,14 @@ struct RunSummaryPage {
 // Code::kNotFound naming the id when there is no such run.
 [[nodiscard]] Result<RunSummary> GetRunSummary(Store& store, int64_t run_id);
 
-// A run's step rows as parallel columns, in attempt order then step order (so each attempt's
-// rows are contiguous). Doubles are NaN for SQL NULL.
-struct StepColumns {
-  std::vector<int64_t> attempt_id, step, tokens, padded_tokens;
-  std::vector<double> time, lr, loss, loss_video, loss_action, grad_norm, step_time_s, tokens_per_s;
-  std::vector<uint8_t> superseded, in_warmup;
-  std::vector<uint8_t> nonfinite;  // the step was skipped (NaN/Inf loss or gradient norm)
-  size_t size() const { return step.size(); }
-};
-
-// Every effective row of the run, plus the superseded ones when `include_superseded`.
-[[nodiscard]] Result<StepColumns> ReadStepColumns(Store& store, int64_t run_id,
-                                                  bool include_superseded);
+// A run's step rows for the series row path, in attempt order then step order (so each
+// attempt's rows are contiguous): every effective row, plus the superseded ones when
+// `include_superseded`.
+[[nodiscard]] Result<std::vector<SeriesRow>> ReadSeriesRows(Store& store, int64_t run_id,
+                                                            bool include_superseded);
+// The effective series' skipped (non-finite) steps with index in [from, to], in step order.
+[[nodiscard]] Result<std::vector<int64_t>> ReadEffectiveNonfiniteSteps(Store& store, int64_t run_id,
+                                                                       int64_t from, int64_t to);
 
 // Aggregates over one attempt's step rows. "Effective" counts only rows with superseded = 0.
 struct AttemptStepStats {

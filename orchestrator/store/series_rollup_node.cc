@@ -7,35 +7,7 @@ namespace baton {
 
 static_assert(std::is_trivially_copyable_v<RollupNode>, "nodes are stored as their bytes");
 
-double RollupValue(RollupKey key, const RollupRow& r) {
-  switch (key) {
-    case RollupKey::kRow:
-      return 0.0;
-    case RollupKey::kLr:
-      return r.lr;
-    case RollupKey::kLoss:
-      return r.nonfinite ? NAN : r.loss;
-    case RollupKey::kLossVideo:
-      return r.nonfinite ? NAN : r.loss_video;
-    case RollupKey::kLossAction:
-      return r.nonfinite ? NAN : r.loss_action;
-    case RollupKey::kGradNorm:
-      return r.nonfinite ? NAN : r.grad_norm;
-    case RollupKey::kTokensPerS:
-      return r.tokens_per_s;
-    case RollupKey::kStepTimeS:
-      return r.step_time_s;
-    case RollupKey::kPadding: {
-      const int64_t all = r.tokens + r.padded_tokens;
-      return all > 0 ? double(r.padded_tokens) / double(all) : NAN;
-    }
-    case RollupKey::kTokens:
-      return double(r.tokens);
-  }
-  return NAN;
-}
-
-RollupNode NodeOfRow(const RollupRow& r) {
+RollupNode NodeOfRow(const SeriesRow& r) {
   RollupNode n;
   n.rows = 1;
   n.warmup_rows = r.in_warmup ? 1 : 0;
@@ -44,11 +16,15 @@ RollupNode NodeOfRow(const RollupRow& r) {
   n.padded_tokens = r.padded_tokens;
   n.step_time_s = std::isnan(r.step_time_s) ? 0.0 : r.step_time_s;
   n.min_time = n.max_time = r.time;
-  for (int k = 0; k < kRollupKeys; ++k) {
-    const double v = RollupValue(static_cast<RollupKey>(k), r);
+  const RollupPoint row{r.step, 0.0, r.time, r.tokens};
+  n.key[0] = RollupKeyStats{1, row, row, row, row};
+  for (SeriesKey k : SeriesKeys()) {
+    const int slot = RollupSlot(k);
+    if (slot < 0) continue;
+    const double v = SeriesValue(k, r, ExpectedSchedule{});
     if (std::isnan(v)) continue;
     const RollupPoint p{r.step, v, r.time, r.tokens};
-    n.key[k] = RollupKeyStats{1, p, p, p, p};
+    n.key[slot] = RollupKeyStats{1, p, p, p, p};
   }
   return n;
 }

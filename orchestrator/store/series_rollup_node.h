@@ -13,23 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/store/series_values.h"
+
 namespace baton {
 
-// The keys a node summarises. kRow counts every row (its points carry no value) and gives the
-// first and last row of the node; the others are the series endpoint's keys of the same name
-// (expected_lr is a function of the step and is derived from kRow at query time).
-enum class RollupKey : int {
-  kRow = 0,
-  kLr,
-  kLoss,
-  kLossVideo,
-  kLossAction,
-  kGradNorm,
-  kTokensPerS,
-  kStepTimeS,
-  kPadding,
-  kTokens,
-};
+// The keys a node summarises, by slot: slot 0 counts every row (its points carry no value) and
+// gives the first and last row of the node; slots 1.. are the stored series keys
+// (RollupSlot(), series_values.h). expected_lr is a function of the step and is derived from
+// slot 0 at query time.
 inline constexpr int kRollupKeys = 10;
 // Bumped whenever the node layout or a key's value rule changes: runs written with another
 // layout are rebuilt by ingest and read from their rows until then.
@@ -46,30 +37,12 @@ inline int64_t RollupBlockFirstStep(int64_t block, int level) {
   return block << (kRollupLeafBits + kRollupFanoutBits * level);
 }
 
-// The columns of one step row a node needs. Doubles are NaN for SQL NULL.
-struct RollupRow {
-  int64_t attempt_id = 0;
-  int64_t step = 0;
-  double time = 0;
-  int64_t tokens = 0;
-  int64_t padded_tokens = 0;
-  bool in_warmup = false;
-  bool nonfinite = false;
-  double lr = NAN, loss = NAN, loss_video = NAN, loss_action = NAN, grad_norm = NAN,
-         step_time_s = NAN, tokens_per_s = NAN;
-  bool superseded = false;
-};
-
 // The attempt_id column of a node: the attempt's id for its effective rows, minus it for its
 // superseded rows (their nodes give the run page's per-attempt redone figures without a scan;
 // the series reader never merges them).
 inline int64_t RollupNodeOwner(int64_t attempt_id, bool superseded) {
   return superseded ? -attempt_id : attempt_id;
 }
-
-// The value of `key` at a row, NaN when it has none: the series endpoint's rule. A skipped
-// (non-finite) step has no loss or gradient-norm point (docs/http_api.md).
-double RollupValue(RollupKey key, const RollupRow& r);
 
 // One kept point: its step, value, time and the tokens of the node's rows up to and including it
 // (so a reader adds the tokens before the node to get "tokens seen").
@@ -100,7 +73,8 @@ struct RollupNode {
   int64_t last_step() const { return key[0].last.step; }
 };
 
-RollupNode NodeOfRow(const RollupRow& r);
+// A row's node: every stored key's value by the one value rule (SeriesValue).
+RollupNode NodeOfRow(const SeriesRow& r);
 // Merges `next`, whose rows all come after this node's, into `acc`.
 void AppendNode(RollupNode* acc, const RollupNode& next);
 // Merges one key only (the series reader's cells).

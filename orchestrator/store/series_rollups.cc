@@ -2,42 +2,19 @@
 
 #include <algorithm>
 
+#include "orchestrator/store/record_columns.h"
+
 namespace baton {
 
 namespace {
 
-constexpr const char* kRowColumns =
-    "attempt_id, step, time, tokens, padded_tokens, in_warmup, nonfinite, lr, loss, loss_video, "
-    "loss_action, grad_norm, step_time_s, tokens_per_s, superseded";
-
-RollupRow ReadRow(const Statement& s) {
-  RollupRow r;
-  r.attempt_id = s.Int(0);
-  r.step = s.Int(1);
-  r.time = s.Double(2);
-  r.tokens = s.Int(3);
-  r.padded_tokens = s.Int(4);
-  r.in_warmup = s.Int(5) != 0;
-  r.nonfinite = s.Int(6) != 0;
-  r.lr = s.Double(7);
-  r.loss = s.Double(8);
-  r.loss_video = s.Double(9);
-  r.loss_action = s.Double(10);
-  r.grad_norm = s.Double(11);
-  r.step_time_s = s.Double(12);
-  r.tokens_per_s = s.Double(13);
-  r.superseded = s.Int(14) != 0;
-  return r;
-}
-
 // Every row of the run with step in [first, last], in step order.
-Result<std::vector<RollupRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t first, int64_t last) {
-  static const std::string kSql = std::string("SELECT ") + kRowColumns +
-                                  " FROM steps WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 "
-                                  "ORDER BY step, attempt_id";
+Result<std::vector<SeriesRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t first, int64_t last) {
+  static const std::string kSql = SeriesRowTable().Select(
+      "WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step, attempt_id");
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
   s->Bind(1, run_id).Bind(2, first).Bind(3, last);
-  return s->Collect<RollupRow>(ReadRow);
+  return SeriesRowTable().ReadAll(*s);
 }
 
 // Replaces the nodes of (run, level, block) with `nodes` (attempt id -> node).
@@ -76,7 +53,7 @@ Status RecomputeLeaves(SqliteDb& db, int64_t run_id, const std::set<int64_t>& bl
       ++next;
     }
     BATON_ASSIGN_OR_RETURN(
-        const std::vector<RollupRow> rows,
+        const std::vector<SeriesRow> rows,
         RunRows(db, run_id, RollupBlockFirstStep(first, 0), RollupBlockFirstStep(last + 1, 0) - 1));
     size_t i = 0;
     for (int64_t b = first; b <= last; ++b) {
@@ -211,38 +188,40 @@ Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_
 namespace {
 
 // The step rows `where` selects, with ?1 an id and ?2..?3 a step range.
-Result<std::vector<RollupRow>> ReadRowsWhere(SqliteDb& db, const std::string& sql, int64_t id,
+Result<std::vector<SeriesRow>> ReadRowsWhere(SqliteDb& db, const std::string& sql, int64_t id,
                                              int64_t first, int64_t last) {
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(sql));
   s->Bind(1, id).Bind(2, first).Bind(3, last);
-  return s->Collect<RollupRow>(ReadRow);
+  return SeriesRowTable().ReadAll(*s);
 }
 
 }  // namespace
 
-Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id, int64_t first,
+Result<std::vector<SeriesRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id, int64_t first,
                                                  int64_t last) {
   // The steps primary key (attempt_id, step): one sequential range.
-  static const std::string kSql = std::string("SELECT ") + kRowColumns +
-                                  " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
-                                  "AND superseded = 0 ORDER BY step";
+  static const std::string kSql = SeriesRowTable().Select(
+      "WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 AND superseded = 0 ORDER BY step");
   return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
-Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
+Result<std::vector<SeriesRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
                                                     int64_t last) {
-  static const std::string kSql = std::string("SELECT ") + kRowColumns +
-                                  " FROM steps WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 "
-                                  "AND superseded = 1 ORDER BY step";
+  static const std::string kSql = SeriesRowTable().Select(
+      "WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 AND superseded = 1 ORDER BY step");
   return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
-Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id, int64_t first,
-                                                  int64_t last) {
-  static const std::string kSql = std::string("SELECT ") + kRowColumns +
-                                  " FROM steps WHERE run_id = ?1 AND superseded = 1 AND step "
-                                  "BETWEEN ?2 AND ?3 ORDER BY attempt_id, step";
-  return ReadRowsWhere(db, kSql, run_id, first, last);
+Result<std::optional<int64_t>> ReadFirstEffectiveTokens(SqliteDb& db, int64_t run_id,
+                                                        int64_t step) {
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         db.Prepare("SELECT tokens FROM steps WHERE run_id = ?1 AND step >= ?2 AND "
+                                    "superseded = 0 ORDER BY step LIMIT 1"));
+  s->Bind(1, run_id).Bind(2, step);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  const std::optional<int64_t> tokens = row ? std::optional<int64_t>(s->Int(0)) : std::nullopt;
+  s->Reset();
+  return tokens;
 }
 
 }  // namespace baton

@@ -8,13 +8,14 @@
 // without a complete set of nodes (ingested before schema version 3, or written with another
 // node layout) is rebuilt whole the next time any of its steps is written.
 //
-// The readers below are what the series endpoint (orchestrator/http/series_rollup_reader.h)
+// The readers below are what the series endpoint (orchestrator/store/series_rollup_reader.h)
 // needs: nodes of a range of blocks, the rows of one attempt's block, whether a run is covered.
 // Read-only; one Store per thread like the rest of the store.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -55,14 +56,15 @@ struct StoredRollupNode {
                                                                     int level, int64_t first_block,
                                                                     int64_t last_block);
 // Nodes with attempt_id < 0 summarise the superseded rows of attempt -attempt_id.
+
 // The effective rows of one attempt with step in [first, last], in step order.
-[[nodiscard]] Result<std::vector<RollupRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id,
+[[nodiscard]] Result<std::vector<SeriesRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id,
                                                                int64_t first, int64_t last);
 // One attempt's superseded rows with step in [first, last], in step order.
-[[nodiscard]] Result<std::vector<RollupRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id,
+[[nodiscard]] Result<std::vector<SeriesRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id,
                                                                   int64_t first, int64_t last);
-// A run's superseded rows with step in [first, last], by attempt then step.
-[[nodiscard]] Result<std::vector<RollupRow>> ReadSupersededRows(SqliteDb& db, int64_t run_id,
-                                                                int64_t first, int64_t last);
+// The tokens of the run's first effective row at or after `step`; none when no such row.
+[[nodiscard]] Result<std::optional<int64_t>> ReadFirstEffectiveTokens(SqliteDb& db, int64_t run_id,
+                                                                      int64_t step);
 
 }  // namespace baton

@@ -144,11 +144,21 @@ class Store {
   [[nodiscard]] Status SetCursorInTx(const std::string& path, int64_t run_id, int64_t offset,
                                      int64_t bad_lines_added, double now);
 
-  SqliteDb& db() { return *db_; }
+  // Code::kIo when the database file was deleted or replaced under this connection (a long-lived
+  // process, `baton serve`, stops rather than write into an unlinked file).
+  [[nodiscard]] Status CheckStillAtPath() const { return db_->CheckStillAtPath(); }
+  // Refuses every write on this connection from now on (the web server's read pool).
+  [[nodiscard]] Status SetQueryOnly() { return db_->Exec("PRAGMA query_only = ON"); }
+
   // Keeps the series rollups with the steps (default). Off only to measure their cost.
   void set_series_rollups(bool on) { rollups_->set_enabled(on); }
 
  private:
+  // The connection, for the store's own modules only (store_internal.h): nothing outside
+  // orchestrator/store/ writes SQL.
+  friend class StoreInternal;
+  SqliteDb& db() { return *db_; }
+
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Status Migrate();
   [[nodiscard]] Status ApplyMigration(const EmbeddedFile& f, int64_t number,

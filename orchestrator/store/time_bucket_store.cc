@@ -4,6 +4,7 @@
 #include <string>
 
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/store_internal.h"
 
 namespace baton {
 
@@ -27,9 +28,9 @@ constexpr const char* kTailColumns =
 constexpr int kFixedTail = 6;
 
 Result<bool> AttemptsHaveColumn(Store& store, const std::string& name) {
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s,
-      store.db().Prepare("SELECT 1 FROM pragma_table_info('attempts') WHERE name = ?1"));
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         StoreInternal::Db(store).Prepare(
+                             "SELECT 1 FROM pragma_table_info('attempts') WHERE name = ?1"));
   s->Bind(1, name);
   return s->Step();
 }
@@ -47,8 +48,8 @@ Status FillOptionalAttemptColumns(Store& store, int64_t run_id, BucketInput* in)
     any = any || has;
   }
   if (!any) return Status::Ok();
-  BATON_ASSIGN_OR_RETURN(Statement * s,
-                         store.db().Prepare(select + " FROM attempts WHERE run_id = ?1"));
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s, StoreInternal::Db(store).Prepare(select + " FROM attempts WHERE run_id = ?1"));
   s->Bind(1, run_id);
   std::map<int64_t, BucketAttempt*> by_id;
   for (BucketAttempt& a : in->attempts) by_id[a.attempt_id] = &a;
@@ -68,8 +69,8 @@ Status FillOptionalAttemptColumns(Store& store, int64_t run_id, BucketInput* in)
 Status FillStepEnds(Store& store, BucketAttempt* a) {
   for (const char* order : {"ASC", "DESC"}) {
     BATON_ASSIGN_OR_RETURN(
-        Statement * s,
-        store.db().Prepare(std::string("SELECT time, step_time_s FROM steps WHERE attempt_id = ?1 "
+        Statement * s, StoreInternal::Db(store).Prepare(
+                           std::string("SELECT time, step_time_s FROM steps WHERE attempt_id = ?1 "
                                        "ORDER BY step ") +
                            order + " LIMIT 1"));
     s->Bind(1, a->attempt_id);
@@ -88,8 +89,8 @@ Status FillStepEnds(Store& store, BucketAttempt* a) {
 
 Result<double> NonfiniteStepTime(Store& store, int64_t run_id, int64_t attempt_id) {
   BATON_ASSIGN_OR_RETURN(
-      Statement * s,
-      store.db().Prepare("SELECT COALESCE(SUM(step_time_s), 0) FROM steps INDEXED BY "
+      Statement * s, StoreInternal::Db(store).Prepare(
+                         "SELECT COALESCE(SUM(step_time_s), 0) FROM steps INDEXED BY "
                          "steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND superseded = 0 "
                          "AND attempt_id = ?2"));
   s->Bind(1, run_id).Bind(2, attempt_id);
@@ -106,7 +107,7 @@ Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuck
     return "INSERT OR REPLACE INTO time_buckets (run_id, attempt_id, wall_s, " + BucketColumns() +
            ", " + kTailColumns + ") VALUES (" + params + ")";
   }();
-  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(kSql));
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(kSql));
   int p = 1;
   s->Bind(p++, run_id).Bind(p++, attempt_id).Bind(p++, b.wall_s);
   for (double v : b.s) s->Bind(p++, v);
@@ -150,8 +151,8 @@ Result<BucketInput> LoadBucketInput(Store& store, const RunRecord& run, double n
 Status RefreshTimeBucketsInTx(Store& store, const RunRecord& run, double now) {
   BATON_ASSIGN_OR_RETURN(const BucketInput in, LoadBucketInput(store, run, now));
   const RunTimeBuckets b = ComputeTimeBuckets(in);
-  BATON_ASSIGN_OR_RETURN(Statement * del,
-                         store.db().Prepare("DELETE FROM time_buckets WHERE run_id = ?1"));
+  BATON_ASSIGN_OR_RETURN(Statement * del, StoreInternal::Db(store).Prepare(
+                                              "DELETE FROM time_buckets WHERE run_id = ?1"));
   BATON_RETURN_IF_ERROR(del->Bind(1, run.id).Run());
   BATON_RETURN_IF_ERROR(
       WriteRow(store, run.id, kRunRow, b.run, b.interruptions, b.running_s, b.as_of));
@@ -170,7 +171,7 @@ Result<std::optional<RunTimeBuckets>> ReadTimeBuckets(Store& store, int64_t run_
   static const std::string kSql = "SELECT attempt_id, wall_s, " + BucketColumns() + ", " +
                                   kTailColumns +
                                   " FROM time_buckets WHERE run_id = ?1 ORDER BY attempt_id";
-  BATON_ASSIGN_OR_RETURN(Statement * s, store.db().Prepare(kSql));
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(kSql));
   s->Bind(1, run_id);
   RunTimeBuckets out;
   bool have_run = false;

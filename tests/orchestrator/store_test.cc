@@ -1,6 +1,7 @@
 // Store: migrations (and a version 1 database upgraded in place), transactions that roll back,
 // prepared statements, run lookup, non-finite steps.
 #include "orchestrator/store/store.h"
+#include "orchestrator/store/store_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -39,7 +40,7 @@ TEST(Store, RefusesADatabaseFromANewerBaton) {
   TempDir tmp;
   {
     auto store = OpenStore(tmp / "baton.db");
-    ASSERT_TRUE(store->db().Exec("PRAGMA user_version = 999").ok());
+    ASSERT_TRUE(StoreInternal::Db(*store).Exec("PRAGMA user_version = 999").ok());
   }
   Result<std::unique_ptr<Store>> s = Store::Open(tmp / "baton.db");
   ASSERT_FALSE(s.ok());
@@ -69,7 +70,7 @@ TEST(Store, WriteRollsBackWhenTheBodyFails) {
   });
   EXPECT_EQ(st.code(), Code::kIo);
   EXPECT_TRUE(store->ListRuns().value().empty());
-  EXPECT_FALSE(store->db().InTransaction());
+  EXPECT_FALSE(StoreInternal::Db(*store).InTransaction());
 }
 
 TEST(Store, TransactionRollsBackUnlessCommitted) {
@@ -101,7 +102,7 @@ TEST(Store, ASecondWriterWaitsThenReportsUnavailable) {
   TempDir tmp;
   auto a = OpenStore(tmp / "baton.db");
   auto b = OpenStore(tmp / "baton.db");
-  sqlite3_busy_timeout(b->db().raw(), 50);  // do not wait the real 10 s
+  sqlite3_busy_timeout(StoreInternal::Db(*b).raw(), 50);  // do not wait the real 10 s
   Result<Transaction> held = a->Begin();
   ASSERT_TRUE(held.ok());
   Result<Transaction> second = b->Begin();

@@ -1,4 +1,4 @@
-// The log viewer's reader (orchestrator/http/attempt_log.h) and the evidence of how attempts
+// The log viewer's reader (orchestrator/history/attempt_log.h) and the evidence of how attempts
 // ended: pages read backwards from the end at line starts; a job id that is a path, a log that
 // is a symlink out of the run folder, or a logs/ folder that is one, are refused; a log not yet
 // written is an empty page; the signal is derived from the trainer, the exit code or SLURM.
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "orchestrator/http/attempt_log.h"
+#include "orchestrator/history/attempt_log.h"
 #include "orchestrator/store/attempt_evidence.h"
 #include "tests/common/temp_dir.h"
 

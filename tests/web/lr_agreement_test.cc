@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "orchestrator/http/run_timeline.h"
+#include "orchestrator/history/run_timeline.h"
 #include "schema/lr_schedule.h"
 
 namespace baton {

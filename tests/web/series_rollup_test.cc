@@ -16,6 +16,7 @@
 #include "orchestrator/http/run_history_service.h"
 #include "orchestrator/store/run_history_queries.h"
 #include "orchestrator/store/series_rollups.h"
+#include "orchestrator/store/store_internal.h"
 #include "run_fixture.h"
 #include "tests/common/temp_dir.h"
 
@@ -31,7 +32,7 @@ std::vector<std::string> Nodes(Store& store, int64_t run_id) {
   std::vector<std::string> out;
   for (int level = 0; level < kRollupLevels; ++level) {
     Result<std::vector<StoredRollupNode>> nodes =
-        ReadRollupNodes(store.db(), run_id, level, 0, INT64_MAX);
+        ReadRollupNodes(StoreInternal::Db(store), run_id, level, 0, INT64_MAX);
     EXPECT_TRUE(nodes.ok()) << nodes.status().ToString();
     if (!nodes.ok()) continue;
     for (const StoredRollupNode& n : *nodes) {
@@ -73,7 +74,7 @@ class SeriesRollups : public ::testing::Test {
     const std::vector<std::string> stored = Nodes(*store_, run);
     Result<Transaction> tx = store_->Begin();
     ASSERT_TRUE(tx.ok());
-    ASSERT_TRUE(RollupMaintainer::RebuildRun(store_->db(), run).ok());
+    ASSERT_TRUE(RollupMaintainer::RebuildRun(StoreInternal::Db(*store_), run).ok());
     const std::vector<std::string> rebuilt = Nodes(*store_, run);
     tx->Rollback();
     ASSERT_EQ(stored.size(), rebuilt.size());
@@ -98,7 +99,8 @@ class SeriesRollups : public ::testing::Test {
         ASSERT_EQ(slow["source"], "rows");
         fast.erase("source");
         slow.erase("source");
-        for (const std::string& key : SeriesKeys()) {
+        for (SeriesKey k : SeriesKeys()) {
+          const std::string key = SeriesKeyName(k);
           for (const char* part : {"series", "superseded"}) {
             const json& a = fast[part][key];
             const json& b = slow[part][key];
@@ -142,7 +144,7 @@ TEST_F(SeriesRollups, SamePointsWithSkippedStepsAndTinyChunks) {
   ExpectNodesMatchRebuild(run);
   ExpectSamePoints(run, {{0, INT64_MAX}, {15, 15}, {16, 44}, {40, 43}});
   SeriesRequest r;
-  r.keys = {"loss"};
+  r.keys = {SeriesKey::kLoss};
   json s = Series(run, r);
   EXPECT_EQ(s["nonfinite"]["steps"], 4);
   EXPECT_EQ(s["nonfinite"]["ranges"], json::parse("[[15,15],[42,44]]"));
@@ -204,7 +206,7 @@ TEST_F(SeriesRollups, InterleavedAttemptsFallBackToTheRows) {
   const int64_t run = Create(r);
   ExpectNodesMatchRebuild(run);
   SeriesRequest q;
-  q.keys = {"loss"};
+  q.keys = {SeriesKey::kLoss};
   q.max_points = 16;
   json fast = Series(run, q);
   EXPECT_EQ(fast["source"], "rows");
@@ -220,7 +222,7 @@ TEST_F(SeriesRollups, AttemptFiguresAgreeWithSql) {
   // Without rollups (the marker dropped, inside a rolled-back transaction) the SQL path answers.
   Result<Transaction> tx = store_->Begin();
   ASSERT_TRUE(tx.ok());
-  ASSERT_TRUE(store_->db().Exec("DELETE FROM step_rollup_runs").ok());
+  ASSERT_TRUE(StoreInternal::Db(*store_).Exec("DELETE FROM step_rollup_runs").ok());
   Result<std::vector<AttemptStepStats>> slow = ReadAttemptStepStats(*store_, run);
   tx->Rollback();
   ASSERT_TRUE(slow.ok());

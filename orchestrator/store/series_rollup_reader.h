@@ -1,7 +1,7 @@
 // RollupSeriesReader: the series endpoint's points of one run read from its min/max rollups
-// (orchestrator/store/series_rollups.h) instead of its rows — the same points the row path's
-// downsampler (series_downsampler.h) keeps, at a cost that grows with max_points, not with the
-// run's length.
+// (series_rollups.h) instead of its rows — the same points the row path's downsampler
+// (orchestrator/http/series_downsampler.h) keeps, by the same value rule (series_values.h), at a
+// cost that grows with max_points, not with the run's length.
 //
 // The downsampler's cells are (attempt, step bucket) ranges; a cell's first, last, minimum and
 // maximum point is the merge of the stored nodes inside it plus the rows of the level-0 blocks
@@ -11,7 +11,8 @@
 //
 // Usable only when each attempt's effective rows form one contiguous step range (the normal
 // case: a resume supersedes everything after its step); otherwise usable() is false and the
-// caller takes the row path. Not thread-safe: one per request.
+// caller takes the row path. Part of the store (it reads the rollup tables); not thread-safe:
+// one per request.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "orchestrator/http/run_timeline.h"
 #include "orchestrator/store/series_rollups.h"
+#include "orchestrator/store/series_values.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
 
@@ -52,52 +53,57 @@ class RollupSeriesReader {
   [[nodiscard]] Status Load();
   bool usable() const { return usable_; }
 
-  // The kept points of `key` (a series endpoint key) over effective steps in [from, to], at
+  // The kept points of `key` over effective steps in [from, to], at
   // most max_points (as DownsampleMinMax), plus the number of effective rows in the range.
-  [[nodiscard]] Status Points(const std::string& key, int64_t from, int64_t to, size_t max_points,
+  [[nodiscard]] Status Points(SeriesKey key, int64_t from, int64_t to, size_t max_points,
                               std::vector<SeriesOutPoint>* out, int64_t* rows_in_range);
   // The same for the superseded rows (grouped by attempt as the row path does), each point at
   // the tokens seen through its step in the effective series.
-  [[nodiscard]] Status SupersededPoints(const std::string& key, int64_t from, int64_t to,
-                                        size_t max_points, std::vector<SeriesOutPoint>* out,
-                                        int64_t* rows_in_range);
+  [[nodiscard]] Status SupersededPoints(SeriesKey key, int64_t from, int64_t to, size_t max_points,
+                                        std::vector<SeriesOutPoint>* out, int64_t* rows_in_range);
   // Earliest time of a superseded row (INFINITY when none).
   double superseded_min_time() const { return superseded_min_time_; }
   // Tokens seen up to and including the first effective step >= step (all tokens when none):
   // what a superseded point at `step` is plotted at.
   [[nodiscard]] Result<int64_t> TokensSeenAtOrAfter(int64_t step);
-  // The value of a series key at one row (NaN when none): the row path's rule.
-  double ValueOf(const std::string& key, const RollupRow& r) const;
   // Earliest time of an effective row (INFINITY when none).
   double min_time() const { return min_time_; }
   // Per attempt, in step order.
   const std::vector<RollupAttemptTotals>& attempts() const { return attempts_; }
 
  private:
+  static constexpr int kTop = kRollupLevels - 1;  // the level Load reads whole
+
+  // What a walk over nodes and rows reads: a node slot (0: every row, with no value), or a
+  // key derived at query time (slot -1, expected_lr).
   struct QKey {
-    int stored = -1;  // RollupKey index, or -1 for expected_lr
+    int slot = 0;
+    SeriesKey key = SeriesKey::kLr;  // unused for slot 0
   };
+  static QKey Rows() { return QKey{}; }
+  static QKey Of(SeriesKey k) { return QKey{RollupSlot(k), k}; }
   struct CellAcc {
     int64_t rows = 0;
     int64_t tokens = 0;
     RollupKeyStats k;
   };
-  [[nodiscard]] Status PartPoints(const std::vector<RollupAttemptTotals>& part,
-                                  const std::string& key, int64_t from, int64_t to,
-                                  size_t max_points, std::vector<SeriesOutPoint>* out,
-                                  int64_t* rows_in_range);
+  // series_rollup_points.cc
+  [[nodiscard]] Status PartPoints(const std::vector<RollupAttemptTotals>& part, SeriesKey key,
+                                  int64_t from, int64_t to, size_t max_points,
+                                  std::vector<SeriesOutPoint>* out, int64_t* rows_in_range);
   [[nodiscard]] Status Accumulate(QKey q, int64_t attempt_id, int64_t a, int64_t b, CellAcc* acc);
   [[nodiscard]] Status AccumulateNode(QKey q, int64_t attempt_id, int level, int64_t block,
                                       int64_t a, int64_t b, CellAcc* acc);
   [[nodiscard]] Status Enumerate(QKey q, int64_t attempt_id, int level, int64_t block, int64_t a,
                                  int64_t b, int64_t* running, std::vector<SeriesOutPoint>* out);
   [[nodiscard]] Result<const std::vector<StoredRollupNode>*> NodesAt(int level, int64_t block);
-  [[nodiscard]] Result<const std::vector<RollupRow>*> RowsAt(int64_t attempt_id, int64_t block);
+  [[nodiscard]] Result<const std::vector<SeriesRow>*> RowsAt(int64_t attempt_id, int64_t block);
   [[nodiscard]] Result<int64_t> TokensBefore(int64_t step);
   // The node's stats for q; false when the node cannot stand for its rows (expected_lr over a
   // range where the schedule changes).
   bool NodeStats(QKey q, const RollupNode& n, RollupKeyStats* out) const;
-  double RowValue(QKey q, const RollupRow& r) const;
+  double RowValue(QKey q, const SeriesRow& r) const;
+  SqliteDb& db();
 
   Store& store_;
   int64_t run_id_;
@@ -110,7 +116,7 @@ class RollupSeriesReader {
   std::map<int64_t, int64_t> seen_at_;           // step -> tokens seen (superseded points)
   std::map<std::pair<int, int64_t>, std::vector<StoredRollupNode>> nodes_;
   std::set<std::pair<int, int64_t>> loaded_groups_;  // (level, parent block) read
-  std::map<std::pair<int64_t, int64_t>, std::vector<RollupRow>> rows_;
+  std::map<std::pair<int64_t, int64_t>, std::vector<SeriesRow>> rows_;
 };
 
 }  // namespace baton

@@ -1,16 +1,10 @@
-#include "orchestrator/http/run_timeline.h"
+#include "orchestrator/history/run_timeline.h"
 
 #include <algorithm>
 
 #include "schema/run_config.h"
 
 namespace baton {
-
-double ExpectedSchedule::At(int64_t step) const { return Segment(0, 0).At(step); }
-
-LrSchedule ExpectedSchedule::Segment(int64_t step0, int64_t resume_warmup) const {
-  return LrSchedule{base_lr, warmup_steps, step0, resume_warmup};
-}
 
 ExpectedSchedule ScheduleFromConfig(const std::string& yaml_text) {
   ExpectedSchedule s;

@@ -1,4 +1,4 @@
-#include "orchestrator/http/attempt_log.h"
+#include "orchestrator/history/attempt_log.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -3,7 +3,10 @@
 // exact @ 1500") and warmup range, and the audit figures (steps under warmup, steps redone,
 // time lost to requeue holds).
 //
-// Pure functions over records the store returned; no I/O, no SQL. Thread-safe.
+// One of the history views the CLI (`baton show`, `baton attempts`) and the web API share: pure
+// functions over records the store returned; no I/O, no SQL. The schedule type itself
+// (ExpectedSchedule) sits with the store's series rule (store/series_values.h), which draws the
+// expected-LR series from it. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,23 +16,10 @@
 
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/series_values.h"
 #include "schema/lr_schedule.h"
 
 namespace baton {
-
-// The schedule a run should follow with no re-warmup (schema/lr_schedule.h with no resume factor),
-// and what a weights-only resume adds.
-struct ExpectedSchedule {
-  bool known = false;  // false when the config could not be read (no overlay then)
-  double base_lr = 0;
-  int64_t warmup_steps = 0;
-  int64_t resume_warmup_steps = 0;  // K of a weights-only resume: ramp min(1, (s + 1) / K)
-
-  // Learning rate at 0-based step index `step` of an uninterrupted run.
-  double At(int64_t step) const;
-  // The schedule of a segment that starts at step0 with resume warmup K: the trainer's own.
-  LrSchedule Segment(int64_t step0, int64_t resume_warmup) const;
-};
 
 // The frozen run.yaml read back with the config parser itself (schema/run_config.h), without the
 // filesystem checks (the dataset may be gone by now); unknown when it does not parse.

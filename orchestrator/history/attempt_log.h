@@ -1,5 +1,6 @@
 // AttemptLog: one page of an attempt's log file (<run folder>/logs/<job_id>.out) for the run
-// page's log viewer, read from the end backwards.
+// page's log viewer and `baton logs`, read from the end backwards: one of the history views the
+// CLI and the web API share.
 //
 // Only the file the attempt's job id names inside the run folder is ever opened: the job id must
 // be a plain file-name word (attempt_evidence.h), and the resolved path (symlinks followed) must

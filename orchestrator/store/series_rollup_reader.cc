@@ -1,43 +1,28 @@
-#include "orchestrator/http/series_rollup_reader.h"
+#include "orchestrator/store/series_rollup_reader.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "orchestrator/store/store_internal.h"
 
 namespace baton {
 
 namespace {
 
-constexpr int kTop = kRollupLevels - 1;
 // Level-0 blocks of rows kept per request before the cache starts over.
 constexpr size_t kMaxCachedRowBlocks = 4096;
-// Points a (attempt, bucket) cell keeps: first, min, max, last (series_downsampler.cc).
-constexpr size_t kPointsPerCell = 4;
-
-// The index of a stored key by the endpoint's name; -1 for expected_lr, -2 when unknown.
-int StoredKeyIndex(const std::string& key) {
-  static const std::map<std::string, RollupKey> kKeys = {{"lr", RollupKey::kLr},
-                                                         {"loss", RollupKey::kLoss},
-                                                         {"loss_video", RollupKey::kLossVideo},
-                                                         {"loss_action", RollupKey::kLossAction},
-                                                         {"grad_norm", RollupKey::kGradNorm},
-                                                         {"tokens_per_s", RollupKey::kTokensPerS},
-                                                         {"step_time_s", RollupKey::kStepTimeS},
-                                                         {"padding", RollupKey::kPadding},
-                                                         {"tokens", RollupKey::kTokens}};
-  if (key == "expected_lr") return -1;
-  auto it = kKeys.find(key);
-  return it == kKeys.end() ? -2 : static_cast<int>(it->second);
-}
 
 int64_t LastStepOf(int64_t block, int level) { return RollupBlockFirstStep(block + 1, level) - 1; }
 
 }  // namespace
 
+SqliteDb& RollupSeriesReader::db() { return StoreInternal::Db(store_); }
+
 Status RollupSeriesReader::Load() {
-  BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(store_.db(), run_id_));
+  BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(db(), run_id_));
   if (!covered) return Status::Ok();
   BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> top,
-                         ReadRollupNodes(store_.db(), run_id_, kTop, 0, INT64_MAX));
+                         ReadRollupNodes(db(), run_id_, kTop, 0, INT64_MAX));
   std::map<int64_t, RollupNode> per_attempt;
   for (const StoredRollupNode& n : top) {
     nodes_[{kTop, n.block}].push_back(n);
@@ -69,19 +54,13 @@ Status RollupSeriesReader::Load() {
   return Status::Ok();
 }
 
-double RollupSeriesReader::ValueOf(const std::string& key, const RollupRow& r) const {
-  const int stored = StoredKeyIndex(key);
-  return stored == -2 ? NAN : RowValue(QKey{stored}, r);
-}
-
-double RollupSeriesReader::RowValue(QKey q, const RollupRow& r) const {
-  if (q.stored >= 0) return RollupValue(static_cast<RollupKey>(q.stored), r);
-  return schedule_.known ? schedule_.At(r.step) : NAN;
+double RollupSeriesReader::RowValue(QKey q, const SeriesRow& r) const {
+  return q.slot == 0 ? 0.0 : SeriesValue(q.key, r, schedule_);
 }
 
 bool RollupSeriesReader::NodeStats(QKey q, const RollupNode& n, RollupKeyStats* out) const {
-  if (q.stored >= 0) {
-    *out = n.key[q.stored];
+  if (q.slot >= 0) {
+    *out = n.key[q.slot];
     return true;
   }
   if (!schedule_.known) {
@@ -108,25 +87,24 @@ Result<const std::vector<StoredRollupNode>*> RollupSeriesReader::NodesAt(int lev
   const int64_t parent = block >> kRollupFanoutBits;
   if (!loaded_groups_.insert({level, parent}).second) return &kNone;
   const int64_t first = parent << kRollupFanoutBits;
-  BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> group,
-                         ReadRollupNodes(store_.db(), run_id_, level, first,
-                                         first + (int64_t(1) << kRollupFanoutBits) - 1));
+  BATON_ASSIGN_OR_RETURN(
+      const std::vector<StoredRollupNode> group,
+      ReadRollupNodes(db(), run_id_, level, first, first + (int64_t(1) << kRollupFanoutBits) - 1));
   for (const StoredRollupNode& n : group) nodes_[{level, n.block}].push_back(n);
   it = nodes_.find({level, block});
   return it != nodes_.end() ? &it->second : &kNone;
 }
 
-Result<const std::vector<RollupRow>*> RollupSeriesReader::RowsAt(int64_t attempt_id,
+Result<const std::vector<SeriesRow>*> RollupSeriesReader::RowsAt(int64_t attempt_id,
                                                                  int64_t block) {
   auto it = rows_.find({attempt_id, block});
   if (it != rows_.end()) return &it->second;
   if (rows_.size() >= kMaxCachedRowBlocks) rows_.clear();
   // A negative owner is the attempt's superseded rows (series_rollups.h).
   const int64_t first = RollupBlockFirstStep(block, 0), last = LastStepOf(block, 0);
-  BATON_ASSIGN_OR_RETURN(std::vector<RollupRow> rows,
-                         attempt_id < 0
-                             ? ReadSupersededRowsOf(store_.db(), -attempt_id, first, last)
-                             : ReadEffectiveRows(store_.db(), attempt_id, first, last));
+  BATON_ASSIGN_OR_RETURN(std::vector<SeriesRow> rows,
+                         attempt_id < 0 ? ReadSupersededRowsOf(db(), -attempt_id, first, last)
+                                        : ReadEffectiveRows(db(), attempt_id, first, last));
   return &rows_.emplace(std::make_pair(attempt_id, block), std::move(rows)).first->second;
 }
 
@@ -159,8 +137,8 @@ Status RollupSeriesReader::AccumulateNode(QKey q, int64_t attempt_id, int level,
     return Status::Ok();
   }
   if (level == 0) {
-    BATON_ASSIGN_OR_RETURN(const std::vector<RollupRow>* rows, RowsAt(attempt_id, block));
-    for (const RollupRow& r : *rows) {
+    BATON_ASSIGN_OR_RETURN(const std::vector<SeriesRow>* rows, RowsAt(attempt_id, block));
+    for (const SeriesRow& r : *rows) {
       if (r.step < a || r.step > b) continue;
       const double v = RowValue(q, r);
       if (!std::isnan(v)) {
@@ -206,8 +184,8 @@ Status RollupSeriesReader::Enumerate(QKey q, int64_t attempt_id, int level, int6
     return Status::Ok();
   }
   if (level == 0) {
-    BATON_ASSIGN_OR_RETURN(const std::vector<RollupRow>* rows, RowsAt(attempt_id, block));
-    for (const RollupRow& r : *rows) {
+    BATON_ASSIGN_OR_RETURN(const std::vector<SeriesRow>* rows, RowsAt(attempt_id, block));
+    for (const SeriesRow& r : *rows) {
       if (r.step < a || r.step > b) continue;
       *running += r.tokens;
       const double v = RowValue(q, r);
@@ -232,7 +210,7 @@ Result<int64_t> RollupSeriesReader::TokensBefore(int64_t step) {
       continue;
     }
     CellAcc acc;
-    BATON_RETURN_IF_ERROR(Accumulate(QKey{0}, at.attempt_id, at.node.first_step(), step - 1, &acc));
+    BATON_RETURN_IF_ERROR(Accumulate(Rows(), at.attempt_id, at.node.first_step(), step - 1, &acc));
     sum += acc.tokens;
   }
   return sum;
@@ -245,7 +223,7 @@ Result<int64_t> RollupSeriesReader::TokensSeenAtOrAfter(int64_t step) {
   for (const RollupAttemptTotals& at : attempts_) {
     if (step < at.node.first_step() || step > at.node.last_step()) continue;
     CellAcc acc;
-    BATON_RETURN_IF_ERROR(Accumulate(QKey{0}, at.attempt_id, step, step, &acc));
+    BATON_RETURN_IF_ERROR(Accumulate(Rows(), at.attempt_id, step, step, &acc));
     at_rows += acc.rows;
     at_tokens += acc.tokens;
   }
@@ -253,126 +231,16 @@ Result<int64_t> RollupSeriesReader::TokensSeenAtOrAfter(int64_t step) {
     BATON_ASSIGN_OR_RETURN(const int64_t before, TokensBefore(step));
     return before + at_tokens;
   }
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s,
-      store_.db().Prepare("SELECT tokens FROM steps WHERE run_id = ?1 AND step >= ?2 AND "
-                          "superseded = 0 ORDER BY step LIMIT 1"));
-  s->Bind(1, run_id_).Bind(2, step);
-  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-  const int64_t own = row ? s->Int(0) : 0;
-  s->Reset();
-  if (!row) {
+  BATON_ASSIGN_OR_RETURN(const std::optional<int64_t> own,
+                         ReadFirstEffectiveTokens(db(), run_id_, step));
+  if (!own) {
     int64_t all = 0;
     for (const RollupAttemptTotals& at : attempts_) all += at.node.tokens;
     return all;
   }
   // No effective row lies in [step, next): the tokens before `step` are those before it.
   BATON_ASSIGN_OR_RETURN(const int64_t before, TokensBefore(step));
-  return before + own;
-}
-
-Status RollupSeriesReader::Points(const std::string& key, int64_t from, int64_t to,
-                                  size_t max_points, std::vector<SeriesOutPoint>* out,
-                                  int64_t* rows_in_range) {
-  return PartPoints(attempts_, key, from, to, max_points, out, rows_in_range);
-}
-
-Status RollupSeriesReader::SupersededPoints(const std::string& key, int64_t from, int64_t to,
-                                            size_t max_points, std::vector<SeriesOutPoint>* out,
-                                            int64_t* rows_in_range) {
-  BATON_RETURN_IF_ERROR(PartPoints(superseded_, key, from, to, max_points, out, rows_in_range));
-  // A superseded point is plotted at the tokens seen through its step in the effective series;
-  // its attempt is the one that wrote it.
-  for (SeriesOutPoint& p : *out) {
-    auto it = seen_at_.find(p.step);
-    if (it == seen_at_.end()) {
-      BATON_ASSIGN_OR_RETURN(const int64_t seen, TokensSeenAtOrAfter(p.step));
-      it = seen_at_.emplace(p.step, seen).first;
-    }
-    p.tokens_seen = it->second;
-    p.attempt_id = -p.attempt_id;
-  }
-  return Status::Ok();
-}
-
-Status RollupSeriesReader::PartPoints(const std::vector<RollupAttemptTotals>& part,
-                                      const std::string& key, int64_t from, int64_t to,
-                                      size_t max_points, std::vector<SeriesOutPoint>* out,
-                                      int64_t* rows_in_range) {
-  out->clear();
-  *rows_in_range = 0;
-  const int stored = StoredKeyIndex(key);
-  if (stored == -2) return Status::Internal("no rollup for series key " + key);
-  const QKey q{stored};
-
-  // What the downsampler looks at first: valid points, their step span, and segments.
-  struct Span {
-    int64_t attempt_id;
-    int64_t first, last;  // of the attempt's rows in [from, to]
-  };
-  std::vector<Span> spans;
-  int64_t valid = 0, lo = INT64_MAX, hi = INT64_MIN;
-  for (const RollupAttemptTotals& at : part) {
-    const int64_t a = std::max(from, at.node.first_step()), b = std::min(to, at.node.last_step());
-    if (a > b) continue;
-    CellAcc acc;
-    BATON_RETURN_IF_ERROR(Accumulate(q, at.attempt_id, a, b, &acc));
-    if (acc.rows == 0) continue;
-    *rows_in_range += acc.rows;
-    spans.push_back({at.attempt_id, a, b});
-    if (acc.k.count == 0) continue;
-    valid += acc.k.count;
-    lo = std::min(lo, acc.k.first.step);
-    hi = std::max(hi, acc.k.last.step);
-  }
-  if (valid == 0) return Status::Ok();
-  const size_t segments = spans.size();
-
-  if (static_cast<size_t>(valid) <= max_points) {
-    BATON_ASSIGN_OR_RETURN(int64_t running, TokensBefore(spans.front().first));
-    for (const Span& sp : spans) {
-      auto it = nodes_.lower_bound({kTop, RollupBlockOf(std::max<int64_t>(sp.first, 0), kTop)});
-      std::vector<int64_t> blocks;
-      for (; it != nodes_.end() && it->first.first == kTop; ++it) {
-        if (RollupBlockFirstStep(it->first.second, kTop) > sp.last) break;
-        blocks.push_back(it->first.second);
-      }
-      for (int64_t block : blocks) {
-        BATON_RETURN_IF_ERROR(
-            Enumerate(q, sp.attempt_id, kTop, block, sp.first, sp.last, &running, out));
-      }
-    }
-    return Status::Ok();
-  }
-
-  // The downsampler's buckets (series_downsampler.cc), cell by cell.
-  const size_t budget_cells = max_points / kPointsPerCell;
-  const size_t buckets = budget_cells > segments ? budget_cells - segments : 1;
-  const int64_t span = hi - lo + 1;
-  const int64_t width = std::max<int64_t>(1, (span + int64_t(buckets) - 1) / int64_t(buckets));
-  BATON_ASSIGN_OR_RETURN(int64_t running, TokensBefore(lo));
-  for (const Span& sp : spans) {
-    const int64_t a = std::max(sp.first, lo), b = std::min(sp.last, hi);
-    if (a > b) continue;
-    for (int64_t bucket = (a - lo) / width; bucket <= (b - lo) / width; ++bucket) {
-      const int64_t ca = std::max(a, lo + bucket * width);
-      const int64_t cb = std::min(b, lo + (bucket + 1) * width - 1);
-      CellAcc acc;
-      BATON_RETURN_IF_ERROR(Accumulate(q, sp.attempt_id, ca, cb, &acc));
-      if (acc.k.count > 0) {
-        RollupPoint cell[kPointsPerCell] = {acc.k.first, acc.k.min, acc.k.max, acc.k.last};
-        std::sort(cell, cell + kPointsPerCell,
-                  [](const RollupPoint& x, const RollupPoint& y) { return x.step < y.step; });
-        for (size_t k = 0; k < kPointsPerCell; ++k) {
-          if (k > 0 && cell[k].step == cell[k - 1].step) continue;
-          out->push_back({cell[k].step, cell[k].value, sp.attempt_id,
-                          running + cell[k].tokens_through, cell[k].time});
-        }
-      }
-      running += acc.tokens;
-    }
-  }
-  return Status::Ok();
+  return before + *own;
 }
 
 }  // namespace baton

@@ -1,0 +1,79 @@
+// The launcher's environment and the trainer command it runs (launcher.h): what SLURM and
+// BATON_* variables say about this job start, where baton-train is, and its exact argv.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include "orchestrator/launcher/launcher.h"
+#include "orchestrator/slurm/process_runner.h"
+#include "schema/run_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace baton {
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+std::string FindTrainerBinary() {
+  const std::string explicit_bin = Env("BATON_TRAIN_BIN");
+  if (!explicit_bin.empty()) return FindExecutable(explicit_bin);
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& p : {self.parent_path() / "baton-train",
+                            self.parent_path().parent_path() / "trainer" / "baton-train"}) {
+    const std::string found = FindExecutable(p.string());
+    if (!found.empty()) return found;
+  }
+  return "";
+}
+
+LaunchEnvironment LaunchEnvironmentFromProcess() {
+  LaunchEnvironment env;
+  env.job_id = Env("SLURM_JOB_ID");
+  env.in_allocation = !env.job_id.empty();
+  if (!env.in_allocation) env.job_id = "local-" + std::to_string(std::time(nullptr));
+  const std::string restart = Env("SLURM_RESTART_COUNT");
+  env.restart_count = restart.empty() ? 0 : std::atoll(restart.c_str());
+  env.nodes = Env("SLURM_JOB_NODELIST");
+  if (env.nodes.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    env.nodes = host;
+  }
+  env.use_srun = env.in_allocation && Env("BATON_NO_SRUN") != "1";
+  env.trainer_bin = FindTrainerBinary();
+  return env;
+}
+
+std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std::string& run_dir,
+                                        const ResumeDecision& d, const std::string& events_path) {
+  std::vector<std::string> argv;
+  if (env.use_srun) {
+    // --kill-on-bad-exit: one rank dying takes the others down instead of leaving them hung
+    // in a collective until the time limit.
+    argv = {"srun", "--kill-on-bad-exit=1"};
+  }
+  const std::vector<std::string> train = {
+      env.trainer_bin,   "train",
+      "--config",        RunFolder{run_dir}.RunYaml(),
+      "--run-dir",       run_dir,
+      "--resume",        d.checkpoint.empty() ? "none" : d.checkpoint,
+      "--expect-mode",   ResumeModeName(d.mode),
+      "--expect-step0",  std::to_string(d.step0),
+      "--resume-warmup", std::to_string(d.resume_warmup_steps),
+      "--events",        events_path};
+  argv.insert(argv.end(), train.begin(), train.end());
+  return argv;
+}
+
+}  // namespace baton
