@@ -5,7 +5,9 @@
 # no bit, in either layout): the same per-step lr,
 # loss and grad norm, the same master weights and AdamW state. float64 matches too. A checkpoint
 # written under one layout resumes exactly under the other (bit for bit against a run that never
-# stopped) and on another rank count; a layout the config cannot hold is refused with 78.
+# stopped) and on another rank count; a layout the config cannot hold is refused with 78. A split
+# parameter's bf16 gradient lives only until the next one arrives, and a step abandoned in its
+# backward leaves nothing behind.
 # usage: master_test.sh BATON_TRAIN
 source "$(dirname "$0")/common.sh"
 PY=${BATON_PYTHON:-/usr/bin/python3}
@@ -116,4 +118,45 @@ rc=0; out=$("$bt" train --config "$tmp/bad2.yaml" 2>&1) || rc=$?
 [ $rc -eq 78 ] && grep -q "optim.master" <<<"$out" && grep -q "everywhere" <<<"$out" ||
   fail "master everywhere: exit $rc: $out"
 checks=$((checks + 1)); echo "ok: optim.master sharded without optim.shard, and an unknown value: 78 naming the key"
+# 6. A split parameter's bf16 gradient lives only until the next one arrives: a hook widens each
+# into its float32 buffer during the backward, so at most one is alive at once (with and without
+# checkpointing, whose nested backward runs the hooks too). The control widens them all after the
+# backward, as without the hooks: every split parameter's is alive then. Both give the same bits.
+alive() { sed -n 's/.*split parameters \([0-9]*\), bf16 gradients alive at once \([0-9]*\).*/\1 \2/p' <<<"$1"; }
+for act in none blocks+attention; do
+  tag=${act%%+*}
+  SHARD=optimizer MASTER=sharded DTYPE=bfloat16 ACT=$act write_config "$tmp/os$tag.yaml" "$tmp/os$tag"
+  for mode in hooks control; do
+    env=(); if [ $mode = control ]; then env=(BATON_TEST_WIDEN_AFTER_BACKWARD=1); fi
+    out=$(env "${env[@]}" "$bt" one-step --config "$tmp/os$tag.yaml" --count 8 --batch-size 4 \
+      --repeat 2 --out "$tmp/os$tag.$mode.safetensors" 2>&1) || fail "one-step ($mode, $act): $out"
+    read -r split live <<<"$(alive "$out")"
+    [ -n "$live" ] || fail "one-step ($mode, $act) printed no count of alive bf16 gradients: $out"
+    [ "$split" -ge 30 ] || fail "$act: only $split split parameters, too few to tell"
+    if [ $mode = hooks ]; then
+      [ "$live" -le 2 ] || fail "$act: $live of $split bf16 gradients alive at once with the hooks"
+      hooked=$live
+    else
+      [ "$live" = "$split" ] || fail "$act: the control held $live of $split bf16 gradients at once"
+    fi
+  done
+  "$bt" tensor-diff "$tmp/os$tag.hooks.safetensors" "$tmp/os$tag.control.safetensors" >/dev/null ||
+    fail "$act: widening on arrival changed the step's weights or gradients"
+  checks=$((checks + 1)); echo "ok: checkpointing $act: $hooked of $split bf16 gradients alive at once at most ($split in the control), the same bits"
+done
+# 7. An abandoned step: a stop signal in the backward of step 3's second micro-step, after the
+# hooks widened part of its gradients, abandons the step (gradients zeroed); the resume is exact
+# and the run ends bit for bit where the one that never stopped did.
+d=$tmp/abandon
+SHARD=gradients MASTER=sharded DTYPE=bfloat16 STEPS=5 write_config "$d.yaml" "$d"
+: >"$tmp/train.log"
+export BATON_TEST_SIGNAL_AT=backward:2:1:0
+rc=0; train_ranks 2 --config "$d.yaml" || rc=$?
+unset BATON_TEST_SIGNAL_AT
+[ $rc -eq 75 ] || fail "a signal in the backward: exit $rc, expected 75: $(tail -3 "$tmp/train.log")"
+grep -q "^abandoned step 3 .*landed in backward of step 3, micro-step 1, block 0;" "$tmp/train.log" ||
+  fail "the signal did not abandon step 3 in its backward: $(grep abandoned "$tmp/train.log")"
+rc=0; train_ranks 2 --config "$d.yaml" || rc=$?
+[ $rc -eq 0 ] || fail "resume after the abandoned step exited $rc: $(tail -3 "$tmp/train.log")"
+same_run "$tmp/whole" "$d" "bf16, master sharded, a step abandoned in its backward then resumed"
 echo "$checks passed, 0 failed"

@@ -1,5 +1,6 @@
 #include "trainer/optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace baton {
@@ -16,15 +17,36 @@ AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> params, const Op
   }
 }
 
+namespace {
+
+// As autocast's cast backward then AccumulateGrad: the compute-dtype gradient widened exactly,
+// taken whole into an empty buffer laid out like the parameter, otherwise added in float32.
+void Widen(AdamW::ParamState& s, const torch::Tensor& grad) {
+  if (s.grad32.defined()) {
+    s.grad32.add_(grad);
+  } else {
+    s.grad32 = torch::empty_like(s.param, s.param.options().dtype(torch::kFloat32)).copy_(grad);
+  }
+}
+
+}  // namespace
+
+AdamW::~AdamW() {
+  for (const auto& [i, id] : hooks_) state_[i].param.remove_hook(id);
+}
+
 void AdamW::ZeroGrad() {
   for (auto& s : state_) {
     if (s.grad().defined()) s.mutable_grad().zero_();
     // A split parameter's compute-dtype gradient lives only within a micro-step.
     if (s.split && s.param.grad().defined()) s.param.mutable_grad() = torch::Tensor();
+    s.arrived = false;
   }
+  pending_.clear();
 }
 
-void AdamW::SplitMasters(const std::vector<bool>& split, torch::Dtype compute) {
+void AdamW::SplitMasters(const std::vector<bool>& split, torch::Dtype compute,
+                         bool widen_on_arrival) {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < state_.size(); ++i) {
     auto& s = state_[i];
@@ -40,23 +62,60 @@ void AdamW::SplitMasters(const std::vector<bool>& split, torch::Dtype compute) {
     s.param.set_data(s.param.detach().to(compute));
     s.split = true;
     any_split_ = true;
+    // Runs once per backward, just before the leaf's AccumulateGrad, with the summed gradient;
+    // an undefined return leaves that gradient as it is.
+    if (widen_on_arrival) {
+      hooks_.emplace_back(i, s.param.register_hook([this, i](const torch::Tensor& grad) {
+        TakeSplitGrad(i, grad);
+        return torch::Tensor();
+      }));
+    }
   }
+}
+
+int64_t AdamW::split_count() const {
+  int64_t n = 0;
+  for (const auto& s : state_) n += s.split ? 1 : 0;
+  return n;
+}
+
+void AdamW::NoteComputeGrads() {
+  int64_t live = 0;
+  for (const auto& s : state_) live += s.split && s.param.grad().defined() ? 1 : 0;
+  peak_compute_grads_ = std::max(peak_compute_grads_, live);
+}
+
+void AdamW::TakeSplitGrad(size_t i, const torch::Tensor& grad) {
+  if (!grad.defined()) return;
+  torch::NoGradGuard no_grad;
+  NoteComputeGrads();
+  auto& s = state_[i];
+  // Twice in one backward, the whole-graph path would sum the two in bf16 before widening.
+  TORCH_CHECK(!s.arrived, "the gradient of ", s.name,
+              " arrived twice in one backward: widening each apart would round differently "
+              "from the bf16 sum the replicated layout takes");
+  Widen(s, grad);
+  s.arrived = true;
+  // The earlier ones' AccumulateGrad has run (one engine thread per device, a node at a time):
+  // their bf16 .grad is read.
+  for (size_t j : pending_) state_[j].param.mutable_grad() = torch::Tensor();
+  pending_.assign(1, i);
 }
 
 void AdamW::AccumulateSplitGrads() {
   if (!any_split_) return;
   torch::NoGradGuard no_grad;
+  NoteComputeGrads();
   for (auto& s : state_) {
-    if (!s.split || !s.param.grad().defined()) continue;
-    // As autocast's cast backward then AccumulateGrad: the bf16 gradient widened exactly, taken
-    // whole into an empty buffer, otherwise added in float32.
-    if (s.grad32.defined()) {
-      s.grad32.add_(s.param.grad());
-    } else {
-      s.grad32 = s.param.grad().to(torch::kFloat32);
+    if (!s.split) continue;
+    // A hook took an arrived gradient already; the rest (no hooks) are widened here.
+    if (s.param.grad().defined()) {
+      if (!s.arrived) Widen(s, s.param.grad());
+      s.param.mutable_grad() = torch::Tensor();
     }
-    s.param.mutable_grad() = torch::Tensor();
+    s.arrived = false;
   }
+  pending_.clear();
 }
 
 double AdamW::OwnedGradSquares() const {

@@ -160,14 +160,15 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                 "copies %lld B, gradients held %lld B, optimizer state %lld B, step %.4f s (median "
                 "of %lld); per step: "
                 "all-reduce %.0f call(s) %.0f B, reduce-scatter %.0f call(s) %.0f B, all-gather "
-                "%.0f call(s) %.0f B\n",
+                "%.0f call(s) %.0f B; split parameters %lld, bf16 gradients alive at once %lld\n",
                 (long long)env.rank, (long long)env.world_size, config.optim.shard.c_str(),
                 OptimMasterName(config.optim.master), DTypeName(config.train.dtype),
                 (long long)Bytes(weights), (long long)Bytes(masters), (long long)casts,
                 (long long)Bytes(grads), (long long)Bytes(moments), seconds[seconds.size() / 2],
                 (long long)a->repeat, group->allreduce().calls / n, group->allreduce().bytes / n,
                 group->reduce_scatter().calls / n, group->reduce_scatter().bytes / n,
-                group->allgather().calls / n, group->allgather().bytes / n);
+                group->allgather().calls / n, group->allgather().bytes / n,
+                (long long)opt.split_count(), (long long)opt.peak_compute_grads());
             std::fflush(stdout);
           }
           group->Barrier();

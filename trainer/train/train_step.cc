@@ -206,7 +206,10 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
 void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoActionModel& model,
                         AdamW& optimizer) {
   if (config.optim.master != OptimMaster::kSharded || dtype != torch::kBFloat16) return;
-  optimizer.SplitMasters(MatmulParameters(model, optimizer), torch::kBFloat16);
+  // Test hook (docs/trainer.md): the control that widens every bf16 gradient after the backward.
+  const char* after = std::getenv("BATON_TEST_WIDEN_AFTER_BACKWARD");
+  const bool on_arrival = after == nullptr || std::string(after) != "1";
+  optimizer.SplitMasters(MatmulParameters(model, optimizer), torch::kBFloat16, on_arrival);
 }
 
 std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer) {
@@ -285,6 +288,8 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
         MicroBatch mb;
         LossSums loss = ForwardLoss(model_, config_, batch, step, shape_, dtype_, device_,
                                     empty_text_, global_frames, &mb);
+        // The split parameters' hooks widen their bf16 gradients as they arrive; this frees the
+        // last ones.
         loss.total.backward();
         optimizer_->AccumulateSplitGrads();
         video_sum += loss.video.item<double>();
