@@ -47,8 +47,8 @@ T ValueOrFailAt(const char* file, int line, Result<T>&& result, const std::strin
 #define BATON_FAIL(exit_code, what, hint) ::baton::FailAt(__FILE__, __LINE__, exit_code, what, hint)
 // Unwraps a Result<T> or fails fast with its Status (exit code from the Status code).
 #define BATON_VALUE_OR_FAIL(result, hint) ::baton::ValueOrFailAt(__FILE__, __LINE__, result, hint)
-#define BATON_CHECK_OK(status, hint)                                   \
-  do {                                                                 \
-    const ::baton::Status baton_st_ = (status);                        \
+#define BATON_CHECK_OK(status, hint)                                           \
+  do {                                                                         \
+    const ::baton::Status baton_st_ = (status);                                \
     if (!baton_st_.ok()) ::baton::FailAt(__FILE__, __LINE__, baton_st_, hint); \
   } while (0)

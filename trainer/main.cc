@@ -16,8 +16,8 @@ namespace {
 // Runs before any shared library's initialiser (libtorch's take most of the start-up time), so a
 // stop signal that arrives while the process is still loading waits instead of killing it.
 void BlockStopSignalsEarly(int, char**, char**) { baton::BlockStopSignals(); }
-__attribute__((section(".preinit_array"), used)) void (*const kBlockStopSignals)(int, char**, char**) =
-    &BlockStopSignalsEarly;
+__attribute__((section(".preinit_array"),
+               used)) void (*const kBlockStopSignals)(int, char**, char**) = &BlockStopSignalsEarly;
 }  // namespace
 
 int main(int argc, char** argv) {

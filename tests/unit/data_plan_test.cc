@@ -41,7 +41,7 @@ TEST(DataPlanTest, ReshardKeepsTheEpochsGlobalPosition) {
   const auto lengths = Lengths(101);
   DataPlan two(lengths, Opts(2));
   const int64_t bpe2 = LengthBucketBatchSampler::BatchesPerEpoch(101, Opts(2));  // 13
-  const int64_t done = bpe2 + 5;  // epoch 1, batch 5
+  const int64_t done = bpe2 + 5;                                                 // epoch 1, batch 5
   std::map<int64_t, int> seen;
   for (int64_t r = 0; r < 2; ++r) {
     for (int64_t k = bpe2; k < done; ++k) {

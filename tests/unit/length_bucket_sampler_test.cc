@@ -17,7 +17,8 @@ std::vector<int64_t> RandomLengths(int64_t n, int64_t lo, int64_t hi, uint64_t s
   return v;
 }
 
-SamplerOptions Opts(int64_t batch, int64_t world, int64_t rank, SamplerPlan plan, int64_t pool = 50) {
+SamplerOptions Opts(int64_t batch, int64_t world, int64_t rank, SamplerPlan plan,
+                    int64_t pool = 50) {
   SamplerOptions o;
   o.batch_size = batch;
   o.world_size = world;
@@ -36,7 +37,8 @@ TEST_P(SamplerPlanTest, EveryRankGetsTheSameNumberOfFullBatches) {
     for (int64_t batch : {1, 4, 5}) {
       int64_t expected = -1;
       for (int64_t r = 0; r < world; ++r) {
-        const EpochPlan p = LengthBucketBatchSampler::Plan(lengths, Opts(batch, world, r, GetParam()), 0);
+        const EpochPlan p =
+            LengthBucketBatchSampler::Plan(lengths, Opts(batch, world, r, GetParam()), 0);
         if (expected < 0) expected = p.num_batches();
         EXPECT_EQ(p.num_batches(), expected) << "world " << world << " rank " << r;
         for (int64_t b = 0; b < p.num_batches(); ++b) {
@@ -44,7 +46,8 @@ TEST_P(SamplerPlanTest, EveryRankGetsTheSameNumberOfFullBatches) {
         }
       }
       EXPECT_EQ(expected, (1270 + world * batch - 1) / (world * batch));
-      EXPECT_EQ(expected, LengthBucketBatchSampler::BatchesPerEpoch(1270, Opts(batch, world, 0, GetParam())));
+      EXPECT_EQ(expected,
+                LengthBucketBatchSampler::BatchesPerEpoch(1270, Opts(batch, world, 0, GetParam())));
     }
   }
 }
@@ -56,7 +59,8 @@ TEST_P(SamplerPlanTest, AllRanksTogetherCoverEveryEpisodeDuplicatesOnlyFromTailP
     std::map<int64_t, int> seen;
     int64_t total = 0;
     for (int64_t r = 0; r < world; ++r) {
-      const EpochPlan p = LengthBucketBatchSampler::Plan(lengths, Opts(batch, world, r, GetParam()), epoch);
+      const EpochPlan p =
+          LengthBucketBatchSampler::Plan(lengths, Opts(batch, world, r, GetParam()), epoch);
       for (int64_t i : p.indices) {
         ++seen[i];
         ++total;
@@ -118,7 +122,8 @@ TEST_P(SamplerPlanTest, CursorSavedMidEpochReproducesTheRestExactly) {
 
 TEST_P(SamplerPlanTest, BatchesComeFromLengthSortedPools) {
   const auto lengths = RandomLengths(1270, 103, 362, 5);
-  const EpochPlan bucketed = LengthBucketBatchSampler::Plan(lengths, Opts(4, 8, 0, GetParam(), 50), 0);
+  const EpochPlan bucketed =
+      LengthBucketBatchSampler::Plan(lengths, Opts(4, 8, 0, GetParam(), 50), 0);
   // Per-rank pools of one batch do no bucketing (global pools of one batch per rank still do).
   const EpochPlan unbucketed =
       LengthBucketBatchSampler::Plan(lengths, Opts(4, 8, 0, SamplerPlan::kPerRank, 1), 0);

@@ -7,7 +7,8 @@ namespace {
 
 // The worked examples of docs/design.md ("The learning rate"), in float64.
 TEST(LrScheduleTest, ReproducesTheDesignDocWorkedExamples) {
-  LrSchedule resume_1500{/*base_lr=*/3e-5, /*warmup_steps=*/200, /*step0=*/1500, /*resume_warmup=*/50};
+  LrSchedule resume_1500{/*base_lr=*/3e-5, /*warmup_steps=*/200, /*step0=*/1500,
+                         /*resume_warmup=*/50};
   EXPECT_NEAR(resume_1500.At(1500 + 0), 6e-7, 1e-21);
   EXPECT_NEAR(resume_1500.At(1500 + 49), 3e-5, 1e-21);
   EXPECT_NEAR(resume_1500.At(1500 + 200), 3e-5, 1e-21);

@@ -19,24 +19,30 @@ struct TableRow {
   Relation when;
 };
 constexpr TableRow kTable[] = {
-    {/*query_clean=*/true, /*key_clean=*/true, Relation::kAtOrBefore},  // frame_id(k) <= frame_id(q)
-    {/*query_clean=*/false, /*key_clean=*/true, Relation::kBefore},     // frame_id(k) <  frame_id(q)
-    {/*query_clean=*/false, /*key_clean=*/false, Relation::kSame},      // frame_id(k) == frame_id(q)
-    {/*query_clean=*/true, /*key_clean=*/false, Relation::kNever},      // never
+    {/*query_clean=*/true, /*key_clean=*/true,
+     Relation::kAtOrBefore},                                         // frame_id(k) <= frame_id(q)
+    {/*query_clean=*/false, /*key_clean=*/true, Relation::kBefore},  // frame_id(k) <  frame_id(q)
+    {/*query_clean=*/false, /*key_clean=*/false, Relation::kSame},   // frame_id(k) == frame_id(q)
+    {/*query_clean=*/true, /*key_clean=*/false, Relation::kNever},   // never
 };
 
 // Clauses 1 and 2 (same sample, not padding; within the window), then the table's row.
 bool Expected(const MaskToken& q, const MaskToken& k, int32_t window) {
   if (q.seq_id < 0 || k.seq_id != q.seq_id) return false;
-  const int32_t distance = q.frame_id > k.frame_id ? q.frame_id - k.frame_id : k.frame_id - q.frame_id;
+  const int32_t distance =
+      q.frame_id > k.frame_id ? q.frame_id - k.frame_id : k.frame_id - q.frame_id;
   if (distance > window) return false;
   for (const TableRow& row : kTable) {
     if (row.query_clean != q.clean || row.key_clean != k.clean) continue;
     switch (row.when) {
-      case Relation::kAtOrBefore: return k.frame_id <= q.frame_id;
-      case Relation::kBefore: return k.frame_id < q.frame_id;
-      case Relation::kSame: return k.frame_id == q.frame_id;
-      case Relation::kNever: return false;
+      case Relation::kAtOrBefore:
+        return k.frame_id <= q.frame_id;
+      case Relation::kBefore:
+        return k.frame_id < q.frame_id;
+      case Relation::kSame:
+        return k.frame_id == q.frame_id;
+      case Relation::kNever:
+        return false;
     }
   }
   ADD_FAILURE() << "the table has no row for this pair of kinds";

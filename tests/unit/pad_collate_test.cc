@@ -44,9 +44,15 @@ TEST_F(PadCollateTest, PadsToMultipleAndMasksPadRows) {
     auto mask = torch::from_blob(episodes_[i].actions_mask.data(), {8, F, 4}, torch::kFloat32);
     EXPECT_TRUE(torch::equal(b.actions_mask[i].index({Slice(), Slice(0, F)}), mask));
     // Pad frames are zeros everywhere, including the action mask.
-    EXPECT_EQ(b.latents[i].index({Slice(), Slice(F, torch::indexing::None)}).abs().sum().item<float>(), 0.0f);
-    EXPECT_EQ(b.actions[i].index({Slice(), Slice(F, torch::indexing::None)}).abs().sum().item<float>(), 0.0f);
-    EXPECT_EQ(b.actions_mask[i].index({Slice(), Slice(F, torch::indexing::None)}).sum().item<float>(), 0.0f);
+    EXPECT_EQ(
+        b.latents[i].index({Slice(), Slice(F, torch::indexing::None)}).abs().sum().item<float>(),
+        0.0f);
+    EXPECT_EQ(
+        b.actions[i].index({Slice(), Slice(F, torch::indexing::None)}).abs().sum().item<float>(),
+        0.0f);
+    EXPECT_EQ(
+        b.actions_mask[i].index({Slice(), Slice(F, torch::indexing::None)}).sum().item<float>(),
+        0.0f);
   }
 }
 

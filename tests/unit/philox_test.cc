@@ -12,12 +12,12 @@ namespace {
 TEST(PhiloxTest, KnownAnswerVectors) {
   EXPECT_EQ(PhiloxBlock({0, 0, 0, 0}, {0, 0}),
             (std::array<uint32_t, 4>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
-  EXPECT_EQ(PhiloxBlock({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
-                        {0xffffffffu, 0xffffffffu}),
-            (std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
-  EXPECT_EQ(PhiloxBlock({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
-                        {0xa4093822u, 0x299f31d0u}),
-            (std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdcceb, 0x5001e420u, 0x24126ea1u}));
+  EXPECT_EQ(
+      PhiloxBlock({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}),
+      (std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  EXPECT_EQ(
+      PhiloxBlock({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u}),
+      (std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdcceb, 0x5001e420u, 0x24126ea1u}));
 }
 
 TEST(PhiloxTest, StreamsAreReproducibleAndDistinct) {

@@ -8,8 +8,8 @@
 
 #include <fstream>
 
-#include "tests/common/temp_dir.h"
 #include "schema/input_file.h"
+#include "tests/common/temp_dir.h"
 #include "trainer/lerobot/pickle_scan.h"
 #include "trainer/lerobot/pth_segment.h"
 

@@ -75,8 +75,9 @@ TEST_F(SafetensorsTest, ShapeMismatchAndMissingTensorNameTheFile) {
   std::vector<int64_t> want = {3, 2};
   auto r = f->ReadFloat32("a", &want);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("x.safetensors: tensor 'a' has shape [2, 3], expected [3, 2]"),
-            std::string::npos);
+  EXPECT_NE(
+      r.status().message().find("x.safetensors: tensor 'a' has shape [2, 3], expected [3, 2]"),
+      std::string::npos);
   EXPECT_NE(f->ReadFloat32("nope").status().message().find("tensor 'nope' is missing"),
             std::string::npos);
 }
@@ -110,9 +111,9 @@ TEST_F(SafetensorsTest, InconsistentHeadersAreRejected) {
     Put(tmp_ / "h.safetensors", raw);
     return OpenError(tmp_ / "h.safetensors");
   };
-  EXPECT_NE(write_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8)
-                .find("needs 8"),
-            std::string::npos);
+  EXPECT_NE(
+      write_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8).find("needs 8"),
+      std::string::npos);
   EXPECT_NE(write_header(R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})", 4)
                 .find("unknown dtype"),
             std::string::npos);

@@ -8,7 +8,8 @@ namespace baton {
 namespace {
 
 TEST(SamplerStatsTest, PaddingWasteByHand) {
-  // One rank, batch 2, no shuffling effect on the pairs once sorted: lengths sorted -> (3,5),(9,16).
+  // One rank, batch 2, no shuffling effect on the pairs once sorted: lengths sorted ->
+  // (3,5),(9,16).
   const std::vector<int64_t> lengths = {16, 3, 9, 5};
   SamplerOptions o;
   o.batch_size = 2;

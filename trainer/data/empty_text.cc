@@ -14,9 +14,9 @@ Result<std::vector<float>> ReadEmptyText(const std::string& dataset_dir,
   if (!file.ok()) {
     if (file.status().code() == Code::kNotFound) {
       return Status::Data(path +
-                              ": missing; objective.text_dropout > 0 swaps episodes' text "
-                              "for this empty-prompt embedding (write it, or set "
-                              "objective.text_dropout: 0)");
+                          ": missing; objective.text_dropout > 0 swaps episodes' text "
+                          "for this empty-prompt embedding (write it, or set "
+                          "objective.text_dropout: 0)");
     }
     return file.status();
   }

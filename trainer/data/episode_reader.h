@@ -17,8 +17,8 @@
 namespace baton {
 
 struct EpisodeData {
-  int64_t index = -1;          // position in the dataset index
-  int64_t frames = 0;          // F
+  int64_t index = -1;  // position in the dataset index
+  int64_t frames = 0;  // F
   DatasetShape shape;
   std::vector<float> latents;       // [C, F, H, W]
   std::vector<float> actions;       // [A, F, N]

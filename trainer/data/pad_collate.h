@@ -15,11 +15,11 @@
 namespace baton {
 
 struct PaddedBatch {
-  torch::Tensor latents;       // [B, C, Fp, H, W] float32
-  torch::Tensor actions;       // [B, A, Fp, N]
-  torch::Tensor actions_mask;  // [B, A, Fp, N], 0 on pad frames and unused channels
-  torch::Tensor text;          // [B, L, Dt]
-  torch::Tensor valid_frames;  // [B] int64
+  torch::Tensor latents;          // [B, C, Fp, H, W] float32
+  torch::Tensor actions;          // [B, A, Fp, N]
+  torch::Tensor actions_mask;     // [B, A, Fp, N], 0 on pad frames and unused channels
+  torch::Tensor text;             // [B, L, Dt]
+  torch::Tensor valid_frames;     // [B] int64
   std::vector<int64_t> episodes;  // dataset indices, in batch order
   int64_t padded_frames = 0;      // Fp
 };

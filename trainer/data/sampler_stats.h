@@ -17,13 +17,13 @@ struct SamplerStats {
   int64_t episodes = 0;
   int64_t min_frames = 0;
   int64_t max_frames = 0;
-  int64_t batches_per_epoch = 0;      // per rank
-  double padding_waste = 0.0;         // this rank, fraction in [0, 1)
-  int64_t distinct_shapes = 0;        // this rank
+  int64_t batches_per_epoch = 0;  // per rank
+  double padding_waste = 0.0;     // this rank, fraction in [0, 1)
+  int64_t distinct_shapes = 0;    // this rank
   double padding_waste_all_ranks = 0.0;
   int64_t distinct_shapes_all_ranks = 0;
-  std::vector<int64_t> shapes;        // this rank's distinct padded F, ascending
-  double plan_seconds = 0.0;          // time to build this rank's plan of the epoch
+  std::vector<int64_t> shapes;  // this rank's distinct padded F, ascending
+  double plan_seconds = 0.0;    // time to build this rank's plan of the epoch
 };
 
 SamplerStats ComputeSamplerStats(const std::vector<int64_t>& lengths, const SamplerOptions& options,

@@ -34,7 +34,8 @@ Status WriteSynthDataset(const SynthOptions& o) {
   if (o.episodes < 1) return Status::InvalidArgument("synth-data: --episodes must be >= 1");
   if (o.min_frames < 1 || o.max_frames < o.min_frames) {
     return Status::InvalidArgument("synth-data: --frames MIN:MAX needs 1 <= MIN <= MAX, got " +
-                                   std::to_string(o.min_frames) + ":" + std::to_string(o.max_frames));
+                                   std::to_string(o.min_frames) + ":" +
+                                   std::to_string(o.max_frames));
   }
   const int64_t blobs = std::min<int64_t>(o.blobs, s.action_dim / 2);
   if (blobs < 1) return Status::InvalidArgument("synth-data: action_dim must be >= 2");
@@ -136,9 +137,11 @@ Status WriteSynthDataset(const SynthOptions& o) {
   // pattern unlike any episode's text, so a test can tell which one the model saw.
   std::vector<float> empty(static_cast<size_t>(s.text_len * s.text_dim));
   for (size_t t = 0; t < empty.size(); ++t) empty[t] = float(0.5 * std::sin(0.7 * double(t) + 0.3));
-  BATON_RETURN_IF_ERROR(WriteSafetensors((root / kEmptyTextFile).string(),
-                                         {{"text", StDType::kF32, {s.text_len, s.text_dim}, empty.data()}}));
-  BATON_RETURN_IF_ERROR(WriteTextAtomic((root / "meta" / "info.json").string(), DatasetShapeJson(s)));
+  BATON_RETURN_IF_ERROR(
+      WriteSafetensors((root / kEmptyTextFile).string(),
+                       {{"text", StDType::kF32, {s.text_len, s.text_dim}, empty.data()}}));
+  BATON_RETURN_IF_ERROR(
+      WriteTextAtomic((root / "meta" / "info.json").string(), DatasetShapeJson(s)));
   return WriteTextAtomic(index_path.string(), index_text);
 }
 

@@ -26,7 +26,8 @@ struct SynthOptions {
   int64_t max_frames = 362;
   // ~40 tokens per latent frame with patch 2: 2 * (8/2 * 8/2 + 4), as in the reference dataset
   // (docs/design.md).
-  DatasetShape shape{/*channels=*/4, /*height=*/8, /*width=*/8, /*action_dim=*/8,
+  DatasetShape shape{/*channels=*/4,     /*height=*/8,   /*width=*/8,
+                     /*action_dim=*/8,
                      /*action_steps=*/4, /*text_len=*/4, /*text_dim=*/16};
   int64_t blobs = 2;
   bool overwrite = false;

@@ -15,7 +15,8 @@ namespace baton {
 // inputs to bfloat16 explicitly, as upstream's training does.
 inline bool AutocastBf16Active() {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  return at::autocast::is_autocast_enabled(at::kCPU) || at::autocast::is_autocast_enabled(at::kCUDA);
+  return at::autocast::is_autocast_enabled(at::kCPU) ||
+         at::autocast::is_autocast_enabled(at::kCUDA);
 #else
   return at::autocast::is_cpu_enabled() || at::autocast::is_enabled();
 #endif

@@ -5,10 +5,11 @@
 // A hook is installed for the calling thread by a ScopedBlockHook. VideoActionModel::forward
 // reads it once: it calls it before each block, and registers it on each block's output (and on
 // the text context every block reads) so that backward calls it as each block's gradient pass
-// begins and once block 0's is done, before the embedders' gradient passes. Backward may run on another thread (CUDA); the registration carries
-// the hook there, so the scope need only live while forward runs. A hook may throw: out of
-// forward, or out of backward (libtorch's engine hands a std::exception back to the caller of
-// backward unchanged). Forwards without a hook (inference, the packing check) pay nothing.
+// begins and once block 0's is done, before the embedders' gradient passes. Backward may run on
+// another thread (CUDA); the registration carries the hook there, so the scope need only live while
+// forward runs. A hook may throw: out of forward, or out of backward (libtorch's engine hands a
+// std::exception back to the caller of backward unchanged). Forwards without a hook (inference, the
+// packing check) pay nothing.
 #pragma once
 
 #include <cstdint>

@@ -60,7 +60,8 @@ PackedLayout BuildPackedLayout(int64_t Fp, int64_t Hp, int64_t Wp, int64_t N,
           l.clean[t] = static_cast<uint8_t>(is_clean);
           l.frame_id[t] = 2 * chunk_id + 1;
           l.window[t] = static_cast<int32_t>(s.window);
-          l.pos_f[t] = static_cast<float>(f) + static_cast<float>(n + 1) / static_cast<float>(N + 1);
+          l.pos_f[t] =
+              static_cast<float>(f) + static_cast<float>(n + 1) / static_cast<float>(N + 1);
           l.pos_h[t] = -1.0f;
           l.pos_w[t] = -1.0f;
         }
@@ -96,7 +97,8 @@ PackedLayout BuildPackedLayout(int64_t Fp, int64_t Hp, int64_t Wp, int64_t N,
         keys[f] = keys[f - 1];
         continue;
       }
-      for (int64_t cc = std::max<int64_t>(0, c - back); cc <= c; ++cc) chunk_keys(cc, true, keys[f]);
+      for (int64_t cc = std::max<int64_t>(0, c - back); cc <= c; ++cc)
+        chunk_keys(cc, true, keys[f]);
       chunk_keys(c, false, keys[f]);
       a.lk = std::max<int64_t>(a.lk, static_cast<int64_t>(keys[f].size()));
     }

@@ -60,16 +60,16 @@ struct SampleAttention {
 };
 
 struct PackedLayout {
-  int64_t batch = 0, padded_frames = 0;  // B, Fp
+  int64_t batch = 0, padded_frames = 0;                      // B, Fp
   int64_t patch_rows = 0, patch_cols = 0, action_steps = 0;  // Hp, Wp, N
-  int64_t video_tokens = 0;   // per segment: B * Fp * Hp * Wp
-  int64_t action_tokens = 0;  // per segment: B * Fp * N
-  int64_t tokens = 0;         // T = 2 * video_tokens + 2 * action_tokens
+  int64_t video_tokens = 0;                                  // per segment: B * Fp * Hp * Wp
+  int64_t action_tokens = 0;                                 // per segment: B * Fp * N
+  int64_t tokens = 0;  // T = 2 * video_tokens + 2 * action_tokens
 
-  std::vector<int32_t> seq_id;    // [T], -1 for padded frames
-  std::vector<uint8_t> clean;     // [T], 1 for clean copies
-  std::vector<int32_t> frame_id;  // [T]
-  std::vector<int32_t> window;    // [T], the window of the token's sample
+  std::vector<int32_t> seq_id;             // [T], -1 for padded frames
+  std::vector<uint8_t> clean;              // [T], 1 for clean copies
+  std::vector<int32_t> frame_id;           // [T]
+  std::vector<int32_t> window;             // [T], the window of the token's sample
   std::vector<float> pos_f, pos_h, pos_w;  // [T] RoPE positions
   std::vector<SampleSpec> samples;
   std::vector<SampleAttention> attention;  // one per sample
@@ -83,7 +83,8 @@ struct PackedLayout {
     return (is_clean ? video_tokens : 0) + (b * padded_frames + f) * patches() + patch;
   }
   int64_t ActionToken(bool is_clean, int64_t b, int64_t f, int64_t n) const {
-    return 2 * video_tokens + (is_clean ? action_tokens : 0) + (b * padded_frames + f) * action_steps + n;
+    return 2 * video_tokens + (is_clean ? action_tokens : 0) +
+           (b * padded_frames + f) * action_steps + n;
   }
   MaskToken mask_token(int64_t t) const { return {seq_id[t], clean[t] != 0, frame_id[t]}; }
   // Tokens of valid frames (the ones that take part in attention).

@@ -61,9 +61,10 @@ EpisodeDraws DrawEpisode(uint64_t seed, int64_t step, int64_t episode, int64_t F
   return d;
 }
 
-MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step, const DatasetShape& s,
-                             const ObjectiveSection& o, const ModelDims& dims, torch::Dtype dtype,
-                             torch::Device device, const torch::Tensor& empty_text) {
+MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step,
+                             const DatasetShape& s, const ObjectiveSection& o,
+                             const ModelDims& dims, torch::Dtype dtype, torch::Device device,
+                             const torch::Tensor& empty_text) {
   const TimestepGrid video_grid = TimestepGrid::Make(o.video_shift);
   const TimestepGrid action_grid = TimestepGrid::Make(o.action_shift);
 
@@ -91,7 +92,8 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
       if (!empty_text.defined()) {
         BATON_FAIL(kExitData,
                    std::string("objective.text_dropout dropped the text of an episode, but the "
-                               "dataset has no ") + kEmptyTextFile,
+                               "dataset has no ") +
+                       kEmptyTextFile,
                    "write the dataset's empty-prompt embedding, or set objective.text_dropout: 0");
       }
       text[b].copy_(empty_text.to(torch::kFloat64).view({text.size(1), text.size(2)}));
@@ -102,7 +104,8 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
     };
     eps_v[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_video, {C, F, H, W}));
     eps_a[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_action, {A, F, N}));
-    if (d.clean_noised) eps_c[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_clean, {C, F, H, W}));
+    if (d.clean_noised)
+      eps_c[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_clean, {C, F, H, W}));
     auto sv = sig_v.accessor<double, 2>(), sa = sig_a.accessor<double, 2>(),
          sc = sig_c.accessor<double, 2>(), wv = w_v.accessor<double, 2>(),
          wa = w_a.accessor<double, 2>(), va = valid.accessor<double, 2>();
@@ -153,7 +156,8 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
 
 LossSums ComputeLoss(const ModelOutputs& out, const MicroBatch& mb, double global_frames,
                      const ObjectiveSection& o) {
-  // Video: MSE over C*H*W of each frame, weighted by w(t) of its timestep, summed over valid frames.
+  // Video: MSE over C*H*W of each frame, weighted by w(t) of its timestep, summed over valid
+  // frames.
   auto dv = (out.video - mb.target_video).pow(2).mean({1, 3, 4});  // [B, Fp]
   auto video = (dv * mb.weight_video * mb.frame_valid).sum();
   // Actions: masked squared error summed per frame / the frame's mask count, weighted, summed.

@@ -22,8 +22,9 @@
 
 namespace baton {
 
-// Timestep grid of one stream: sigma_i = shift*s / (1 + (shift-1)*s), s = 1 - i/1000, t = 1000*sigma,
-// and the Gaussian loss weight w_i = exp(-2((t_i - 500)/1000)^2) - min, renormalised to mean 1.
+// Timestep grid of one stream: sigma_i = shift*s / (1 + (shift-1)*s), s = 1 - i/1000, t =
+// 1000*sigma, and the Gaussian loss weight w_i = exp(-2((t_i - 500)/1000)^2) - min, renormalised to
+// mean 1.
 struct TimestepGrid {
   std::vector<double> sigma, t, weight;  // 1000 entries each
   static TimestepGrid Make(double shift);
@@ -35,7 +36,7 @@ struct EpisodeDraws {
   // The episode's text is replaced by the dataset's empty prompt (objective.text_dropout). From
   // its own stream, so turning dropout on or off changes no other draw.
   bool text_dropped = false;
-  std::vector<int64_t> u_video, u_action, u_clean;      // per valid frame, grid indices
+  std::vector<int64_t> u_video, u_action, u_clean;       // per valid frame, grid indices
   std::vector<double> eps_video, eps_action, eps_clean;  // [C,F,H,W], [A,F,N], [C,F,H,W]
 };
 
@@ -62,9 +63,9 @@ struct MicroBatch {
 // needed only when a draw drops an episode's text (exit 65 when it is then undefined).
 // Noisy actions, clean actions and the action target are multiplied by actions_mask, as
 // upstream's training does: unused channels carry no noise into the model.
-MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step, const DatasetShape& shape,
-                             const ObjectiveSection& objective, const ModelDims& dims,
-                             torch::Dtype dtype, torch::Device device,
+MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step,
+                             const DatasetShape& shape, const ObjectiveSection& objective,
+                             const ModelDims& dims, torch::Dtype dtype, torch::Device device,
                              const torch::Tensor& empty_text = torch::Tensor());
 
 struct LossSums {

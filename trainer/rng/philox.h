@@ -14,7 +14,8 @@
 namespace baton {
 
 // One Philox4x32 block: 10 rounds over a 128-bit counter with a 64-bit key.
-inline std::array<uint32_t, 4> PhiloxBlock(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
+inline std::array<uint32_t, 4> PhiloxBlock(std::array<uint32_t, 4> ctr,
+                                           std::array<uint32_t, 2> key) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // Weyl key increments
   for (int round = 0; round < 10; ++round) {
@@ -43,10 +44,10 @@ enum class StreamTag : uint64_t {
   kSamplerShuffle = 1,
   kSamplerBatchOrder = 2,
   kSynthData = 3,
-  kEpisodeNoise = 4,      // per (step, episode): timesteps, noise
-  kMicrostepShape = 5,    // per (step, micro-step): chunk size, window
+  kEpisodeNoise = 4,    // per (step, episode): timesteps, noise
+  kMicrostepShape = 5,  // per (step, micro-step): chunk size, window
   kModelInit = 6,
-  kTextDropout = 7,       // per (step, episode): whether the text is the empty prompt's
+  kTextDropout = 7,  // per (step, episode): whether the text is the empty prompt's
 };
 
 class RandomStream {
@@ -107,9 +108,9 @@ class RandomStream {
 
  private:
   void Refill() {
-    block_ = PhiloxBlock({uint32_t(index_), uint32_t(index_ >> 32), uint32_t(stream_),
-                          uint32_t(stream_ >> 32)},
-                         key_);
+    block_ = PhiloxBlock(
+        {uint32_t(index_), uint32_t(index_ >> 32), uint32_t(stream_), uint32_t(stream_ >> 32)},
+        key_);
     ++index_;
     used_ = 0;
   }

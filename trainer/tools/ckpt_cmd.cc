@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "schema/checkpoint_manifest.h"
-#include "schema/run_folder.h"
 #include "schema/exit_codes.h"
+#include "schema/run_folder.h"
 #include "trainer/tools/commands.h"
 
 namespace baton {
@@ -16,7 +16,8 @@ void RegisterCkpt(CLI::App& app, CommandFn* selected) {
   auto dir = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("ckpt", "Inspect checkpoints");
   cmd->require_subcommand(1);
-  CLI::App* verify = cmd->add_subcommand("verify", "Check a checkpoint folder (exit 65 when invalid)");
+  CLI::App* verify =
+      cmd->add_subcommand("verify", "Check a checkpoint folder (exit 65 when invalid)");
   verify->add_option("dir", *dir, "checkpoint_step_<N> folder")->required();
   verify->callback([=] {
     *selected = [=]() -> int {
@@ -35,8 +36,8 @@ void RegisterCkpt(CLI::App& app, CommandFn* selected) {
   list->callback([=] {
     *selected = [=]() -> int {
       for (const auto& c : ListCheckpoints(RunFolder{*dir}.CheckpointsDir())) {
-        std::printf("%8lld  %-7s %s%s%s\n", (long long)c.step, c.valid ? "valid" : "INVALID", c.path.c_str(),
-                    c.valid ? "" : "  ", c.problem.c_str());
+        std::printf("%8lld  %-7s %s%s%s\n", (long long)c.step, c.valid ? "valid" : "INVALID",
+                    c.path.c_str(), c.valid ? "" : "  ", c.problem.c_str());
       }
       return kExitOk;
     };

@@ -77,10 +77,11 @@ void RegisterSamplerStats(CLI::App& app, CommandFn* selected) {
       }
       std::printf("episodes          %lld (F %lld..%lld)\n", (long long)s.episodes,
                   (long long)s.min_frames, (long long)s.max_frames);
-      std::printf("plan              %s: world %lld, batch %lld, pool factor %lld, pad multiple "
-                  "%lld, epoch %lld\n",
-                  a->plan.c_str(), (long long)o.world_size, (long long)o.batch_size,
-                  (long long)o.pool_factor, (long long)a->pad_multiple, (long long)a->epoch);
+      std::printf(
+          "plan              %s: world %lld, batch %lld, pool factor %lld, pad multiple "
+          "%lld, epoch %lld\n",
+          a->plan.c_str(), (long long)o.world_size, (long long)o.batch_size,
+          (long long)o.pool_factor, (long long)a->pad_multiple, (long long)a->epoch);
       std::printf("batches/epoch     %lld per rank\n", (long long)s.batches_per_epoch);
       std::printf("padding waste     %.2f %% (rank %lld), %.2f %% (all ranks)\n",
                   100 * s.padding_waste, (long long)o.rank, 100 * s.padding_waste_all_ranks);

@@ -81,7 +81,8 @@ int64_t FirstDifferentByte(const uint8_t* a, const uint8_t* b, uint64_t n, int64
 
 void RegisterTensorDiff(CLI::App& app, CommandFn* selected) {
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("tensor-diff", "Compare two safetensors files tensor by tensor");
+  CLI::App* cmd =
+      app.add_subcommand("tensor-diff", "Compare two safetensors files tensor by tensor");
   cmd->add_option("a", args->a, "First file")->required();
   cmd->add_option("b", args->b, "Second file (the reference)")->required();
   CLI::Option* max_rel =
