@@ -29,17 +29,7 @@ const char* SamplerPlanName(SamplerPlan plan) {
   return plan == SamplerPlan::kGlobal ? "global" : "per_rank";
 }
 
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "?";
-}
+const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 
@@ -508,6 +498,18 @@ ConfigKey<S> EnumKey(const char* name, E S::*f, std::vector<std::pair<std::strin
           }};
 }
 
+// A key of a closed vocabulary (schema/vocabularies.h): its names, or only `allowed` of them.
+template <class S, class E>
+ConfigKey<S> VocabularyKey(const char* name, E S::*f, std::vector<E> allowed = {}) {
+  std::vector<std::pair<std::string, E>> choices;
+  for (const Word<E>& w : Vocabulary<E>::kWords) {
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), w.value) != allowed.end()) {
+      choices.emplace_back(w.name, w.value);
+    }
+  }
+  return EnumKey<S, E>(name, f, std::move(choices));
+}
+
 // A key whose reading needs more than a range (its own checks), written as a string.
 template <class S>
 ConfigKey<S> CustomStringKey(const char* name, std::string S::*f,
@@ -567,8 +569,7 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
                                      x.time + "'");
                            }
                          }),
-      EnumKey<S, std::string>("signal", &S::signal,
-                              {{"USR1", "USR1"}, {"USR2", "USR2"}, {"TERM", "TERM"}}),
+      VocabularyKey<S, Signal>("signal", &S::signal, {Signal::kUsr1, Signal::kUsr2, Signal::kTerm}),
       IntKey<S>("signal_lead_s", &S::signal_lead_s, 1, 65535),
       IntKey<S>("max_restarts", &S::max_restarts, 0),
       IntKey<S>("max_failures", &S::max_failures, 0),
@@ -722,9 +723,7 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       IntKey<S>("warmup_steps", &S::warmup_steps, 0),
       IntKey<S>("resume_warmup_steps", &S::resume_warmup_steps, 0),
       IntKey<S>("grad_accum", &S::grad_accum, 1, 1 << 20),
-      EnumKey<S, std::string>(
-          "shard", &S::shard,
-          {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
+      VocabularyKey<S, ShardMode>("shard", &S::shard),
   };
   return keys;
 }
@@ -735,8 +734,7 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       IntKey<S>("every", &S::every, 1),
       IntKey<S>("keep_last", &S::keep_last, 1),
       IntKey<S>("keep_every", &S::keep_every, 0),
-      EnumKey<S, std::string>("export_dtype", &S::export_dtype,
-                              {{"fp32", "fp32"}, {"bf16", "bf16"}}),
+      VocabularyKey<S, ExportDType>("export_dtype", &S::export_dtype),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
       FloatKey<S>("write_gbps", &S::write_gbps, 0.0, 10000.0),
       EnumKey<S, bool>("async", &S::async, {{"false", false}, {"true", true}}),
@@ -747,17 +745,13 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
 const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
   using S = TrainSection;
   static const std::vector<ConfigKey<S>> keys = {
-      EnumKey<S, DType>("dtype", &S::dtype,
-                        {{"float32", DType::kFloat32},
-                         {"float64", DType::kFloat64},
-                         {"bfloat16", DType::kBFloat16}}),
-      EnumKey<S, std::string>("device", &S::device, {{"cpu", "cpu"}, {"cuda", "cuda"}}),
+      VocabularyKey<S, DType>("dtype", &S::dtype),
+      VocabularyKey<S, Device>("device", &S::device),
       IntKey<S>("log_every", &S::log_every, 1),
       IntKey<S>("profile", &S::profile, 0),
       IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
-      EnumKey<S, std::string>(
-          "activation_checkpointing", &S::activation_checkpointing,
-          {{"none", "none"}, {"blocks", "blocks"}, {"blocks+attention", "blocks+attention"}}),
+      VocabularyKey<S, ActivationCheckpointing>("activation_checkpointing",
+                                                &S::activation_checkpointing),
       FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
       EnumKey<S, bool>("deterministic", &S::deterministic, {{"false", false}, {"true", true}}),
       FloatKey<S>("hang_min_s", &S::hang_min_s, 1.0, 86400.0),
@@ -851,7 +845,7 @@ void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c) {
   auto& x = c.train;
   ReadKeys(s, x, TrainKeys());
   s.Finish();
-  if (x.device == "cuda" && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
+  if (x.device == Device::kCuda && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
     const YAML::Node v = s.node()["device"];
     if (ctx.options.cuda == RunConfigOptions::Cuda::kNo) {
       ctx.Error(v, "train.device",

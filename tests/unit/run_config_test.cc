@@ -48,7 +48,7 @@ TEST_F(RunConfigTest, MinimalConfigGetsDefaultsAndResolvesPaths) {
   EXPECT_EQ(c.data.pool_factor, 50);
   EXPECT_EQ(c.data.plan, SamplerPlan::kGlobal);
   EXPECT_DOUBLE_EQ(c.optim.betas[1], 0.95);
-  EXPECT_EQ(c.slurm.signal, "USR1");
+  EXPECT_EQ(c.slurm.signal, Signal::kUsr1);
   EXPECT_EQ(c.train.dtype, DType::kFloat32);
 }
 

@@ -76,8 +76,8 @@ torch::ScalarType ToTorchDtype(StDType t) {
   BATON_FAIL(kExitInternal, std::string("safetensors: no torch dtype for ") + StDTypeName(t), "");
 }
 
-torch::Dtype ExportDtype(const std::string& name) {
-  return name == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+torch::Dtype ExportDtype(ExportDType dtype) {
+  return dtype == ExportDType::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
 nlohmann::ordered_json UpstreamConfigJson(const ModelDims& d) {

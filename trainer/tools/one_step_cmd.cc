@@ -73,7 +73,8 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       }
       ApplyDeterminism(config.train.deterministic);
       const torch::Device device =
-          SelectDevice(a->device.empty() ? config.train.device : a->device, env.local_rank);
+          SelectDevice(a->device.empty() ? config.train.device : Parse<Device>(a->device).value(),
+                       env.local_rank);
       auto group = ProcessGroupHandle::Create(env, device.is_cuda());
       auto loaded = LoadDatasetIndex(config.data.path);
       if (!loaded.ok()) FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(), "");
@@ -138,7 +139,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                 "rank %lld/%lld shard %s: weights %lld B, gradients held %lld B, optimizer state "
                 "%lld B, step %.4f s (median of %lld); per step: all-reduce %.0f call(s) %.0f B, "
                 "reduce-scatter %.0f call(s) %.0f B, all-gather %.0f call(s) %.0f B\n",
-                (long long)env.rank, (long long)env.world_size, config.optim.shard.c_str(),
+                (long long)env.rank, (long long)env.world_size, Name(config.optim.shard),
                 (long long)Bytes(weights), (long long)Bytes(grads), (long long)Bytes(moments),
                 seconds[seconds.size() / 2], (long long)a->repeat, group->allreduce().calls / n,
                 group->allreduce().bytes / n, group->reduce_scatter().calls / n,

@@ -114,7 +114,7 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
   s.dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
             : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
                                                      : torch::kFloat32;
-  const bool cuda = config.train.device == "cuda";
+  const bool cuda = config.train.device == Device::kCuda;
 
   // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here); the GPU of this
   // rank, before anything touches CUDA.
