@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/exit_codes.h"
+#include "schema/vocabularies.h"
 #include "trainer/train/device_memory.h"
 
 namespace baton::bench {
@@ -61,8 +62,9 @@ inline std::string LibtorchVersion() {
 // "cpu" or "cuda" as a device; nullopt, with one line on stderr, when this binary or this
 // machine cannot run CUDA (the caller exits kExitConfig).
 inline std::optional<torch::Device> ResolveDevice(const std::string& name) {
-  if (name == "cpu") return torch::Device(torch::kCPU);
-  if (name != "cuda") {
+  const Result<Device> device = Parse<Device>(name);
+  if (device.ok() && device.value() == Device::kCpu) return torch::Device(torch::kCPU);
+  if (!device.ok()) {
     std::fprintf(stderr, "baton-bench-trainer: unknown device '%s' (cpu or cuda)\n", name.c_str());
     return std::nullopt;
   }

@@ -74,7 +74,8 @@ int RunThroughput(const ThroughputOptions& o) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return kExitConfig;
   }
-  const auto device = ResolveDevice(o.device.empty() ? config->train.device : o.device);
+  const auto device =
+      ResolveDevice(o.device.empty() ? std::string(Name(config->train.device)) : o.device);
   if (!device) return kExitConfig;
   const torch::Dtype dtype = config->train.dtype == DType::kFloat64    ? torch::kFloat64
                              : config->train.dtype == DType::kBFloat16 ? torch::kBFloat16

@@ -18,17 +18,7 @@ const char* SamplerPlanName(SamplerPlan plan) {
   return plan == SamplerPlan::kGlobal ? "global" : "per_rank";
 }
 
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "?";
-}
+const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "schema/optim_master.h"
 #include "schema/status.h"
+#include "schema/vocabularies.h"
 
 namespace baton {
 
@@ -38,7 +38,7 @@ struct SlurmSection {
   double gpu_memory_gb = 0;
   double mem_per_task_gb = 0;
   std::string time = "01:00:00";  // SLURM time limit: [D-]HH:MM:SS, MM:SS or minutes
-  std::string signal = "USR1";    // warning signal sent `signal_lead_s` before the limit
+  Signal signal = Signal::kUsr1;  // warning signal sent `signal_lead_s` before the limit
   int64_t signal_lead_s = 120;    // seconds
   int64_t max_restarts = 100;     // preemption requeues allowed before the run is FAILED
   int64_t max_failures = 3;       // crash requeues allowed before the run is FAILED
@@ -113,8 +113,8 @@ struct OptimSection {
   // all AdamW state; optimizer = each rank holds the state of ~1/W of the parameters and updates
   // them, the new weights are gathered; gradients = also keeps only that part of the reduced
   // gradients once the step's reduction is done.
-  std::string shard = "none";  // none | optimizer | gradients
-  // Where the float32 master weights live (schema/optim_master.h); sharded needs optim.shard.
+  ShardMode shard = ShardMode::kNone;
+  // Where the float32 master weights live (schema/vocabularies.h); sharded needs optim.shard.
   OptimMaster master = OptimMaster::kReplicated;
 };
 
@@ -124,7 +124,7 @@ struct CheckpointSection {
   int64_t keep_every = 0;  // also keep every M-th step's checkpoint; 0 = none
   // dtype of transformer/ weights (what upstream loads); a checkpoint whose export dtype is not
   // the master dtype also holds the exact master weights for resume.
-  std::string export_dtype = "fp32";      // fp32 | bf16
+  ExportDType export_dtype = ExportDType::kFp32;
   int64_t max_shard_bytes = 10000000000;  // above it transformer/ is sharded (diffusers' "10GB")
   // The checkpoint folder's write rate per rank, GB/s, for the grace check at submit; 0 = measure
   // it with a short fsync'd probe of the folder (cached per folder for a day).
@@ -135,19 +135,17 @@ struct CheckpointSection {
   bool async = true;
 };
 
-enum class DType { kFloat32, kFloat64, kBFloat16 };
-
 struct TrainSection {
   DType dtype = DType::kFloat32;
-  std::string device = "cpu";  // cpu | cuda
-  int64_t log_every = 1;       // steps between progress lines
-  int64_t profile = 0;         // micro-steps to profile (tokens, fwd+bwd time, peak memory)
+  Device device = Device::kCpu;
+  int64_t log_every = 1;  // steps between progress lines
+  int64_t profile = 0;    // micro-steps to profile (tokens, fwd+bwd time, peak memory)
   // Consecutive steps with a NaN/Inf loss or gradient norm (each skipped, not applied) after
   // which the run stops as diverged (exit 79).
   int64_t max_nonfinite_steps = 3;
   // none | blocks: recompute each transformer block in the backward pass instead of keeping its
   // activations (same gradients, bitwise on CPU; less memory, ~1 more forward of time).
-  std::string activation_checkpointing = "none";
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
   // The device's peak dense FLOP/s for the run's dtype, in TFLOP/s (e.g. 989 for an H100's bf16):
   // the run page's MFU divides by it. 0: unknown, no MFU. Read by the orchestrator only.
   double device_peak_tflops = 0;

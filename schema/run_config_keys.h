@@ -8,6 +8,7 @@
 #pragma once
 
 #include <yaml-cpp/yaml.h>
+#include <algorithm>
 
 #include <functional>
 #include <string>
@@ -56,6 +57,18 @@ ConfigKey<S> EnumKey(const char* name, E S::*f, std::vector<std::pair<std::strin
               if (value == x.*f) e << text;
             }
           }};
+}
+
+// A key of a closed vocabulary (schema/vocabularies.h): its names, or only `allowed` of them.
+template <class S, class E>
+ConfigKey<S> VocabularyKey(const char* name, E S::*f, std::vector<E> allowed = {}) {
+  std::vector<std::pair<std::string, E>> choices;
+  for (const Word<E>& w : Vocabulary<E>::kWords) {
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), w.value) != allowed.end()) {
+      choices.emplace_back(w.name, w.value);
+    }
+  }
+  return EnumKey<S, E>(name, f, std::move(choices));
 }
 
 // A key whose reading needs more than a range (its own checks), written as a string.

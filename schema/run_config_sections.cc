@@ -133,8 +133,7 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
                                      x.time + "'");
                            }
                          }),
-      EnumKey<S, std::string>("signal", &S::signal,
-                              {{"USR1", "USR1"}, {"USR2", "USR2"}, {"TERM", "TERM"}}),
+      VocabularyKey<S, Signal>("signal", &S::signal, {Signal::kUsr1, Signal::kUsr2, Signal::kTerm}),
       IntKey<S>("signal_lead_s", &S::signal_lead_s, 1, 65535),
       IntKey<S>("max_restarts", &S::max_restarts, 0),
       IntKey<S>("max_failures", &S::max_failures, 0),

@@ -40,12 +40,8 @@ const std::vector<ConfigKey<OptimSection>>& OptimKeys() {
       IntKey<S>("warmup_steps", &S::warmup_steps, 0),
       IntKey<S>("resume_warmup_steps", &S::resume_warmup_steps, 0),
       IntKey<S>("grad_accum", &S::grad_accum, 1, 1 << 20),
-      EnumKey<S, std::string>(
-          "shard", &S::shard,
-          {{"none", "none"}, {"optimizer", "optimizer"}, {"gradients", "gradients"}}),
-      EnumKey<S, OptimMaster>(
-          "master", &S::master,
-          {{"replicated", OptimMaster::kReplicated}, {"sharded", OptimMaster::kSharded}}),
+      VocabularyKey<S, ShardMode>("shard", &S::shard),
+      VocabularyKey<S, OptimMaster>("master", &S::master),
   };
   return keys;
 }
@@ -56,8 +52,7 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       IntKey<S>("every", &S::every, 1),
       IntKey<S>("keep_last", &S::keep_last, 1),
       IntKey<S>("keep_every", &S::keep_every, 0),
-      EnumKey<S, std::string>("export_dtype", &S::export_dtype,
-                              {{"fp32", "fp32"}, {"bf16", "bf16"}}),
+      VocabularyKey<S, ExportDType>("export_dtype", &S::export_dtype),
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
       FloatKey<S>("write_gbps", &S::write_gbps, 0.0, 10000.0),
       EnumKey<S, bool>("async", &S::async, {{"false", false}, {"true", true}}),
@@ -68,17 +63,13 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
 const std::vector<ConfigKey<TrainSection>>& TrainKeys() {
   using S = TrainSection;
   static const std::vector<ConfigKey<S>> keys = {
-      EnumKey<S, DType>("dtype", &S::dtype,
-                        {{"float32", DType::kFloat32},
-                         {"float64", DType::kFloat64},
-                         {"bfloat16", DType::kBFloat16}}),
-      EnumKey<S, std::string>("device", &S::device, {{"cpu", "cpu"}, {"cuda", "cuda"}}),
+      VocabularyKey<S, DType>("dtype", &S::dtype),
+      VocabularyKey<S, Device>("device", &S::device),
       IntKey<S>("log_every", &S::log_every, 1),
       IntKey<S>("profile", &S::profile, 0),
       IntKey<S>("max_nonfinite_steps", &S::max_nonfinite_steps, 1),
-      EnumKey<S, std::string>(
-          "activation_checkpointing", &S::activation_checkpointing,
-          {{"none", "none"}, {"blocks", "blocks"}, {"blocks+attention", "blocks+attention"}}),
+      VocabularyKey<S, ActivationCheckpointing>("activation_checkpointing",
+                                                &S::activation_checkpointing),
       FloatKey<S>("device_peak_tflops", &S::device_peak_tflops, 0.0),
       EnumKey<S, bool>("deterministic", &S::deterministic, {{"false", false}, {"true", true}}),
       FloatKey<S>("hang_min_s", &S::hang_min_s, 1.0, 86400.0),
@@ -92,7 +83,7 @@ void ReadOptim(Context& ctx, const YAML::Node& root, RunConfig& c) {
   Section s(ctx, root, "optim");
   ReadKeys(s, c.optim, OptimKeys());
   s.Finish();
-  if (c.optim.master == OptimMaster::kSharded && c.optim.shard == "none") {
+  if (c.optim.master == OptimMaster::kSharded && c.optim.shard == ShardMode::kNone) {
     ctx.Error(s.node()["master"], "optim.master",
               "value sharded needs optim.shard optimizer or gradients (each master lives beside "
               "its owner's AdamW state), but optim.shard is none");
@@ -110,7 +101,7 @@ void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c) {
   auto& x = c.train;
   ReadKeys(s, x, TrainKeys());
   s.Finish();
-  if (x.device == "cuda" && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
+  if (x.device == Device::kCuda && ctx.options.cuda != RunConfigOptions::Cuda::kYes) {
     const YAML::Node v = s.node()["device"];
     if (ctx.options.cuda == RunConfigOptions::Cuda::kNo) {
       ctx.Error(v, "train.device",

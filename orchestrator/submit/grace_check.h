@@ -4,7 +4,7 @@
 // The grace is slurm.preempt_grace_s when set, else the partition's GraceTime plus the cluster's
 // KillWait (SLURM signals a preempted job, ends it GraceTime later with SIGTERM, and sends
 // SIGKILL KillWait after that). The stop save is the largest rank's checkpoint bytes (the
-// trainer's plan, `plan-memory --json`'s checkpoint.bytes_per_rank_max) over the folder's write
+// trainer's plan, MemoryPlanReport::checkpoint.bytes_per_rank_max) over the folder's write
 // rate: checkpoint.write_gbps when set, else a probe of the folder that will hold the run
 // (write_probe.h), kept in the store per folder for kWriteProbeMaxAgeS. It fits when the save
 // takes at most 1/kGraceMargin of the grace: the rest is for the step in flight to be abandoned,

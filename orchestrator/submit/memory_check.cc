@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "orchestrator/slurm/process_runner.h"
 #include "schema/exit_codes.h"
@@ -48,8 +49,8 @@ std::string Trim(std::string s) {
 
 }  // namespace
 
-Result<nlohmann::json> RunMemoryPlan(const RunConfig& config, const std::string& config_path,
-                                     const std::string& trainer_bin) {
+Result<MemoryPlanReport> RunMemoryPlan(const RunConfig& config, const std::string& config_path,
+                                       const std::string& trainer_bin) {
   const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
   const std::vector<std::string> argv = {trainer_bin, "plan-memory",  "--config",
                                          config_path, "--world-size", std::to_string(world),
@@ -64,18 +65,20 @@ Result<nlohmann::json> RunMemoryPlan(const RunConfig& config, const std::string&
                                             ") failed with exit " + std::to_string(r.exit_code) +
                                             ": " + Trim(r.err));
   }
-  nlohmann::json plan = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  if (!plan.is_object()) {
-    return Status::Internal(CommandLine(argv) + " printed no plan baton can read");
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  Result<MemoryPlanReport> plan = MemoryPlanReport::FromJson(j);
+  if (!plan.ok()) {
+    return Status::Internal(CommandLine(argv) +
+                            " printed no plan baton can read: " + plan.status().message());
   }
   return plan;
 }
 
 Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
-                       const std::string& trainer_bin, const nlohmann::json* plan_in) {
-  const bool cuda = config.train.device == "cuda";
+                       const std::string& trainer_bin, const MemoryPlanReport* plan_in) {
+  const bool cuda = config.train.device == Device::kCuda;
   const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
-  const std::string key = cuda ? "slurm.gpu_memory_gb" : "slurm.mem_per_task_gb";
+  const std::string key = MemoryLimitKey(config.train.device);
   if (limit_gb <= 0) return Status::Ok();
   if (plan_in == nullptr && trainer_bin.empty()) {
     return Status::Unavailable(
@@ -86,54 +89,47 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
         key + ": 0 to submit without the check");
   }
   const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
-  nlohmann::json ran;
+  MemoryPlanReport ran;
   if (plan_in == nullptr) {
     BATON_ASSIGN_OR_RETURN(ran, RunMemoryPlan(config, config_path, trainer_bin));
   }
-  const nlohmann::json& plan = plan_in != nullptr ? *plan_in : ran;
-  try {
-    const auto& b = plan.at("bytes");
-    const double total = b.at("total").get<double>();
-    const double limit = limit_gb * double(int64_t(1) << 30);
-    if (total <= limit) return Status::Ok();
-    char head[160];
-    std::snprintf(head, sizeof head, "%g GiB", limit_gb);
-    const std::string checkpointing = plan.at("activation_checkpointing").get<std::string>();
-    std::string parts = "weights " + Gib(b.at("weights").get<double>()) + ", gradients " +
-                        Gib(b.at("gradients").get<double>()) + ", optimizer state " +
-                        Gib(b.at("optimizer").get<double>()) + ", collective buffers " +
-                        Gib(b.at("collective_buffers").get<double>());
-    if (b.at("autocast_copies").get<double>() > 0) {
-      parts += ", autocast bf16 weight copies " + Gib(b.at("autocast_copies").get<double>());
-    }
-    parts += ", activations (" + checkpointing + ") " + Gib(b.at("activations").get<double>());
-    if (b.value("heap_overhead", 0.0) > 0) {
-      parts += ", CPU heap overhead " + Gib(b.at("heap_overhead").get<double>());
-    }
-    parts += ", runtime " + Gib(b.at("runtime").get<double>());
-    if (plan.value("checkpoint_snapshot_in_total", false) &&
-        b.value("checkpoint_snapshot", 0.0) > 0) {
-      parts += ", checkpoint snapshot " + Gib(b.at("checkpoint_snapshot").get<double>());
-    }
-    std::string hint;
-    if (plan.at("shard").get<std::string>() == "none") hint += "optim.shard: optimizer, ";
-    if (checkpointing == "none") {
-      hint += "train.activation_checkpointing: blocks (or blocks+attention), ";
-    } else if (checkpointing == "blocks") {
-      hint += "train.activation_checkpointing: blocks+attention, ";
-    }
-    hint += "more ranks or a shorter longest row (data.batch_size)";
-    return Status::Config(
-        config_path + ": " + key + ": the run's memory plan needs " + Gib(total) +
-        " per rank, more than the " + head + " this key allows (" + parts + "; " +
-        std::to_string(world) + " rank(s), " + plan.at("dtype").get<std::string>() +
-        ", optim.shard " + plan.at("shard").get<std::string>() + ", longest row " +
-        std::to_string(plan.at("row").at("tokens").get<int64_t>()) + " tokens). Try " + hint +
-        "; `baton-train plan-memory --config " + config_path + "` prints the plan");
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Internal("baton-train plan-memory printed no plan baton can read: " +
-                            std::string(e.what()));
+  const MemoryPlanReport& plan = plan_in != nullptr ? *plan_in : ran;
+  const MemoryPlanReport::Bytes& b = plan.bytes;
+  const double total = double(b.total);
+  const double limit = limit_gb * double(int64_t(1) << 30);
+  if (total <= limit) return Status::Ok();
+  char head[160];
+  std::snprintf(head, sizeof head, "%g GiB", limit_gb);
+  const ActivationCheckpointing checkpointing = plan.activation_checkpointing;
+  std::string parts = "weights " + Gib(b.weights) +
+                      (b.master_share > 0 ? ", master weights (owned share) " + Gib(b.master_share)
+                                          : std::string()) +
+                      ", gradients " + Gib(b.gradients) + ", optimizer state " + Gib(b.optimizer) +
+                      ", collective buffers " + Gib(b.collective_buffers);
+  if (b.autocast_copies > 0) parts += ", autocast bf16 weight copies " + Gib(b.autocast_copies);
+  parts += std::string(", activations (") + Name(checkpointing) + ") " + Gib(b.activations);
+  if (b.heap_overhead > 0) parts += ", CPU heap overhead " + Gib(b.heap_overhead);
+  parts += ", runtime " + Gib(b.runtime);
+  if (plan.checkpoint_snapshot_in_total && b.checkpoint_snapshot > 0) {
+    parts += ", checkpoint snapshot " + Gib(b.checkpoint_snapshot);
   }
+  // The levers, cheapest first: shard the optimizer, recompute more, then more ranks.
+  std::string hint;
+  if (plan.shard == ShardMode::kNone) {
+    hint += std::string("optim.shard: ") + Name(ShardMode::kOptimizer) + ", ";
+  }
+  if (checkpointing == ActivationCheckpointing::kNone) {
+    hint += "train.activation_checkpointing: blocks (or blocks+attention), ";
+  } else if (checkpointing == ActivationCheckpointing::kBlocks) {
+    hint += "train.activation_checkpointing: blocks+attention, ";
+  }
+  hint += "more ranks or a shorter longest row (data.batch_size)";
+  return Status::Config(config_path + ": " + key + ": the run's memory plan needs " + Gib(total) +
+                        " per rank, more than the " + head + " this key allows (" + parts + "; " +
+                        std::to_string(world) + " rank(s), " + Name(plan.dtype) + ", optim.shard " +
+                        Name(plan.shard) + ", longest row " + std::to_string(plan.row.tokens) +
+                        " tokens). Try " + hint + "; `baton-train plan-memory --config " +
+                        config_path + "` prints the plan");
 }
 
 }  // namespace baton

@@ -8,9 +8,9 @@
 // Stateless; thread-safe.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "schema/memory_plan_report.h"
 #include "schema/run_config.h"
 #include "schema/status.h"
 
@@ -23,12 +23,14 @@ namespace baton {
 // (only when the key is set).
 [[nodiscard]] Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
                                      const std::string& trainer_bin,
-                                     const nlohmann::json* plan = nullptr);
+                                     const MemoryPlanReport* plan = nullptr);
 
-// `baton-train plan-memory --config CONFIG_PATH --world-size W --json`, parsed: the report both
-// the memory check and the grace check read (grace_check.h). `trainer_bin` must not be "".
-[[nodiscard]] Result<nlohmann::json> RunMemoryPlan(const RunConfig& config,
-                                                   const std::string& config_path,
-                                                   const std::string& trainer_bin);
+// `baton-train plan-memory --config CONFIG_PATH --world-size W --json`, read: the report both
+// the memory check and the grace check read (grace_check.h); kInternal naming the first key that
+// is missing or mistyped when the trainer printed no report this build can read. `trainer_bin`
+// must not be "".
+[[nodiscard]] Result<MemoryPlanReport> RunMemoryPlan(const RunConfig& config,
+                                                     const std::string& config_path,
+                                                     const std::string& trainer_bin);
 
 }  // namespace baton

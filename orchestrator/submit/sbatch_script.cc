@@ -97,8 +97,9 @@ Result<std::string> RenderTemplate(const std::string& template_text,
 Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p) {
   const SlurmSection& s = c.slurm;
   const std::map<std::string, std::string> checked = {
-      {"slurm.partition", s.partition}, {"slurm.qos", s.qos},       {"slurm.account", s.account},
-      {"slurm.time", s.time},           {"slurm.signal", s.signal}, {"run.dir", p.run_dir}};
+      {"slurm.partition", s.partition}, {"slurm.qos", s.qos},
+      {"slurm.account", s.account},     {"slurm.time", s.time},
+      {"slurm.signal", Name(s.signal)}, {"run.dir", p.run_dir}};
   for (const auto& [key, value] : checked) {
     if (!SafeForSbatch(value)) {
       return Status::Config(c.source + ": " + key + ": '" + value +
@@ -113,7 +114,7 @@ Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p
       {"RUN_DIR", p.run_dir},
       {"RUN_DIR_Q", ShellQuote(p.run_dir)},
       {"BATON_BIN_Q", ShellQuote(p.baton_bin)},
-      {"SIGNAL", s.signal},
+      {"SIGNAL", Name(s.signal)},
       {"SIGNAL_LEAD_S", std::to_string(s.signal_lead_s)},
       {"NODES", std::to_string(s.nodes)},
       {"NTASKS_PER_NODE", std::to_string(s.ntasks_per_node)},

@@ -80,7 +80,7 @@ std::string ProbeFolder(const RunConfig& config, const SubmitRequest& req) {
 
 // The grace check (grace_check.h) into `out`: the budget, and a warning when it does not fit or
 // cannot be made; with `strict` either refuses.
-Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const nlohmann::json* plan,
+Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const MemoryPlanReport* plan,
                   const std::string& no_plan, SlurmClient& slurm, Store* store, double now,
                   SubmitResult* out) {
   // A check that could not be made: a warning, or under --strict a refusal.
@@ -90,13 +90,9 @@ Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const nlohm
     out->warnings.push_back(what);
     return Status::Ok();
   };
-  int64_t bytes = -1;
-  if (plan != nullptr && plan->contains("checkpoint")) {
-    bytes = plan->at("checkpoint").value("bytes_per_rank_max", int64_t(-1));
-  }
-  if (bytes < 0) return unchecked(plan == nullptr ? no_plan : "the plan has no checkpoint size");
-  Result<StopSaveBudgetRecord> b =
-      PlanStopSave(config, bytes, slurm, store, ProbeFolder(config, req), now);
+  if (plan == nullptr) return unchecked(no_plan);
+  Result<StopSaveBudgetRecord> b = PlanStopSave(config, plan->checkpoint.bytes_per_rank_max, slurm,
+                                                store, ProbeFolder(config, req), now);
   if (!b.ok()) {
     if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
     return unchecked(b.status().message() +
@@ -132,10 +128,10 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   config.run.name = out.name;
   // One plan for both checks. Without a trainer or a plan the memory check says what it says
   // today; the grace check is then only a warning (or, strict, a refusal).
-  std::optional<nlohmann::json> plan;
+  std::optional<MemoryPlanReport> plan;
   std::string no_plan = "baton-train (which plans the checkpoint's size) was not found";
   if (!req.trainer_bin.empty()) {
-    Result<nlohmann::json> p = RunMemoryPlan(config, req.config_path, req.trainer_bin);
+    Result<MemoryPlanReport> p = RunMemoryPlan(config, req.config_path, req.trainer_bin);
     if (p.ok()) {
       plan = std::move(p).value();
     } else {

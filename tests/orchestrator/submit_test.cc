@@ -7,6 +7,7 @@
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "orchestrator/submit/write_probe.h"
+#include "schema/memory_plan_report.h"
 #include "test_util.h"
 
 namespace baton {
@@ -119,12 +120,13 @@ TEST_F(SubmitTest, DryRunTouchesNothing) {
   EXPECT_FALSE(std::filesystem::exists(tmp_ / "home/runs"));
 }
 
-// A trainer that prints only the part of plan-memory's report the grace check reads: a stand-in
+// A trainer that prints a report whose only figure is the one the grace check reads: a stand-in
 // for `baton-train plan-memory --json`, whose real figures tests/integration's grace test uses.
 std::string FakePlanner(const std::string& dir, int64_t bytes_per_rank) {
   const std::filesystem::path bin = std::filesystem::path(dir) / "fake-plan-memory";
-  Append(bin, "#!/bin/sh\necho '{\"checkpoint\": {\"bytes_per_rank_max\": " +
-                  std::to_string(bytes_per_rank) + "}}'\n");
+  MemoryPlanReport report;
+  report.checkpoint.bytes_per_rank_max = bytes_per_rank;
+  Append(bin, "#!/bin/sh\necho '" + report.ToJson().dump() + "'\n");
   std::filesystem::permissions(bin, std::filesystem::perms::owner_all);
   return bin.string();
 }

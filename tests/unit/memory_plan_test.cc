@@ -67,13 +67,13 @@ TEST(MemoryPlan, ShardingDividesTheOptimizerStateAndGradientsHeld) {
   const PlanModel m = Real5B();
   const PlanRow r = Row(m, 4, 40);
   PlanSettings s;
-  s.dtype = "bfloat16";
+  s.dtype = DType::kBFloat16;
   s.cuda = true;
   s.world = 8;
   const MemoryPlan none = MakeMemoryPlan(m, r, s);
-  s.shard = "optimizer";
+  s.shard = ShardMode::kOptimizer;
   const MemoryPlan opt = MakeMemoryPlan(m, r, s);
-  s.shard = "gradients";
+  s.shard = ShardMode::kGradients;
   const MemoryPlan grad = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(none.weights, none.parameters * 4);  // fp32 master weights under bf16
   EXPECT_EQ(none.optimizer, 8 * none.trainable);
@@ -91,13 +91,13 @@ TEST(MemoryPlan, ShardedMasterHoldsBf16CopiesAndTheOwnedFp32Master) {
   const PlanModel m = Real5B();
   const PlanRow r = Row(m, 4, 36, 16);  // the notes' rows: 4 episodes of 36 frames
   PlanSettings s;
-  s.dtype = "bfloat16";
+  s.dtype = DType::kBFloat16;
   s.cuda = true;
   s.world = 8;
-  s.shard = "optimizer";
-  s.checkpointing = "blocks+attention";
+  s.shard = ShardMode::kOptimizer;
+  s.checkpointing = ActivationCheckpointing::kBlocksAttention;
   const MemoryPlan replicated = MakeMemoryPlan(m, r, s);
-  s.master_sharded = true;
+  s.master = OptimMaster::kSharded;
   const MemoryPlan sharded = MakeMemoryPlan(m, r, s);
   int64_t copied = 0, small = 0, frozen = 0;
   for (const auto& q : ModelParameters(m)) {
@@ -136,9 +136,9 @@ TEST(MemoryPlan, ShardedMasterHoldsBf16CopiesAndTheOwnedFp32Master) {
   EXPECT_GT(replicated.total, int64_t(80) << 30);
   EXPECT_LE(sharded.total, int64_t(76) << 30);
   // float32 computes on the master itself: the layout changes no figure.
-  s.dtype = "float32";
+  s.dtype = DType::kFloat32;
   const MemoryPlan f32_sharded = MakeMemoryPlan(m, r, s);
-  s.master_sharded = false;
+  s.master = OptimMaster::kReplicated;
   const MemoryPlan f32 = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(f32_sharded.total, f32.total);
   EXPECT_EQ(f32_sharded.master_share, 0);
@@ -157,10 +157,10 @@ TEST(MemoryPlan, AsyncCheckpointSnapshotIsTheRanksShareOfTheState) {
   // Moments and step counts, and every weight once (fp32 export = the master dtype).
   EXPECT_EQ(one.checkpoint_snapshot, 8 * one.trainable + 8 * trainable_params + 4 * one.parameters);
   EXPECT_EQ(one.total - sync.total, one.checkpoint_snapshot);  // CPU: the same memory
-  s.export_dtype = "bf16";  // the export beside the exact master weights
+  s.export_dtype = ExportDType::kBf16;  // the export beside the exact master weights
   const MemoryPlan bf16 = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(bf16.checkpoint_snapshot - one.checkpoint_snapshot, 2 * one.parameters);
-  s.export_dtype = "fp32";
+  s.export_dtype = ExportDType::kFp32;
   s.world = 8;  // each rank snapshots what it writes: about 1/8 of the trainable state
   const MemoryPlan eight = MakeMemoryPlan(m, r, s);
   EXPECT_LT(eight.checkpoint_snapshot, one.checkpoint_snapshot / 6);
@@ -177,11 +177,11 @@ TEST(MemoryPlan, CheckpointingKeepsOneBlockOfActivations) {
   const PlanRow r = Row(m, 4, 40);
   EXPECT_EQ(r.tokens, 2 * 4 * 40 * (12 * 10 + 4));
   PlanSettings s;
-  s.dtype = "bfloat16";
+  s.dtype = DType::kBFloat16;
   const ActivationBytes a = PlanActivations(m, r, s);
   EXPECT_EQ(a.none - a.blocks, (m.layers - 1) * a.per_block - m.layers * a.block_inputs);
   EXPECT_LT(a.blocks * 5, a.none);
-  s.checkpointing = "blocks";
+  s.checkpointing = ActivationCheckpointing::kBlocks;
   const MemoryPlan p = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(p.activations_used, a.blocks);
   EXPECT_EQ(p.total, p.total_blocks);
@@ -197,7 +197,7 @@ TEST(MemoryPlan, RecomputedAttentionKeepsOneCallOfScores) {
   EXPECT_LE(m.heads * r.call_pairs, kRecomputeCallEntries);
   EXPECT_LT(r.call_pairs * 10, r.computed_pairs);
   PlanSettings s;
-  s.dtype = "bfloat16";
+  s.dtype = DType::kBFloat16;
   s.cuda = true;
   const ActivationBytes a = PlanActivations(m, r, s);
   // Everything but the recomputed block and the backward's transients is as with blocks.
@@ -209,7 +209,7 @@ TEST(MemoryPlan, RecomputedAttentionKeepsOneCallOfScores) {
   EXPECT_GE(a.per_block - a.per_block_attention, m.heads * r.computed_pairs * 6);
   EXPECT_LT(a.attention_call * 4, a.per_block - a.per_block_attention);
   EXPECT_LT(a.blocks_attention * 2, a.blocks);
-  s.checkpointing = "blocks+attention";
+  s.checkpointing = ActivationCheckpointing::kBlocksAttention;
   const MemoryPlan p = MakeMemoryPlan(m, r, s);
   EXPECT_EQ(p.activations_used, a.blocks_attention);
   EXPECT_EQ(p.total, p.total_blocks_attention);
@@ -222,7 +222,7 @@ TEST(MemoryPlan, ActivationsGrowWithTheRowAndTheDtype) {
   PlanSettings s;
   const ActivationBytes a = PlanActivations(m, short_row, s), b = PlanActivations(m, long_row, s);
   EXPECT_GT(b.per_block, a.per_block * 3 / 2);
-  s.dtype = "float64";
+  s.dtype = DType::kFloat64;
   const ActivationBytes c = PlanActivations(m, short_row, s);
   EXPECT_EQ(c.per_block, 2 * a.per_block);
   // The longest window and chunk give at least the attention work of the smallest ones.

@@ -48,7 +48,7 @@ TEST_F(RunConfigTest, MinimalConfigGetsDefaultsAndResolvesPaths) {
   EXPECT_EQ(c.data.pool_factor, 50);
   EXPECT_EQ(c.data.plan, SamplerPlan::kGlobal);
   EXPECT_DOUBLE_EQ(c.optim.betas[1], 0.95);
-  EXPECT_EQ(c.slurm.signal, "USR1");
+  EXPECT_EQ(c.slurm.signal, Signal::kUsr1);
   EXPECT_EQ(c.train.dtype, DType::kFloat32);
 }
 
@@ -83,8 +83,9 @@ TEST_F(RunConfigTest, ToYamlRoundTrips) {
 
 TEST_F(RunConfigTest, PadMultipleZeroIsOutOfRange) {
   const std::string e2 = Error("run: {steps: 10}\ndata:\n  path: data\n  pad_multiple: 0\n");
-  EXPECT_NE(e2.find("cfg.yaml:4:17: data.pad_multiple: value 0 is out of range (must be in [1, 4096])"),
-            std::string::npos)
+  EXPECT_NE(
+      e2.find("cfg.yaml:4:17: data.pad_multiple: value 0 is out of range (must be in [1, 4096])"),
+      std::string::npos)
       << e2;
 }
 
@@ -112,8 +113,8 @@ TEST_F(RunConfigTest, NegativeLrIsOutOfRange) {
 }
 
 TEST_F(RunConfigTest, BatchSizeZeroAndGradAccumZero) {
-  const std::string e = Error(
-      "run: {steps: 10}\ndata: {path: data, batch_size: 0}\noptim: {grad_accum: 0}\n");
+  const std::string e =
+      Error("run: {steps: 10}\ndata: {path: data, batch_size: 0}\noptim: {grad_accum: 0}\n");
   EXPECT_NE(e.find("data.batch_size: value 0 is out of range"), std::string::npos) << e;
   EXPECT_NE(e.find("optim.grad_accum: value 0 is out of range"), std::string::npos) << e;
   EXPECT_NE(e.find('\n'), std::string::npos) << "both errors are reported at once";
@@ -153,8 +154,9 @@ TEST_F(RunConfigTest, WrongTypes) {
   EXPECT_NE(Error(std::string(kMinimal) + "optim: {lr: [1, 2]}\n")
                 .find("optim.lr: expected a finite number, got a list"),
             std::string::npos);
-  EXPECT_NE(Error(std::string(kMinimal) + "optim: {lr: .nan}\n").find("optim.lr: expected a finite"),
-            std::string::npos);
+  EXPECT_NE(
+      Error(std::string(kMinimal) + "optim: {lr: .nan}\n").find("optim.lr: expected a finite"),
+      std::string::npos);
   EXPECT_NE(Error(std::string(kMinimal) + "slurm: 3\n").find("slurm: expected a mapping"),
             std::string::npos);
   EXPECT_NE(Error(std::string(kMinimal) + "train: {dtype: float16}\n")
@@ -341,14 +343,14 @@ TEST_F(RunConfigTest, HangKeys) {
   EXPECT_DOUBLE_EQ(again->train.hang_factor, 2.5);
   EXPECT_DOUBLE_EQ(again->train.first_step_timeout_s, 30.0);
   EXPECT_EQ(again->slurm.in_job_restarts, 0);
-  for (const char* bad : {"train: {hang_min_s: 0.5}", "train: {hang_factor: 0}",
-                          "train: {first_step_timeout_s: 1e6}", "slurm: {in_job_restarts: -1}",
-                          "slurm: {in_job_restarts: 101}"}) {
+  for (const char* bad :
+       {"train: {hang_min_s: 0.5}", "train: {hang_factor: 0}", "train: {first_step_timeout_s: 1e6}",
+        "slurm: {in_job_restarts: -1}", "slurm: {in_job_restarts: 101}"}) {
     const std::string e = Error(std::string(kMinimal) + bad + "\n");
     const std::string yaml = bad;
-    const std::string key = yaml.substr(0, yaml.find(':')) + "." +
-                            yaml.substr(yaml.find('{') + 1, yaml.find(':', yaml.find('{')) -
-                                                                yaml.find('{') - 1);
+    const std::string key =
+        yaml.substr(0, yaml.find(':')) + "." +
+        yaml.substr(yaml.find('{') + 1, yaml.find(':', yaml.find('{')) - yaml.find('{') - 1);
     EXPECT_NE(e.find(key + ": value"), std::string::npos) << bad << ": " << e;
     EXPECT_NE(e.find("out of range"), std::string::npos) << bad << ": " << e;
   }

@@ -25,9 +25,10 @@ namespace baton::test {
 // GPU, rather than quietly testing the CPU twice).
 inline torch::Device TestDevice() {
   const char* v = std::getenv("BATON_TEST_DEVICE");
-  const std::string name = v == nullptr ? "cpu" : v;
-  if (name == "cpu") return torch::Device(torch::kCPU);
-  if (name == "cuda") {
+  const std::string name = v == nullptr ? Name(Device::kCpu) : v;
+  const Result<Device> device = Parse<Device>(name);
+  if (device.ok() && device.value() == Device::kCpu) return torch::Device(torch::kCPU);
+  if (device.ok()) {
     if (!torch::cuda::is_available()) {
       throw std::runtime_error(
           "BATON_TEST_DEVICE=cuda but libtorch sees no GPU (or was built without CUDA)");

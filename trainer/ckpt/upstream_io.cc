@@ -78,8 +78,8 @@ torch::ScalarType ToTorchDtype(StDType t) {
              "a safetensors file of this dtype cannot be loaded into a model");
 }
 
-torch::Dtype ExportDtype(const std::string& name) {
-  return name == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+torch::Dtype ExportDtype(ExportDType dtype) {
+  return dtype == ExportDType::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
 nlohmann::ordered_json UpstreamConfigJson(const ModelDims& d) {

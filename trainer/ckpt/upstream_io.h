@@ -88,7 +88,7 @@ std::vector<std::string> WriteTransformerFolder(const std::string& transformer_d
                                                 const std::string& relative_to);
 
 // fp32 | bf16 (checkpoint.export_dtype) as a torch dtype.
-torch::Dtype ExportDtype(const std::string& name);
+torch::Dtype ExportDtype(ExportDType dtype);
 
 // Safetensors dtype <-> torch dtype (F64, F32, BF16, F16, I64, I32; exit 70 for others).
 StDType ToStDType(torch::ScalarType t);

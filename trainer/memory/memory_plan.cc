@@ -182,8 +182,8 @@ Status PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_
 }
 
 ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const PlanSettings& s) {
-  const bool bf16 = s.dtype == "bfloat16";
-  const int64_t master = s.dtype == "float64" ? 8 : 4;
+  const bool bf16 = s.dtype == DType::kBFloat16;
+  const int64_t master = s.dtype == DType::kFloat64 ? 8 : 4;
   // a: the activation dtype (bf16 under autocast); w: the "wide" dtype norms, modulation and
   // residual adds run in (float32 under bf16, as upstream does).
   const int64_t a = bf16 ? 2 : master, w = master;
@@ -297,7 +297,7 @@ bool HoldsBf16Copy(const PlanParameter& p) {
 MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
   MemoryPlan p;
   bool* o = &p.overflow;
-  p.master_bytes = s.dtype == "float64" ? 8 : 4;
+  p.master_bytes = s.dtype == DType::kFloat64 ? 8 : 4;
   std::vector<int64_t> trainable;
   Checked parameters = 0, trainable_total = 0;
   for (const auto& q : ModelParameters(m)) {
@@ -313,15 +313,16 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   p.gradients = Store(trainable_total * p.master_bytes, o);
   const int64_t world = std::max<int64_t>(1, s.world);
   const ShardPlan shard = MakeShardPlan(trainable, world);
-  p.optimizer_share = s.shard == "none" ? p.trainable : shard.padded;
+  p.optimizer_share = s.shard == ShardMode::kNone ? p.trainable : shard.padded;
   p.optimizer = Store(Checked(2) * p.optimizer_share * p.master_bytes, o);
-  p.gradients_held =
-      s.shard == "gradients" ? Store(Checked(shard.padded) * p.master_bytes, o) : p.gradients;
+  p.gradients_held = s.shard == ShardMode::kGradients
+                         ? Store(Checked(shard.padded) * p.master_bytes, o)
+                         : p.gradients;
   // A flattened bucket (no larger than the gradients) and its received copy; a one-rank run
   // reduces nothing.
   p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
-  p.autocast_copies = s.dtype == "bfloat16" ? Store(Checked(2) * p.trainable, o) : 0;
-  if (s.master_sharded && s.dtype == "bfloat16") {
+  p.autocast_copies = s.dtype == DType::kBFloat16 ? Store(Checked(2) * p.trainable, o) : 0;
+  if (s.master == OptimMaster::kSharded && s.dtype == DType::kBFloat16) {
     // bf16 compute copies replace the replicated fp32 master and autocast's cache of casts; the
     // owner keeps the fp32 master of its share (bounded by the largest share of all parameters).
     Checked copied = 0;
@@ -349,7 +350,7 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   if (s.async_checkpoint) {
     const int64_t owned = world > 1 ? shard.padded : p.trainable;  // a save writes what it owns
     const Checked frozen = Checked(p.parameters) - p.trainable;
-    const int64_t export_bytes = s.export_dtype == "bf16" ? 2 : 4;
+    const int64_t export_bytes = s.export_dtype == ExportDType::kBf16 ? 2 : 4;
     const int64_t weight_bytes =
         export_bytes + (export_bytes != p.master_bytes ? p.master_bytes : 0);
     p.checkpoint_snapshot =
@@ -377,11 +378,11 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
   p.total_blocks = Store(fixed + p.activations.blocks + p.heap_overhead_blocks, o);
   p.total_blocks_attention =
       Store(fixed + p.activations.blocks_attention + p.heap_overhead_blocks_attention, o);
-  if (s.checkpointing == "blocks+attention") {
+  if (s.checkpointing == ActivationCheckpointing::kBlocksAttention) {
     p.activations_used = p.activations.blocks_attention;
     p.heap_overhead = p.heap_overhead_blocks_attention;
     p.total = p.total_blocks_attention;
-  } else if (s.checkpointing == "blocks") {
+  } else if (s.checkpointing == ActivationCheckpointing::kBlocks) {
     p.activations_used = p.activations.blocks;
     p.heap_overhead = p.heap_overhead_blocks;
     p.total = p.total_blocks;

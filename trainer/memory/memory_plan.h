@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "schema/status.h"
+#include "schema/vocabularies.h"
 #include "trainer/model/packed_layout.h"
 
 namespace baton {
@@ -102,22 +103,22 @@ struct PlanRow {
                                       int64_t chunk_max, int64_t window_max, int64_t heads);
 
 struct PlanSettings {
-  std::string dtype = "float32";  // float32 | float64 | bfloat16
+  DType dtype = DType::kFloat32;
   bool cuda = false;
-  std::string shard = "none";          // none | optimizer | gradients
-  std::string checkpointing = "none";  // none | blocks | blocks+attention (the total's)
+  ShardMode shard = ShardMode::kNone;
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::kNone;  // the total's
   int64_t world = 1;
   int64_t prefetch = 2;             // data.prefetch: rows read ahead
   int64_t bucket_bytes = 25 << 20;  // the process group's bucket size
   int64_t runtime_bytes = 0;        // libtorch's resident baseline (CPU) / CUDA context
   // checkpoint.async: a periodic save holds a host copy of this rank's share of the state
-  // (snapshot_fit.h); export_dtype is checkpoint.export_dtype (fp32 | bf16).
+  // (snapshot_fit.h); export_dtype is checkpoint.export_dtype.
   bool async_checkpoint = false;
-  std::string export_dtype = "fp32";
+  ExportDType export_dtype = ExportDType::kFp32;
   // optim.master sharded: in bf16 runs every rank holds bf16 compute copies of the parameters
   // that have one (HoldsBf16Copy) instead of their fp32 master, and the fp32 master of only the
   // parameters it owns. float32 / float64 runs compute on the master itself: nothing changes.
-  bool master_sharded = false;
+  OptimMaster master = OptimMaster::kReplicated;
   // Resident bytes per live activation byte the allocator holds at the peak (see kCpuHeapFactor).
   double heap_factor = 1.0;
 };

@@ -76,7 +76,8 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       }
       ApplyDeterminism(config.train.deterministic);
       const torch::Device device =
-          SelectDevice(a->device.empty() ? config.train.device : a->device, env.local_rank);
+          SelectDevice(a->device.empty() ? config.train.device : Parse<Device>(a->device).value(),
+                       env.local_rank);
       auto group = ProcessGroupHandle::Create(env, device.is_cuda());
       auto loaded = LoadDatasetIndex(config.data.path);
       if (!loaded.ok())
@@ -161,11 +162,11 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                 "of %lld); per step: "
                 "all-reduce %.0f call(s) %.0f B, reduce-scatter %.0f call(s) %.0f B, all-gather "
                 "%.0f call(s) %.0f B; split parameters %lld, bf16 gradients alive at once %lld\n",
-                (long long)env.rank, (long long)env.world_size, config.optim.shard.c_str(),
-                OptimMasterName(config.optim.master), DTypeName(config.train.dtype),
-                (long long)Bytes(weights), (long long)Bytes(masters), (long long)casts,
-                (long long)Bytes(grads), (long long)Bytes(moments), seconds[seconds.size() / 2],
-                (long long)a->repeat, group->allreduce().calls / n, group->allreduce().bytes / n,
+                (long long)env.rank, (long long)env.world_size, Name(config.optim.shard),
+                Name(config.optim.master), DTypeName(config.train.dtype), (long long)Bytes(weights),
+                (long long)Bytes(masters), (long long)casts, (long long)Bytes(grads),
+                (long long)Bytes(moments), seconds[seconds.size() / 2], (long long)a->repeat,
+                group->allreduce().calls / n, group->allreduce().bytes / n,
                 group->reduce_scatter().calls / n, group->reduce_scatter().bytes / n,
                 group->allgather().calls / n, group->allgather().bytes / n,
                 (long long)opt.split_count(), (long long)opt.peak_compute_grads());

@@ -114,8 +114,8 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
                                  : a->dtype == "bfloat16" ? torch::kBFloat16
                                                           : torch::kFloat32;
       ApplyDeterminism(config.train.deterministic);
-      const torch::Device device =
-          SelectDevice(a->device.empty() ? config.train.device : a->device, 0);
+      const torch::Device device = SelectDevice(
+          a->device.empty() ? config.train.device : Parse<Device>(a->device).value(), 0);
       auto read = [&](const std::vector<int64_t>& ids) {
         std::vector<EpisodeData> eps;
         for (int64_t i : ids)

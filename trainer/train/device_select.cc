@@ -12,8 +12,8 @@
 
 namespace baton {
 
-torch::Device SelectDevice(const std::string& device_name, int64_t local_rank) {
-  if (device_name != "cuda") return torch::Device(torch::kCPU);
+torch::Device SelectDevice(Device device, int64_t local_rank) {
+  if (device != Device::kCuda) return torch::Device(torch::kCPU);
 #ifdef BATON_CUDA
   const int64_t n = int64_t(torch::cuda::device_count());
   if (n < 1) {

@@ -12,11 +12,13 @@
 
 #include <torch/torch.h>
 
+#include "schema/vocabularies.h"
+
 namespace baton {
 
-// The device for `device_name` ("cpu" | "cuda"); fails fast (config error, 78) when cuda is asked
+// The torch device for `device` (train.device); fails fast (config error, 78) when cuda is asked
 // of a CPU build or of a machine where libtorch sees no GPU.
-torch::Device SelectDevice(const std::string& device_name, int64_t local_rank);
+torch::Device SelectDevice(Device device, int64_t local_rank);
 
 // Turns libtorch's deterministic algorithms on (and cuDNN's autotuning off); sets
 // CUBLAS_WORKSPACE_CONFIG=:4096:8 unless the environment already chose one. Call before the

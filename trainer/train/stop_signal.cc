@@ -88,19 +88,25 @@ void InstallStopSignalHandlers() {
 
 int StopSignal() { return g_stop_signal; }
 
-const char* StopSignalName(int sig) {
+std::optional<Signal> StopSignalWord(int sig) {
   switch (sig) {
     case SIGUSR1:
-      return "USR1";
+      return Signal::kUsr1;
     case SIGUSR2:
-      return "USR2";
+      return Signal::kUsr2;
     case SIGTERM:
-      return "TERM";
+      return Signal::kTerm;
     case SIGINT:
-      return "INT";
+      return Signal::kInt;
     default:
-      return sig == 0 ? "none" : "other";
+      return std::nullopt;
   }
+}
+
+const char* StopSignalName(int sig) {
+  const std::optional<Signal> word = StopSignalWord(sig);
+  if (word) return Name(*word);
+  return sig == 0 ? "none" : "other";
 }
 
 int AgreedStopSignal() {

@@ -3,6 +3,10 @@
 // step, 75 after a stop signal (checkpointed; requeue me), 79 diverged; a FatalError (78 config,
 // 65 data, 74 I/O) or any other exception (70) propagates to main after the run's events file got
 // a segment_end record with reason "error", the exit code and the message.
+//
+// The loop (train_loop.cc) reads top to bottom; its parts live beside it: segment_setup.h
+// (1–3: config, ranks, data), resume_point.h (5: where the segment starts), segment_save.h and
+// segment_report.h (6: the saves, and what a step and the segment report).
 #pragma once
 
 #include <cstdint>

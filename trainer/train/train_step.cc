@@ -161,9 +161,10 @@ ModelDims MakeModelDims(const RunConfig& c, const DatasetShape& s) {
   d.freq_dim = c.model.freq_dim;
   d.rope_theta = c.model.rope_theta;
   d.eps = c.model.eps;
-  const std::string& checkpointing = c.train.activation_checkpointing;
-  d.recompute_blocks = checkpointing == "blocks" || checkpointing == "blocks+attention";
-  d.recompute_attention_entries = checkpointing == "blocks+attention" ? kRecomputeCallEntries : 0;
+  const ActivationCheckpointing checkpointing = c.train.activation_checkpointing;
+  d.recompute_blocks = checkpointing != ActivationCheckpointing::kNone;
+  d.recompute_attention_entries =
+      checkpointing == ActivationCheckpointing::kBlocksAttention ? kRecomputeCallEntries : 0;
   return d;
 }
 
@@ -239,7 +240,7 @@ std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimiz
 
 std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank, int64_t world,
                                           AdamW& optimizer) {
-  if (config.optim.shard == "none" || world <= 1) return nullptr;
+  if (config.optim.shard == ShardMode::kNone || world <= 1) return nullptr;
   std::vector<int64_t> numels;
   for (const auto& s : optimizer.state()) numels.push_back(s.param.numel());
   auto plan = std::make_unique<ShardPlan>(MakeShardPlan(numels, world));
@@ -399,7 +400,7 @@ void TrainStepper::ReduceReplicated(torch::Tensor& sums, StepStats& st) {
 
 void TrainStepper::ReduceSharded(torch::Tensor& sums, StepStats& st) {
   group_->ReduceScatterOwned(Grads(*optimizer_), *shard_plan_);
-  if (config_.optim.shard == "gradients") {
+  if (config_.optim.shard == ShardMode::kGradients) {
     // Only the owned part of the reduced gradients is kept; backward reallocates the rest.
     for (auto& s : optimizer_->state()) {
       if (!s.owned) s.mutable_grad() = torch::Tensor();

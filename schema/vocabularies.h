@@ -1,0 +1,113 @@
+// The closed vocabularies: config values and protocol words that are one of a few names. Each is
+// an enum with one table of {value, name} (Vocabulary<E>::kWords, in enum order); Name and Parse
+// are the only way between the two, so a name is spelled once and the code compares enums. What
+// each word means is documented where the key or record is (docs/run_config.md, docs/events.md).
+//
+// Parse returns kInvalidArgument naming the accepted names; the config reader names the key and
+// the file around it. Constant tables; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "schema/status.h"
+
+namespace baton {
+
+// optim.shard: which AdamW state and gradients a data-parallel rank keeps (docs/trainer.md).
+enum class ShardMode { kNone, kOptimizer, kGradients };
+// optim.master: where the float32 master weights live. replicated: every rank holds the whole
+// master (the model's parameters are the master; bf16 runs cast them under autocast). sharded:
+// the master of each parameter lives only on the rank that owns its AdamW state (optim.shard's
+// plan), and in bf16 runs every rank computes with bf16 copies of the matmul weights.
+enum class OptimMaster { kReplicated, kSharded };
+// train.activation_checkpointing: what the backward pass recomputes instead of keeping.
+enum class ActivationCheckpointing { kNone, kBlocks, kBlocksAttention };
+// train.device.
+enum class Device { kCpu, kCuda };
+// train.dtype: the master dtype (bfloat16 trains under autocast with fp32 masters).
+enum class DType { kFloat32, kFloat64, kBFloat16 };
+// checkpoint.export_dtype: the dtype of a checkpoint's transformer/ weights.
+enum class ExportDType { kFp32, kBf16 };
+// A stop signal by its name without "SIG": slurm.signal (USR1, USR2, TERM), and the signal that
+// stopped a trainer (segment_end "signal", the attempts table's trainer_signal).
+enum class Signal { kUsr1, kUsr2, kTerm, kInt };
+
+template <class E>
+struct Word {
+  E value;
+  const char* name;
+};
+
+template <class E>
+struct Vocabulary;
+
+template <>
+struct Vocabulary<ShardMode> {
+  static constexpr Word<ShardMode> kWords[] = {{ShardMode::kNone, "none"},
+                                               {ShardMode::kOptimizer, "optimizer"},
+                                               {ShardMode::kGradients, "gradients"}};
+};
+template <>
+struct Vocabulary<OptimMaster> {
+  static constexpr Word<OptimMaster> kWords[] = {{OptimMaster::kReplicated, "replicated"},
+                                                 {OptimMaster::kSharded, "sharded"}};
+};
+template <>
+struct Vocabulary<ActivationCheckpointing> {
+  static constexpr Word<ActivationCheckpointing> kWords[] = {
+      {ActivationCheckpointing::kNone, "none"},
+      {ActivationCheckpointing::kBlocks, "blocks"},
+      {ActivationCheckpointing::kBlocksAttention, "blocks+attention"}};
+};
+template <>
+struct Vocabulary<Device> {
+  static constexpr Word<Device> kWords[] = {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
+};
+template <>
+struct Vocabulary<DType> {
+  static constexpr Word<DType> kWords[] = {
+      {DType::kFloat32, "float32"}, {DType::kFloat64, "float64"}, {DType::kBFloat16, "bfloat16"}};
+};
+template <>
+struct Vocabulary<ExportDType> {
+  static constexpr Word<ExportDType> kWords[] = {{ExportDType::kFp32, "fp32"},
+                                                 {ExportDType::kBf16, "bf16"}};
+};
+template <>
+struct Vocabulary<Signal> {
+  static constexpr Word<Signal> kWords[] = {{Signal::kUsr1, "USR1"},
+                                            {Signal::kUsr2, "USR2"},
+                                            {Signal::kTerm, "TERM"},
+                                            {Signal::kInt, "INT"}};
+};
+
+// The name of `value`; "?" for a value outside the table (a cast, never a parsed one).
+template <class E>
+const char* Name(E value) {
+  for (const Word<E>& w : Vocabulary<E>::kWords) {
+    if (w.value == value) return w.name;
+  }
+  return "?";
+}
+
+// "none, optimizer, gradients": the accepted names in table order.
+template <class E>
+std::string Names() {
+  std::string out;
+  for (const Word<E>& w : Vocabulary<E>::kWords)
+    out += (out.empty() ? "" : ", ") + std::string(w.name);
+  return out;
+}
+
+template <class E>
+Result<E> Parse(std::string_view name) {
+  for (const Word<E>& w : Vocabulary<E>::kWords) {
+    if (name == w.name) return w.value;
+  }
+  return Status::InvalidArgument("expected one of " + Names<E>() + ", got '" + std::string(name) +
+                                 "'");
+}
+
+}  // namespace baton
