@@ -11,9 +11,10 @@ plan_table() {
         -e "s/^  activation_checkpointing: .*/  activation_checkpointing: blocks+attention/" \
         -e "s/^  master: .*/  master: $master/" configs/lingbot_va_5b_8x80.yaml \
         >"$work/plan.$rows.$master.yaml"
-      grep -q "^  master: $master" "$work/plan.$rows.$master.yaml" ||
-        sed -i "s/^  shard: optimizer/  shard: optimizer\n  master: $master/" \
-          "$work/plan.$rows.$master.yaml"
+      # The config states both keys the table varies; a missing one would plan the same twice.
+      grep -q "^  master: $master$" "$work/plan.$rows.$master.yaml" &&
+        grep -q "^  batch_size: $rows$" "$work/plan.$rows.$master.yaml" ||
+        { echo "plan_table: configs/lingbot_va_5b_8x80.yaml lost its optim.master or data.batch_size line" >&2; return 1; }
       "$bt" plan-memory --config "$work/plan.$rows.$master.yaml" --json --world-size 8 \
         --frames 36 --height 24 --width 20 --action-steps 16 --text-len 512 --channels 48 \
         --action-dim 30 --text-dim 4096 >"$work/plan.$rows.$master.json"

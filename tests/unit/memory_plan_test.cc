@@ -89,7 +89,7 @@ TEST(MemoryPlan, ShardingDividesTheOptimizerStateAndGradientsHeld) {
 
 TEST(MemoryPlan, ShardedMasterHoldsBf16CopiesAndTheOwnedFp32Master) {
   const PlanModel m = Real5B();
-  const PlanRow r = Row(m, 4, 36, 16);  // the notes' rows: 4 episodes of 36 frames
+  const PlanRow r = Row(m, 4, 36, 16);  // packed rows of 4 episodes of 36 frames
   PlanSettings s;
   s.dtype = DType::kBFloat16;
   s.cuda = true;
@@ -131,7 +131,7 @@ TEST(MemoryPlan, ShardedMasterHoldsBf16CopiesAndTheOwnedFp32Master) {
   EXPECT_EQ(replicated.total - sharded.total,
             (replicated.weights + replicated.autocast_copies) -
                 (sharded.weights + sharded.master_share + in_flight));
-  // The notes' 4-episode rows (39,168 tokens) fit 80 GiB with room left: at most 76 GiB.
+  // 4-episode rows (39,168 tokens) fit 80 GiB with room left: at most 76 GiB.
   EXPECT_EQ(r.tokens, 39168);
   EXPECT_GT(replicated.total, int64_t(80) << 30);
   EXPECT_LE(sharded.total, int64_t(76) << 30);
