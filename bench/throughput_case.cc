@@ -23,6 +23,7 @@
 #include "trainer/model/op_counter.h"
 #include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"
+#include "trainer/train/torch_dtype.h"
 #include "trainer/train/train_step.h"
 
 namespace baton::bench {
@@ -77,9 +78,7 @@ int RunThroughput(const ThroughputOptions& o) {
   const auto device =
       ResolveDevice(o.device.empty() ? std::string(Name(config->train.device)) : o.device);
   if (!device) return kExitConfig;
-  const torch::Dtype dtype = config->train.dtype == DType::kFloat64    ? torch::kFloat64
-                             : config->train.dtype == DType::kBFloat16 ? torch::kBFloat16
-                                                                       : torch::kFloat32;
+  const torch::Dtype dtype = TorchDtype(config->train.dtype);
   // bf16 keeps float32 master weights and inputs; autocast does the bf16 compute.
   const torch::Dtype master = dtype == torch::kBFloat16 ? torch::kFloat32 : dtype;
   auto index = LoadDatasetIndex(config->data.path);

@@ -6,29 +6,6 @@ using nlohmann::json;
 
 namespace {
 
-template <class E, size_t N>
-const char* NameOf(E value, const char* const (&names)[N]) {
-  const size_t i = static_cast<size_t>(value);
-  return i < N ? names[i] : "?";
-}
-
-template <class E, size_t N>
-std::optional<E> Parse(std::string_view name, const char* const (&names)[N]) {
-  for (size_t i = 0; i < N; ++i) {
-    if (name == names[i]) return static_cast<E>(i);
-  }
-  return std::nullopt;
-}
-
-// In enum order.
-const char* const kSegmentEndReasons[] = {"completed", "signal", "error", "diverged"};
-const char* const kExitActions[] = {"requeue", "done", "fail", "restart"};
-const char* const kAttemptEndReasons[] = {
-    "completed",      "preempted",    "timeout",   "crashed",
-    "config_error",   "data_error",   "diverged",  "failure_budget",
-    "restart_budget", "no_progress",  "cancelled", "launch_error",
-    "requeue_failed", "node_failure", "lost",      "hang"};
-
 // ---- Lenient field readers (see the header). ----
 
 double Num(const json& j, const char* key) {
@@ -95,19 +72,6 @@ json Optional(const std::optional<T>& v) {
 }
 
 }  // namespace
-
-const char* SegmentEndReasonName(SegmentEndReason r) { return NameOf(r, kSegmentEndReasons); }
-std::optional<SegmentEndReason> ParseSegmentEndReason(std::string_view name) {
-  return Parse<SegmentEndReason>(name, kSegmentEndReasons);
-}
-const char* ExitActionName(ExitAction a) { return NameOf(a, kExitActions); }
-std::optional<ExitAction> ParseExitAction(std::string_view name) {
-  return Parse<ExitAction>(name, kExitActions);
-}
-const char* AttemptEndReasonName(AttemptEndReason r) { return NameOf(r, kAttemptEndReasons); }
-std::optional<AttemptEndReason> ParseAttemptEndReason(std::string_view name) {
-  return Parse<AttemptEndReason>(name, kAttemptEndReasons);
-}
 
 json SegmentStartEvent::ToJson() const {
   return json{{"mode", mode},
@@ -229,7 +193,7 @@ CheckpointEvent CheckpointEvent::FromJson(const json& j) {
 json SegmentEndEvent::ToJson() const {
   json j{{"step", Optional(step)},
          {"reason", reason},
-         {"signal", Optional(signal)},
+         {"signal", signal ? json(Name(*signal)) : json(nullptr)},
          {"exit_code", Optional(exit_code)}};
   if (rank) j["rank"] = *rank;
   if (!message.empty()) j["message"] = message;
@@ -240,7 +204,7 @@ SegmentEndEvent SegmentEndEvent::FromJson(const json& j) {
   SegmentEndEvent e;
   e.step = OptInt(j, "step");
   e.reason = Str(j, "reason");
-  e.signal = OptStr(j, "signal");
+  if (const std::optional<std::string> word = OptStr(j, "signal")) e.signal = Find<Signal>(*word);
   e.exit_code = OptInt(j, "exit_code");
   e.rank = OptInt(j, "rank");
   e.message = Str(j, "message");

@@ -18,20 +18,27 @@
 #include <string_view>
 #include <vector>
 
+#include "schema/vocabularies.h"
+
 namespace baton {
 
 // ---- The words of the protocol. ---------------------------------------------------------------
 
+// The words are closed vocabularies (schema/vocabularies.h: Name, Find, Parse). The reasons and
+// actions stay text in the records below and in the store: ingest keeps a word it does not know
+// (a newer build's) and shows it, rather than dropping it. The signal is an enum in the record:
+// the trainer only ever writes one of four.
+
 // Why a trainer segment ended (segment_end "reason").
 enum class SegmentEndReason { kCompleted, kSignal, kError, kDiverged };
-const char* SegmentEndReasonName(SegmentEndReason r);
-std::optional<SegmentEndReason> ParseSegmentEndReason(std::string_view name);
+
+// Why the trainer wrote a checkpoint (checkpoint "reason"): every checkpoint.every steps, at the
+// last step, or for a stop signal.
+enum class SaveReason { kPeriodic, kFinal, kSignal };
 
 // What the launcher does after the trainer exits (attempt_end "action"); kRestart: start the
 // trainer again inside the same allocation (a hang, or a crash that is not the run's fault).
 enum class ExitAction { kRequeue, kDone, kFail, kRestart };
-const char* ExitActionName(ExitAction a);
-std::optional<ExitAction> ParseExitAction(std::string_view name);
 
 // Why an attempt ended (attempt_end "reason"; reconcile adds node_failure and lost from SLURM's
 // view, for attempts the launcher could not close).
@@ -53,8 +60,47 @@ enum class AttemptEndReason {
   kLost,         // reconcile: the job is gone from SLURM without an attempt_end
   kHang,         // launcher: a rank's heartbeat went stale (docs/orchestrator.md, "Hangs")
 };
-const char* AttemptEndReasonName(AttemptEndReason r);
-std::optional<AttemptEndReason> ParseAttemptEndReason(std::string_view name);
+
+template <>
+struct Vocabulary<SegmentEndReason> {
+  static constexpr Word<SegmentEndReason> kWords[] = {{SegmentEndReason::kCompleted, "completed"},
+                                                      {SegmentEndReason::kSignal, "signal"},
+                                                      {SegmentEndReason::kError, "error"},
+                                                      {SegmentEndReason::kDiverged, "diverged"}};
+};
+template <>
+struct Vocabulary<SaveReason> {
+  static constexpr Word<SaveReason> kWords[] = {{SaveReason::kPeriodic, "periodic"},
+                                                {SaveReason::kFinal, "final"},
+                                                {SaveReason::kSignal, "signal"}};
+};
+template <>
+struct Vocabulary<ExitAction> {
+  static constexpr Word<ExitAction> kWords[] = {{ExitAction::kRequeue, "requeue"},
+                                                {ExitAction::kDone, "done"},
+                                                {ExitAction::kFail, "fail"},
+                                                {ExitAction::kRestart, "restart"}};
+};
+template <>
+struct Vocabulary<AttemptEndReason> {
+  using R = AttemptEndReason;
+  static constexpr Word<R> kWords[] = {{R::kCompleted, "completed"},
+                                       {R::kPreempted, "preempted"},
+                                       {R::kTimeout, "timeout"},
+                                       {R::kCrashed, "crashed"},
+                                       {R::kConfigError, "config_error"},
+                                       {R::kDataError, "data_error"},
+                                       {R::kDiverged, "diverged"},
+                                       {R::kFailureBudget, "failure_budget"},
+                                       {R::kRestartBudget, "restart_budget"},
+                                       {R::kNoProgress, "no_progress"},
+                                       {R::kCancelled, "cancelled"},
+                                       {R::kLaunchError, "launch_error"},
+                                       {R::kRequeueFailed, "requeue_failed"},
+                                       {R::kNodeFailure, "node_failure"},
+                                       {R::kLost, "lost"},
+                                       {R::kHang, "hang"}};
+};
 
 // ---- The records. Every record also carries "type", "time" and "source" (EventWriter). --------
 
@@ -63,7 +109,7 @@ inline constexpr double kNoNumber = std::numeric_limits<double>::quiet_NaN();
 // Trainer, rank 0: a segment began.
 struct SegmentStartEvent {
   static constexpr const char* kType = "segment_start";
-  std::string mode;  // ResumeModeName
+  std::string mode;  // Name(ResumeMode)
   std::optional<int64_t> step0;
   int64_t target_steps = 0;
   std::optional<int64_t> resume_warmup_steps;
@@ -116,7 +162,7 @@ struct CheckpointEvent {
   std::string path;
   int64_t bytes = 0;
   double seconds = kNoNumber;
-  std::string reason;  // periodic | final | signal
+  std::string reason;  // Name(SaveReason)
   nlohmann::json ToJson() const;
   static CheckpointEvent FromJson(const nlohmann::json& j);
 };
@@ -125,8 +171,8 @@ struct CheckpointEvent {
 struct SegmentEndEvent {
   static constexpr const char* kType = "segment_end";
   std::optional<int64_t> step;
-  std::string reason;                 // SegmentEndReasonName
-  std::optional<std::string> signal;  // USR1 | USR2 | TERM | INT when reason is signal
+  std::string reason;            // Name(SegmentEndReason)
+  std::optional<Signal> signal;  // when reason is signal; a word this build does not know: none
   std::optional<int64_t> exit_code;
   std::optional<int64_t> rank;  // the rank that failed (error records)
   std::string message;          // error | diverged: the trainer's one-line reason
@@ -141,7 +187,7 @@ struct AttemptStartEvent {
   int64_t restart_count = 0;
   std::string nodes;
   std::optional<std::string> checkpoint;
-  std::string mode;  // ResumeModeName
+  std::string mode;  // Name(ResumeMode)
   std::optional<int64_t> step0;
   int64_t resume_warmup_steps = 0;
   std::vector<std::string> skipped_checkpoints;
@@ -159,8 +205,8 @@ struct AttemptEndEvent {
   std::string job_id;
   int64_t restart_count = 0;
   std::optional<int64_t> exit_code;
-  std::string action;  // ExitActionName
-  std::string reason;  // AttemptEndReasonName
+  std::string action;  // Name(ExitAction)
+  std::string reason;  // Name(AttemptEndReason)
   int64_t in_job_seq = 0;
   // A hang (reason hang): the newest heartbeat of the stale ranks (Unix seconds), when the
   // launcher declared it, the stale ranks with their last phase ("1:micro-step,0:update") and

@@ -7,25 +7,6 @@
 namespace baton {
 namespace fs = std::filesystem;
 
-const char* ResumeModeName(ResumeMode mode) {
-  switch (mode) {
-    case ResumeMode::kFresh:
-      return "fresh";
-    case ResumeMode::kExact:
-      return "exact";
-    case ResumeMode::kWeightsOnly:
-      return "weights_only";
-  }
-  return "fresh";
-}
-
-std::optional<ResumeMode> ParseResumeMode(std::string_view name) {
-  for (ResumeMode m : {ResumeMode::kFresh, ResumeMode::kExact, ResumeMode::kWeightsOnly}) {
-    if (name == ResumeModeName(m)) return m;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // Mode and step of one checkpoint folder the caller chose or found valid.

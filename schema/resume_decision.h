@@ -23,12 +23,17 @@
 #include <vector>
 
 #include "schema/status.h"
+#include "schema/vocabularies.h"
 
 namespace baton {
 
 enum class ResumeMode { kFresh, kExact, kWeightsOnly };
-const char* ResumeModeName(ResumeMode mode);  // fresh | exact | weights_only
-std::optional<ResumeMode> ParseResumeMode(std::string_view name);
+template <>
+struct Vocabulary<ResumeMode> {
+  static constexpr Word<ResumeMode> kWords[] = {{ResumeMode::kFresh, "fresh"},
+                                                {ResumeMode::kExact, "exact"},
+                                                {ResumeMode::kWeightsOnly, "weights_only"}};
+};
 
 struct ResumeRequest {
   std::string from = "auto";        // auto | none | a checkpoint folder

@@ -4,10 +4,15 @@
 // each word means is documented where the key or record is (docs/run_config.md, docs/events.md).
 //
 // Parse returns kInvalidArgument naming the accepted names; the config reader names the key and
-// the file around it. Constant tables; thread-safe.
+// the file around it. Find is the lenient lookup for readers of records (none for a word this
+// build does not know). The protocol's own words (segment_end and attempt_end reasons, exit
+// actions, resume modes) specialise Vocabulary next to their enums (event_records.h,
+// resume_decision.h) and share Name, Find and Parse. Constant tables; thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -102,12 +107,27 @@ std::string Names() {
 }
 
 template <class E>
-Result<E> Parse(std::string_view name) {
+std::optional<E> Find(std::string_view name) {
   for (const Word<E>& w : Vocabulary<E>::kWords) {
     if (name == w.name) return w.value;
   }
+  return std::nullopt;
+}
+
+template <class E>
+Result<E> Parse(std::string_view name) {
+  if (const std::optional<E> value = Find<E>(name)) return *value;
   return Status::InvalidArgument("expected one of " + Names<E>() + ", got '" + std::string(name) +
                                  "'");
+}
+
+// Whether a word kept as text (a record's reason, event_records.h) is one of `values`' words.
+template <class E>
+bool IsOneOf(std::string_view word, std::initializer_list<E> values) {
+  for (E v : values) {
+    if (word == Name(v)) return true;
+  }
+  return false;
 }
 
 }  // namespace baton

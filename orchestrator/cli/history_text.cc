@@ -59,11 +59,11 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   if (a.action.empty() && a.end_reason.empty() && !a.ended_at) {
     return a.trainer_message.empty() ? "running" : "running: " + PrintableText(a.trainer_message);
   }
-  std::string word = a.action == ExitActionName(ExitAction::kDone)      ? "done"
-                     : a.action == ExitActionName(ExitAction::kRequeue) ? "requeued"
-                     : a.action == ExitActionName(ExitAction::kFail)    ? "failed"
-                     : a.action == ExitActionName(ExitAction::kRestart) ? "restarted in the job"
-                                                                        : "ended";
+  std::string word = a.action == Name(ExitAction::kDone)      ? "done"
+                     : a.action == Name(ExitAction::kRequeue) ? "requeued"
+                     : a.action == Name(ExitAction::kFail)    ? "failed"
+                     : a.action == Name(ExitAction::kRestart) ? "restarted in the job"
+                                                              : "ended";
   std::string out = word + ": " + (a.end_reason.empty() ? "-" : a.end_reason);
   if (a.exit_code) {
     out += " — exit " + std::to_string(*a.exit_code);
@@ -108,11 +108,11 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   }
   if (!a.trainer_message.empty()) return out + ": " + PrintableText(a.trainer_message);
   if (!a.trainer_end_reason.empty()) {
-    if (a.trainer_end_reason != SegmentEndReasonName(SegmentEndReason::kCompleted))
+    if (a.trainer_end_reason != Name(SegmentEndReason::kCompleted))
       out += " (trainer: " + a.trainer_end_reason + ")";
     return out;
   }
-  if (a.action != ExitActionName(ExitAction::kDone)) out += " (the trainer wrote no segment_end)";
+  if (a.action != Name(ExitAction::kDone)) out += " (the trainer wrote no segment_end)";
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "schema/resume_decision.h"
 #include "schema/run_config.h"
 
 namespace baton {
@@ -25,7 +26,8 @@ WarmupRange AttemptWarmup(const AttemptRecord& a, const ExpectedSchedule& schedu
   const int64_t step0 = a.step0.value_or(0);
   const int64_t last = reached_index ? *reached_index : -1;
   if (schedule.known) {
-    const int64_t k = a.resume_mode == "weights_only" ? a.resume_warmup_steps : 0;
+    const int64_t k =
+        IsOneOf(a.resume_mode, {ResumeMode::kWeightsOnly}) ? a.resume_warmup_steps : 0;
     return SegmentWarmup(schedule.Segment(step0, k), last);
   }
   if (!a.warmup_until) return WarmupRange{step0, step0};
@@ -48,14 +50,14 @@ std::vector<TimelineSegment> BuildTimeline(const std::vector<AttemptRecord>& att
     }
     const AttemptRecord& a = seg.attempt;
     seg.step0 = a.step0.value_or(seg.stats.first_step.value_or(0));
-    const std::string mode = a.resume_mode.empty() ? "fresh" : a.resume_mode;
+    const std::string mode = a.resume_mode.empty() ? Name(ResumeMode::kFresh) : a.resume_mode;
 
     const WarmupRange w =
         AttemptWarmup(a, schedule, a.last_step ? *a.last_step - 1 : seg.stats.last_step);
     if (!w.empty()) {
       seg.warmup_from = w.from;
       seg.warmup_until = w.until;
-      seg.warmup_kind = mode == "weights_only" ? "resume_warmup" : "warmup";
+      seg.warmup_kind = IsOneOf(mode, {ResumeMode::kWeightsOnly}) ? "resume_warmup" : "warmup";
     }
 
     if (i == 0) {

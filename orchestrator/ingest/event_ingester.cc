@@ -142,7 +142,7 @@ class RecordApplier {
         a->trainer_end_reason = e.reason.empty() ? "?" : e.reason;
         a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes);
         a->trainer_exit_code = e.exit_code;
-        a->trainer_signal = e.signal.value_or("");
+        a->trainer_signal = e.signal;
       }
       return store_.UpdateAttemptInTx(*a);
     }
@@ -163,22 +163,21 @@ class RecordApplier {
           a->last_step ? " at step " + std::to_string(*a->last_step) : std::string();
       // The trainer's own words, so `baton ls` and the runs page say why without a click.
       const std::string why = a->trainer_message.empty() ? "" : ": " + a->trainer_message;
-      if (a->action == ExitActionName(ExitAction::kDone)) {
+      if (a->action == Name(ExitAction::kDone)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
       }
-      if (a->end_reason == AttemptEndReasonName(AttemptEndReason::kCancelled)) {
+      if (a->end_reason == Name(AttemptEndReason::kCancelled)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled,
-                                             AttemptEndReasonName(AttemptEndReason::kCancelled),
-                                             time);
+                                             Name(AttemptEndReason::kCancelled), time);
       }
-      if (a->action == ExitActionName(ExitAction::kFail)) {
+      if (a->action == Name(ExitAction::kFail)) {
         return store_.SetActiveRunStatusInTx(
             run_.id, RunStatus::kFailed,
             a->end_reason + at_step + " (exit code " +
                 (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")" + why,
             time);
       }
-      if (a->action == ExitActionName(ExitAction::kRequeue)) {
+      if (a->action == Name(ExitAction::kRequeue)) {
         return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
                                              a->end_reason + at_step + why, time);
       }

@@ -26,9 +26,9 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     int64_t preempt_requeues = 1;  // this one
     for (size_t i = 0; i < n_past; ++i) {
       const PastAttempt& a = ctx.history[i];
-      if (a.action == ExitActionName(ExitAction::kRequeue) &&
-          (a.reason == AttemptEndReasonName(AttemptEndReason::kPreempted) ||
-           a.reason == AttemptEndReasonName(AttemptEndReason::kTimeout))) {
+      if (a.action == Name(ExitAction::kRequeue) &&
+          (a.reason == Name(AttemptEndReason::kPreempted) ||
+           a.reason == Name(AttemptEndReason::kTimeout))) {
         ++preempt_requeues;
       }
     }
@@ -51,8 +51,8 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     const PastAttempt& a = ctx.history[i];
     const bool is_this = i + 1 == ctx.history.size();
     if (a.made_progress()) break;
-    if (!is_this && (a.reason == AttemptEndReasonName(AttemptEndReason::kPreempted) ||
-                     a.reason == AttemptEndReasonName(AttemptEndReason::kTimeout)))
+    if (!is_this && (a.reason == Name(AttemptEndReason::kPreempted) ||
+                     a.reason == Name(AttemptEndReason::kTimeout)))
       continue;
     ++streak;
   }
@@ -67,9 +67,8 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
   int64_t crashes = 1;
   for (size_t i = 0; i < n_past; ++i) {
     const PastAttempt& a = ctx.history[i];
-    if (a.action != ExitActionName(ExitAction::kRestart) &&
-        (a.reason == AttemptEndReasonName(AttemptEndReason::kCrashed) ||
-         a.reason == AttemptEndReasonName(AttemptEndReason::kHang)))
+    if (a.action != Name(ExitAction::kRestart) &&
+        (a.reason == Name(AttemptEndReason::kCrashed) || a.reason == Name(AttemptEndReason::kHang)))
       ++crashes;
   }
   if (crashes > ctx.max_failures) {

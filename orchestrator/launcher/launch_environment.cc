@@ -68,7 +68,7 @@ std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std:
       "--config",        RunFolder{run_dir}.RunYaml(),
       "--run-dir",       run_dir,
       "--resume",        d.checkpoint.empty() ? "none" : d.checkpoint,
-      "--expect-mode",   ResumeModeName(d.mode),
+      "--expect-mode",   Name(d.mode),
       "--expect-step0",  std::to_string(d.step0),
       "--resume-warmup", std::to_string(d.resume_warmup_steps),
       "--events",        events_path};

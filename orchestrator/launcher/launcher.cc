@@ -169,8 +169,8 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
       e.job_id = env.job_id;
       e.restart_count = env.restart_count;
       e.exit_code = exit_code;
-      e.action = ExitActionName(action);
-      e.reason = AttemptEndReasonName(reason);
+      e.action = Name(action);
+      e.reason = Name(reason);
       e.in_job_seq = seq;
       if (hang != nullptr && hang->report) {
         e.hang_detected_at = hang->report->detected_at;
@@ -225,15 +225,15 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
         << (seq > 0
                 ? "in-job restart " + std::to_string(seq) + " (" + RestartCauseName(cause) + "): "
                 : "")
-        << "mode " << ResumeModeName(decision->mode) << ", step0 " << decision->step0
-        << ", resume warmup " << decision->resume_warmup_steps
+        << "mode " << Name(decision->mode) << ", step0 " << decision->step0 << ", resume warmup "
+        << decision->resume_warmup_steps
         << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
     AttemptStartEvent start;
     start.job_id = env.job_id;
     start.restart_count = env.restart_count;
     start.nodes = env.nodes;
     if (!decision->checkpoint.empty()) start.checkpoint = decision->checkpoint;
-    start.mode = ResumeModeName(decision->mode);
+    start.mode = Name(decision->mode);
     start.step0 = decision->step0;
     start.resume_warmup_steps = decision->resume_warmup_steps;
     start.skipped_checkpoints = decision->skipped;
@@ -284,8 +284,8 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
       in_job.in_job_restarts = config->slurm.in_job_restarts;
       in_job.stalled_restarts = stalled_restarts;
       if (std::optional<ExitDecision> d = DecideInJobRestart(in_job)) {
-        log << "baton launch: " << ExitActionName(d->action) << " ("
-            << AttemptEndReasonName(d->reason) << "): " << d->detail << "\n"
+        log << "baton launch: " << Name(d->action) << " (" << Name(d->reason) << "): " << d->detail
+            << "\n"
             << std::flush;
         write_end(exit->exit_code, d->action, d->reason, &hang);
         if (d->action == ExitAction::kFail)
@@ -344,8 +344,8 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
         return kExitRequeue;
       }
     }
-    log << "baton launch: " << ExitActionName(next.action) << " ("
-        << AttemptEndReasonName(next.reason) << "): " << next.detail << "\n";
+    log << "baton launch: " << Name(next.action) << " (" << Name(next.reason)
+        << "): " << next.detail << "\n";
     // attempt_end goes first: `scontrol requeue` may kill this script before it returns.
     write_end(exit->exit_code, next.action, next.reason, &hang);
     if (next.action == ExitAction::kDone) return kExitOk;

@@ -22,8 +22,8 @@ std::string Seconds(double s) {
 // checkpointed on the signal and exited 75, and that checkpoint is committed: its event (written
 // after the commit) is at the step the attempt stopped at, and its manifest is on disk.
 Result<bool> EndedCleanly(Store& store, const AttemptRecord& a) {
-  if (a.action != ExitActionName(ExitAction::kRequeue) ||
-      a.end_reason != AttemptEndReasonName(AttemptEndReason::kPreempted) || !a.ended_at ||
+  if (a.action != Name(ExitAction::kRequeue) ||
+      a.end_reason != Name(AttemptEndReason::kPreempted) || !a.ended_at ||
       a.trainer_exit_code != kExitRequeue || !a.last_step)
     return false;
   BATON_ASSIGN_OR_RETURN(const std::vector<CheckpointRecord> checkpoints,

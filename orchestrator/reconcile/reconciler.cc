@@ -85,7 +85,7 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     // Closes an attempt the launcher could not close itself.
     auto close_attempt = [&](AttemptRecord& a, const std::string& state,
                              AttemptEndReason why) -> Status {
-      const std::string reason = AttemptEndReasonName(why);
+      const std::string reason = Name(why);
       // SLURM's own account (Reason, ExitCode) when the job it describes is this attempt's
       // start; an earlier restart's was not recorded (SLURM keeps only the latest).
       const bool described = job && job->job_id == a.job_id && job->restarts == a.restart_count;
@@ -114,7 +114,7 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
     };
 
     if (!job.has_value()) {
-      if (last && last->action == ExitActionName(ExitAction::kDone))
+      if (last && last->action == Name(ExitAction::kDone))
         return set_status(RunStatus::kCompleted, "");
       if (reached_target) return set_status(RunStatus::kCompleted, "");
       if (last && last->action.empty() && last->end_reason.empty()) {
@@ -158,16 +158,16 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
             *current, s,
             s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kPreempted));
       }
-      return set_status(RunStatus::kRequeued,
-                        AttemptEndReasonName(s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure
-                                                              : AttemptEndReason::kPreempted));
+      return set_status(
+          RunStatus::kRequeued,
+          Name(s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kPreempted));
     }
     if (s == "COMPLETED") {
       if (current)
         BATON_RETURN_IF_ERROR(close_attempt(
             *current, s,
             reached_target ? AttemptEndReason::kCompleted : AttemptEndReason::kCrashed));
-      if ((last && last->action == ExitActionName(ExitAction::kDone)) || reached_target) {
+      if ((last && last->action == Name(ExitAction::kDone)) || reached_target) {
         return set_status(RunStatus::kCompleted, "");
       }
       return set_status(RunStatus::kFailed,
@@ -192,7 +192,7 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
             *current, s,
             s == "BOOT_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kCrashed));
       }
-      if (last && last->action == ExitActionName(ExitAction::kFail))
+      if (last && last->action == Name(ExitAction::kFail))
         return Status::Ok();  // ingest has the reason
       return set_status(RunStatus::kFailed,
                         WithTrainerMessage("job " + j.job_id + " " + s + " (exit code " +

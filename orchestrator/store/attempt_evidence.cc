@@ -14,7 +14,7 @@ std::string SignalName(int number) {
 }
 
 std::string AttemptSignal(const AttemptRecord& a) {
-  if (!a.trainer_signal.empty()) return a.trainer_signal;
+  if (a.trainer_signal) return Name(*a.trainer_signal);
   if (a.exit_code && *a.exit_code > 128 && *a.exit_code < 128 + 65) {
     return SignalName(static_cast<int>(*a.exit_code - 128));
   }

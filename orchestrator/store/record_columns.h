@@ -39,6 +39,12 @@ inline void ReadColumn(const Statement& s, int col, std::optional<double>* v) {
 inline void ReadColumn(const Statement& s, int col, std::optional<std::string>* v) {
   *v = s.IsNull(col) ? std::nullopt : std::optional<std::string>(s.Text(col));
 }
+// A closed vocabulary's word (attempts.trainer_signal): '' is none, and so is a word this binary
+// does not know; none is written as ''.
+template <class E, class = decltype(Vocabulary<E>::kWords)>
+void ReadColumn(const Statement& s, int col, std::optional<E>* v) {
+  *v = Find<E>(s.Text(col));
+}
 // A status the binary does not know reads as FAILED (a newer baton wrote it; show it as over).
 void ReadColumn(const Statement& s, int col, RunStatus* v);
 // A JSON array of strings (steps.nonfinite_episodes); anything else reads as no ids.
@@ -60,6 +66,10 @@ inline void BindColumn(Statement& s, int param, const std::optional<std::string>
   } else {
     s.BindNull(param);
   }
+}
+template <class E, class = decltype(Vocabulary<E>::kWords)>
+void BindColumn(Statement& s, int param, const std::optional<E>& v) {
+  s.Bind(param, std::string(v ? Name(*v) : ""));
 }
 void BindColumn(Statement& s, int param, RunStatus v);
 // NULL for no ids (the partial index and the docs rely on NULL for applied steps).

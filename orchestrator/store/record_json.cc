@@ -50,7 +50,7 @@ json AttemptJson(const AttemptRecord& a) {
               {"resume_warmup_steps", a.resume_warmup_steps},
               {"warmup_until", JsonNumber(a.warmup_until)},
               {"world_size", JsonNumber(a.world_size)},
-              {"trainer_signal", JsonTextOrNull(a.trainer_signal)},
+              {"trainer_signal", a.trainer_signal ? json(Name(*a.trainer_signal)) : json(nullptr)},
               {"slurm_reason", JsonTextOrNull(a.slurm_reason)},
               {"slurm_exit_code", JsonTextOrNull(a.slurm_exit_code)},
               {"hold_released_at", JsonNumber(a.hold_released_at)},

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "schema/vocabularies.h"
+
 namespace baton {
 
 enum class RunStatus { kPending, kRunning, kRequeued, kCompleted, kFailed, kCancelled };
@@ -64,9 +66,9 @@ struct AttemptRecord {
   std::optional<int64_t> world_size;
   std::string config_hash;
   // How it ended, as seen from outside the launcher (schema version 4).
-  std::string trainer_signal;   // segment_end's signal (USR1, TERM, ...), or ''
-  std::string slurm_reason;     // SLURM's Reason when reconcile last saw the job, or ''
-  std::string slurm_exit_code;  // SLURM's ExitCode "status:signal", or ''
+  std::optional<Signal> trainer_signal;  // segment_end's signal; the column holds its word or ''
+  std::string slurm_reason;              // SLURM's Reason when reconcile last saw the job, or ''
+  std::string slurm_exit_code;           // SLURM's ExitCode "status:signal", or ''
   // The upstream transformer/ folder the weights came from (segment_start init_from), or ''.
   std::string init_from;
   // The requeue hold after this attempt (schema version 7): when the sync pass released it

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "schema/event_records.h"
+
 namespace baton {
 
 namespace {
@@ -30,21 +32,18 @@ double Clamp(double v, double lo, double hi) { return std::max(lo, std::min(v, h
 
 // Ended by a stop signal: the tail after its last step or save is the stop (signal → exit).
 bool StoppedBySignal(const BucketAttempt& a) {
-  return a.trainer_end_reason == "signal" || a.end_reason == "preempted" ||
-         a.end_reason == "timeout" || a.end_reason == "cancelled" ||
-         a.end_reason == "restart_budget";
+  using R = AttemptEndReason;
+  return IsOneOf(a.trainer_end_reason, {SegmentEndReason::kSignal}) ||
+         IsOneOf(a.end_reason, {R::kPreempted, R::kTimeout, R::kCancelled, R::kRestartBudget});
 }
 
 // An end the run recovers from by starting again: what Young/Daly calls an interruption.
 bool Interrupted(const BucketAttempt& a) {
   if (!a.ended_at) return false;
   if (a.hang_detected_at) return true;
-  static const char* kReasons[] = {"preempted", "timeout",        "node_failure",   "crashed",
-                                   "lost",      "failure_budget", "restart_budget", "no_progress"};
-  for (const char* r : kReasons) {
-    if (a.end_reason == r) return true;
-  }
-  return false;
+  using R = AttemptEndReason;
+  return IsOneOf(a.end_reason, {R::kPreempted, R::kTimeout, R::kNodeFailure, R::kCrashed, R::kLost,
+                                R::kFailureBudget, R::kRestartBudget, R::kNoProgress});
 }
 
 // The gap [from, to] before attempt `next` (after `prev`, or after submit when there is none).

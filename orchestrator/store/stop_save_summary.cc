@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "schema/event_records.h"
+
 namespace baton {
 
 std::string Fixed(double v, int digits) {
@@ -16,7 +18,7 @@ Result<StopSaveSummary> ReadStopSaveSummary(Store& store, int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(s.budget, store.GetStopSaveBudget(run_id));
   BATON_ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store.ListCheckpoints(run_id));
   for (CheckpointRecord& c : all) {
-    if (c.reason == "signal") s.measured.push_back(std::move(c));
+    if (IsOneOf(c.reason, {SaveReason::kSignal})) s.measured.push_back(std::move(c));
   }
   return s;
 }

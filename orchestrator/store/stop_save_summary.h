@@ -1,6 +1,6 @@
 // StopSaveSummary: what a run's page and `baton show` say about its stop saves — the time submit
 // predicted against the preemption grace (stop_save_budgets, grace_check.h) next to the times
-// the trainer measured for its stop saves (checkpoints whose reason is "signal").
+// the trainer measured for its stop saves (checkpoints whose reason is SaveReason::kSignal).
 //
 // One reader and one JSON shape for the CLI and the HTTP API. Value type; thread-compatible.
 #pragma once

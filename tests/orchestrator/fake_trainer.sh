@@ -101,7 +101,7 @@ while ((step < target)); do
     fi
     if [[ -n $stop ]]; then
         ((last_ckpt == step)) || checkpoint "$step" signal
-        emit "{\"type\":\"segment_end\",\"time\":$(now),\"source\":\"trainer\",\"step\":$step,\"reason\":\"signal\",\"signal\":\"SIG$stop\",\"exit_code\":75}"
+        emit "{\"type\":\"segment_end\",\"time\":$(now),\"source\":\"trainer\",\"step\":$step,\"reason\":\"signal\",\"signal\":\"$stop\",\"exit_code\":75}"
         exit 75
     fi
 done

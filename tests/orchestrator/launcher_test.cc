@@ -152,9 +152,9 @@ TEST(ExitPolicy, BrokenRunCodesWinOverAStopSignal) {
     c.max_failures = 3;
     ExitDecision d = DecideAfterExit(c);
     EXPECT_EQ(d.action, ExitAction::kFail) << code;
-    EXPECT_EQ(AttemptEndReasonName(d.reason), reason) << code;
+    EXPECT_EQ(Name(d.reason), reason) << code;
     c.near_time_limit = true;  // the signal came at the time limit: same answer
-    EXPECT_EQ(AttemptEndReasonName(DecideAfterExit(c).reason), reason) << code;
+    EXPECT_EQ(Name(DecideAfterExit(c).reason), reason) << code;
   }
   // Any other code after a stop signal is still the preemption (the control case).
   EXPECT_EQ(Decide(80, {Attempt(0, 10)}, /*signalled=*/true).reason, AttemptEndReason::kPreempted);

@@ -253,7 +253,7 @@ class HoldReleaseTest : public ReconcileTest {
                 ckpt +
                 "\",\"bytes\":64,\"seconds\":0.1,\"reason\":\"signal\"}\n"
                 "{\"type\":\"segment_end\",\"time\":1.8,\"source\":\"trainer\",\"step\":5,"
-                "\"reason\":\"signal\",\"signal\":\"SIGUSR1\",\"exit_code\":75}\n" +
+                "\"reason\":\"signal\",\"signal\":\"USR1\",\"exit_code\":75}\n" +
                 EndLine("requeue", reason, 75));
     slurm_.SetState(job_, "PENDING", "BeginTime");
     slurm_.job(job_)->restarts = 1;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <set>
 
 #include "schema/event_records.h"
 #include "schema/resume_decision.h"
@@ -80,7 +82,7 @@ TEST(EventRecords, EveryRecordRoundTrips) {
 
   SegmentEndEvent se;
   se.step = 12;
-  se.reason = SegmentEndReasonName(SegmentEndReason::kError);
+  se.reason = Name(SegmentEndReason::kError);
   se.exit_code = 65;
   se.rank = 1;
   se.message = "data error: x.safetensors";
@@ -91,6 +93,22 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   EXPECT_EQ(se2.rank, 1);
   EXPECT_EQ(se2.message, se.message);
   EXPECT_FALSE(se2.signal);
+  EXPECT_TRUE(Text(se.ToJson())["signal"].is_null());
+
+  // The signal is written by its word and read back as the enum; a word this build does not
+  // know (or a wrong type) is no signal, as the header says.
+  SegmentEndEvent stop;
+  stop.step = 3;
+  stop.reason = Name(SegmentEndReason::kSignal);
+  stop.signal = Signal::kUsr1;
+  stop.exit_code = 75;
+  EXPECT_EQ(Text(stop.ToJson())["signal"], "USR1");
+  EXPECT_EQ(SegmentEndEvent::FromJson(Text(stop.ToJson())).signal, Signal::kUsr1);
+  json foreign = Text(stop.ToJson());
+  foreign["signal"] = "SIGHUP";
+  EXPECT_FALSE(SegmentEndEvent::FromJson(foreign).signal);
+  foreign["signal"] = 10;
+  EXPECT_FALSE(SegmentEndEvent::FromJson(foreign).signal);
 
   CheckpointEvent c{12, "/r/checkpoints/checkpoint_step_12", 4096, 0.25, "signal"};
   EXPECT_EQ(Text(CheckpointEvent::FromJson(Text(c.ToJson())).ToJson()), Text(c.ToJson()));
@@ -103,33 +121,43 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   as.step0 = 100;
   as.resume_warmup_steps = 50;
   EXPECT_EQ(Text(AttemptStartEvent::FromJson(Text(as.ToJson())).ToJson()), Text(as.ToJson()));
-  AttemptEndEvent ae{"77", 2, 79, ExitActionName(ExitAction::kFail),
-                     AttemptEndReasonName(AttemptEndReason::kDiverged)};
+  AttemptEndEvent ae{"77", 2, 79, Name(ExitAction::kFail), Name(AttemptEndReason::kDiverged)};
   EXPECT_EQ(Text(AttemptEndEvent::FromJson(Text(ae.ToJson())).ToJson()), Text(ae.ToJson()));
   EXPECT_EQ(Text(ae.ToJson())["reason"], "diverged");
 }
 
+// Every word of a vocabulary finds its value back, and no two words share a name or a value.
+template <class E>
+void ExpectEveryWordRoundTrips(const char* what) {
+  std::set<std::string> names;
+  std::set<int> values;
+  for (const Word<E>& w : Vocabulary<E>::kWords) {
+    EXPECT_EQ(Find<E>(Name(w.value)), w.value) << what << " " << w.name;
+    EXPECT_EQ(std::string(Name(w.value)), w.name) << what;
+    EXPECT_TRUE(names.insert(w.name).second) << what << ": " << w.name << " twice";
+    EXPECT_TRUE(values.insert(int(w.value)).second) << what << ": a value named twice";
+  }
+  EXPECT_FALSE(Find<E>("")) << what;
+}
+
 TEST(EventRecords, EveryProtocolWordParsesBack) {
-  for (int i = 0; i <= int(SegmentEndReason::kDiverged); ++i) {
-    const auto r = static_cast<SegmentEndReason>(i);
-    EXPECT_EQ(ParseSegmentEndReason(SegmentEndReasonName(r)), r);
-  }
-  for (int i = 0; i <= int(ExitAction::kFail); ++i) {
-    const auto a = static_cast<ExitAction>(i);
-    EXPECT_EQ(ParseExitAction(ExitActionName(a)), a);
-  }
-  for (int i = 0; i <= int(AttemptEndReason::kHang); ++i) {
-    const auto r = static_cast<AttemptEndReason>(i);
-    EXPECT_NE(std::string(AttemptEndReasonName(r)), "?");
-    EXPECT_EQ(ParseAttemptEndReason(AttemptEndReasonName(r)), r);
-  }
-  for (ResumeMode m : {ResumeMode::kFresh, ResumeMode::kExact, ResumeMode::kWeightsOnly}) {
-    EXPECT_EQ(ParseResumeMode(ResumeModeName(m)), m);
-  }
-  EXPECT_FALSE(ParseExitAction("retry"));
-  EXPECT_FALSE(ParseResumeMode("resume"));
-  EXPECT_EQ(std::string(AttemptEndReasonName(AttemptEndReason::kConfigError)), "config_error");
-  EXPECT_EQ(std::string(ResumeModeName(ResumeMode::kWeightsOnly)), "weights_only");
+  ExpectEveryWordRoundTrips<SegmentEndReason>("segment_end reason");
+  ExpectEveryWordRoundTrips<SaveReason>("checkpoint reason");
+  ExpectEveryWordRoundTrips<ExitAction>("attempt_end action");
+  ExpectEveryWordRoundTrips<AttemptEndReason>("attempt_end reason");
+  ExpectEveryWordRoundTrips<ResumeMode>("resume mode");
+  ExpectEveryWordRoundTrips<Signal>("signal");
+  // Every enumerator has a word: the tables end at the enums' last values.
+  EXPECT_EQ(std::size(Vocabulary<SegmentEndReason>::kWords),
+            size_t(SegmentEndReason::kDiverged) + 1);
+  EXPECT_EQ(std::size(Vocabulary<ExitAction>::kWords), size_t(ExitAction::kRestart) + 1);
+  EXPECT_EQ(std::size(Vocabulary<AttemptEndReason>::kWords), size_t(AttemptEndReason::kHang) + 1);
+  EXPECT_FALSE(Find<ExitAction>("retry"));
+  EXPECT_FALSE(Find<ResumeMode>("resume"));
+  EXPECT_FALSE(Find<Signal>("SIGTERM"));
+  EXPECT_EQ(std::string(Name(AttemptEndReason::kConfigError)), "config_error");
+  EXPECT_EQ(std::string(Name(ResumeMode::kWeightsOnly)), "weights_only");
+  EXPECT_EQ(std::string(Name(SaveReason::kSignal)), "signal");
 }
 
 TEST(RunFolder, NamesEveryFileOnce) {

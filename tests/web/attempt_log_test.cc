@@ -106,7 +106,7 @@ TEST(AttemptEvidence, SignalFromTheBestWitness) {
   EXPECT_EQ(AttemptSignal(a), "KILL");
   a.exit_code = 139;
   EXPECT_EQ(AttemptSignal(a), "SEGV");
-  a.trainer_signal = "USR1";
+  a.trainer_signal = Signal::kUsr1;
   EXPECT_EQ(AttemptSignal(a), "USR1");
   AttemptRecord b;
   b.exit_code = 79;

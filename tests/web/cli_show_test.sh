@@ -41,13 +41,13 @@ expect "attempts: the same endings" "$attempts" "1 (3003.1): failed: diverged �
 
 demo_show=$("$baton" show "$demo" --no-sync)
 expect_not "a run without skipped steps has no skipped line" "$demo_show" "non-finite"
-expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal SIGTERM — SLURM REQUEUED (trainer: signal)"
+expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED (trainer: signal)"
 expect "a completed attempt" "$demo_show" "2 (1001.2): done: completed — exit 0"
 # The sync pass saw attempt 2 RUNNING while it ran, and never after it ended: that is not the
 # attempt's final SLURM state, and show says so; the requeued ones have SLURM's REQUEUED.
 expect_not "an ended attempt's RUNNING is not shown as its SLURM state" "$demo_show" "SLURM RUNNING"
 expect "it is shown as the state last seen" "$demo_show" "2 (1001.2): done: completed — exit 0 — SLURM last seen RUNNING (final state not known)"
-expect "a requeued attempt has SLURM's REQUEUED" "$demo_show" "1 (1001.1): requeued: preempted — exit 75 — signal SIGTERM — SLURM REQUEUED"
+expect "a requeued attempt has SLURM's REQUEUED" "$demo_show" "1 (1001.1): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED"
 demo_json=$("$baton" show "$demo" --no-sync --json)
 if jq -e '[.attempts[] | [.slurm_state, .slurm_state_kind]] == [["REQUEUED", "final"], ["REQUEUED", "final"], ["RUNNING", "last_seen"]]' >/dev/null <<<"$demo_json"; then
   ok "--json: slurm_state_kind says final or last_seen"

@@ -243,7 +243,7 @@ inline Status WriteAttemptEvents(const std::string& run_dir, const RunSpec& r,
       nlohmann::json end{
           {"step", a.end_step},
           {"reason", reason},
-          {"signal", reason == "signal" ? nlohmann::json("SIGTERM") : nlohmann::json(nullptr)},
+          {"signal", reason == "signal" ? nlohmann::json("TERM") : nlohmann::json(nullptr)},
           {"exit_code", code}};
       if (!a.trainer_message.empty()) end["message"] = a.trainer_message;
       line("segment_end", "trainer", t + 1, end);

@@ -18,6 +18,7 @@
 #include "trainer/model/packed_layout.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/tools/commands.h"
+#include "trainer/train/torch_dtype.h"
 
 namespace baton {
 
@@ -72,7 +73,7 @@ class Inputs {
 };
 
 int RunForward(const Args& a) {
-  const torch::Dtype dtype = a.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  const torch::Dtype dtype = TorchDtype(Parse<DType>(a.dtype).value());
   const std::string tdir = FindTransformerDir(a.init_from);
   ModelDims d = ReadUpstreamDims(tdir);
   CheckTransformerWeights(tdir, d);  // before a model of these sizes is allocated

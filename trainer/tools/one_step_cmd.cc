@@ -22,6 +22,7 @@
 #include "trainer/optim/adamw.h"
 #include "trainer/tools/commands.h"
 #include "trainer/train/device_select.h"
+#include "trainer/train/torch_dtype.h"
 #include "trainer/train/train_step.h"
 
 namespace baton {
@@ -90,9 +91,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
             (long long)a->first, (long long)(a->first + a->count - 1), index.episodes.size());
         return kExitUsage;
       }
-      const torch::Dtype dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
-                                 : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
-                                                                          : torch::kFloat32;
+      const torch::Dtype dtype = TorchDtype(config.train.dtype);
       double frames = 0;
       std::vector<PaddedBatch> mine;
       DatasetShape shape;

@@ -18,6 +18,7 @@
 #include "trainer/train/device_memory.h"
 #include "trainer/train/device_select.h"
 #include "trainer/train/rounding_bound.h"
+#include "trainer/train/torch_dtype.h"
 #include "trainer/train/train_step.h"
 #include "trainer/train/verify_packing.h"
 
@@ -46,9 +47,9 @@ int64_t MatmulWeights(VideoActionModel& model) {
   return n;
 }
 
-double Tolerance(const std::string& dtype, VideoActionModel& model, const RunConfig& config,
+double Tolerance(DType dtype, VideoActionModel& model, const RunConfig& config,
                  int64_t row_tokens) {
-  if (dtype == "float64") return 1e-10;
+  if (dtype == DType::kFloat64) return 1e-10;
   const int64_t matmul_weights = MatmulWeights(model);
   const int64_t layers = config.model.layers;
   const int64_t roundings = 2 * (2 * matmul_weights + 3 * 2 * layers);
@@ -58,7 +59,7 @@ double Tolerance(const std::string& dtype, VideoActionModel& model, const RunCon
       sums.push_back(n);
     }
   }
-  return 2 * RoundingBound(dtype, sums, roundings);
+  return 2 * RoundingBound(Name(dtype), sums, roundings);
 }
 }  // namespace
 
@@ -110,9 +111,8 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       for (int k = 0; k < 4 && !lens.empty(); ++k) mixed.push_back(lens[(lens.size() - 1) * k / 3]);
       while (mixed.size() < 4) mixed.push_back(mixed.back());
 
-      const torch::Dtype dtype = a->dtype == "float64"    ? torch::kFloat64
-                                 : a->dtype == "bfloat16" ? torch::kBFloat16
-                                                          : torch::kFloat32;
+      const DType dtype_word = Parse<DType>(a->dtype).value();  // the flag's check took it
+      const torch::Dtype dtype = TorchDtype(dtype_word);
       ApplyDeterminism(config.train.deterministic);
       const torch::Device device = SelectDevice(
           a->device.empty() ? config.train.device : Parse<Device>(a->device).value(), 0);
@@ -146,9 +146,10 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
       double tol = 0;  // the loosest check's: the one printed
       std::vector<double> tols;
       for (const auto& r : results) {
-        tols.push_back(Tolerance(a->dtype, model, config, r.row_tokens));
+        tols.push_back(Tolerance(dtype_word, model, config, r.row_tokens));
         tol = std::max(tol, tols.back());
-        const double grad = a->dtype == "float64" ? r.max_grad_rel_diff : r.grad_norm_rel_diff;
+        const double grad =
+            dtype_word == DType::kFloat64 ? r.max_grad_rel_diff : r.grad_norm_rel_diff;
         ok = ok && r.loss_rel_diff <= tols.back() && grad <= tols.back() &&
              r.grads_finite == r.grads_total;
       }

@@ -7,6 +7,7 @@
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
+#include "schema/resume_decision.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
 #include "trainer/train/train_step.h"
@@ -48,12 +49,12 @@ void ClearForFreshStart(const TrainOptions& o, const Setup& s) {
 }
 
 void CheckLauncherAgrees(const TrainOptions& opt, const ResumeDecision& d) {
-  const std::optional<ResumeMode> expected = ParseResumeMode(opt.expect_mode);
+  const std::optional<ResumeMode> expected = Find<ResumeMode>(opt.expect_mode);
   if (!opt.expect_mode.empty() && expected != d.mode) {
     BATON_FAIL(kExitConfig,
                "the launcher decided mode " + opt.expect_mode + " but " +
                    (d.checkpoint.empty() ? std::string("there is no checkpoint")
-                                         : d.checkpoint + " means " + ResumeModeName(d.mode)),
+                                         : d.checkpoint + " means " + Name(d.mode)),
                "the run directory changed under the launcher; requeue to decide again");
   }
   if (opt.expect_step0 >= 0 && opt.expect_step0 != d.step0) {
@@ -74,7 +75,7 @@ ResumeDecision DecideStart(const TrainOptions& opt, const Setup& s) {
   if (opt.resume == "none") ClearForFreshStart(opt, s);
   ResumeRequest request;
   request.from = opt.resume;
-  request.weights_only = opt.resume_mode == "weights_only";
+  request.weights_only = IsOneOf(opt.resume_mode, {ResumeMode::kWeightsOnly});
   request.resume_warmup_steps = ResumeWarmup(opt, s);
   ResumeDecision d = BATON_VALUE_OR_FAIL(DecideResume(s.checkpoints_dir(), request),
                                          "pass auto, none, or a checkpoint_step_<N> folder");

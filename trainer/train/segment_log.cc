@@ -45,7 +45,7 @@ void SegmentLog::WriteError(int exit_code, const std::string& what) {
   }
   SegmentEndEvent e;
   if (step_ >= 0) e.step = step_;
-  e.reason = SegmentEndReasonName(SegmentEndReason::kError);
+  e.reason = Name(SegmentEndReason::kError);
   e.exit_code = exit_code;
   e.rank = rank_;
   e.message = ErrorMessage(what);

@@ -38,7 +38,7 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
   for (const auto& why : rp.decision.skipped)
     std::fprintf(stderr, "resume: skipping %s\n", why.c_str());
   SegmentStartEvent e;
-  e.mode = ResumeModeName(rp.decision.mode);
+  e.mode = Name(rp.decision.mode);
   e.step0 = rp.step0();
   e.target_steps = s.config.run.steps;
   e.resume_warmup_steps = rp.decision.resume_warmup_steps;
@@ -57,7 +57,7 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
       "segment start: mode %s, step0 %lld, target %lld, resume warmup %lld (full LR from step "
       "%lld), "
       "%lld rank(s) on %s, checkpoint %s%s%s\n",
-      ResumeModeName(rp.decision.mode), (long long)rp.step0(), (long long)s.config.run.steps,
+      Name(rp.decision.mode), (long long)rp.step0(), (long long)s.config.run.steps,
       (long long)rp.decision.resume_warmup_steps, (long long)rp.schedule.WarmupUntil() + 1,
       (long long)s.env.world_size, DeviceDescription(s.device).c_str(),
       rp.decision.checkpoint.empty() ? "none" : rp.decision.checkpoint.c_str(),
@@ -69,10 +69,9 @@ void EndSegment(SegmentLog& log, int64_t step, SegmentEndReason reason, int code
                 const std::string& message) {
   SegmentEndEvent e;
   e.step = step;
-  e.reason = SegmentEndReasonName(reason);
+  e.reason = Name(reason);
   e.exit_code = code;
-  if (reason == SegmentEndReason::kSignal && AgreedStopSignal() != 0)
-    e.signal = StopSignalName(AgreedStopSignal());
+  if (reason == SegmentEndReason::kSignal) e.signal = StopSignalWord(AgreedStopSignal());
   e.message = message;
   log.Write(e, /*sync=*/true);
 }

@@ -21,7 +21,7 @@ namespace baton {
 namespace {
 
 // Fault injection for tests: die by SIGKILL at a save point, or make the stop save slow.
-SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const char* reason) {
+SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, SaveReason reason) {
   SaveHooks hooks;
   if (t.fault.empty() || (t.fault_at_step >= 0 && t.fault_at_step != step)) return hooks;
   if (rank != t.fault_rank) return hooks;
@@ -35,7 +35,7 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
                  "drop --fault write_error: it asks for this failure");
     };
   }
-  if (t.fault == "slow_save" && std::string(reason) == "signal") {
+  if (t.fault == "slow_save" && reason == SaveReason::kSignal) {
     hooks.before_manifest = [] { ::usleep(3000 * 1000); };  // to land a second SIGTERM inside it
   }
   return hooks;
@@ -43,7 +43,7 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, const 
 
 // The checkpoint event and line of a committed save (rank 0). `how` adds an async save's figures.
 void ReportSave(SegmentLog& log, const Setup& s, const SaveResult& r, int64_t steps_done,
-                const char* reason, const std::string& how = "") {
+                SaveReason reason, const std::string& how = "") {
   HeartbeatTransferRate(r.bytes, r.seconds);  // every rank: the next save's hang budget
   if (!s.leader()) return;
   CheckpointEvent e;
@@ -51,12 +51,13 @@ void ReportSave(SegmentLog& log, const Setup& s, const SaveResult& r, int64_t st
   e.path = r.path;
   e.bytes = r.bytes;
   e.seconds = r.seconds;
-  e.reason = reason;
+  e.reason = Name(reason);
   log.Write(e, /*sync=*/true);
   std::string per_rank;
   for (int64_t b : r.rank_bytes) per_rank += " " + std::to_string(b);
   std::printf("checkpoint %s: %.1f MB in %.2f s (%s)%s%s%s\n", r.path.c_str(), r.bytes / 1e6,
-              r.seconds, reason, how.c_str(), r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
+              r.seconds, Name(reason), how.c_str(),
+              r.rank_bytes.size() > 1 ? ", bytes per rank:" : "",
               r.rank_bytes.size() > 1 ? per_rank.c_str() : "");
   std::fflush(stdout);
 }
@@ -77,15 +78,15 @@ void CommitBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
                   saver.snapshot_seconds() + saver.commit_seconds(), saver.snapshot_seconds(),
                   saver.commit_seconds(), saver.waited_seconds(), saver.write_seconds(),
                   (long long)saver.steps_overlapped(), (long long)at_step);
-    ReportSave(log, s, r, step, "periodic", how);
+    ReportSave(log, s, r, step, SaveReason::kPeriodic, how);
     return "";
   });
 }
 
 bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
-                          const char* reason, int64_t next_bytes) {
+                          SaveReason reason, int64_t next_bytes) {
   if (!saver.in_flight()) return true;
-  if (std::string(reason) == "signal") {
+  if (reason == SaveReason::kSignal) {
     std::string why;
     if (!saver.FinishFits(next_bytes, &why)) {
       const int64_t step = saver.step();
@@ -111,7 +112,7 @@ bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
 void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionModel& model,
           const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
           const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
-          const char* reason, AsyncSaver& saver) {
+          SaveReason reason, AsyncSaver& saver) {
   // On W > 1 ranks every rank writes the files of the parameters it owns: optim.shard's plan, or
   // the same element-balanced plan in a replicated run.
   SaveTeam team;
@@ -137,7 +138,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
     save_bytes += 3 * p.param.numel() * int64_t(p.split ? 4 : p.param.element_size());
   Beat(HeartbeatPhase::kSave, steps_done, 0, TransferBudgetS(save_bytes));
   SleepSeconds(TestHooksFromEnv().save_sleep_s);
-  const bool periodic = std::string(reason) == "periodic";
+  const bool periodic = reason == SaveReason::kPeriodic;
   SettleBackgroundSave(log, s, saver, steps_done, reason, saver.bytes());
   // Every rank leaves the save together, with one exit code when any rank's part failed.
   RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "schema/event_records.h"
 #include "trainer/ckpt/async_saver.h"
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/distributed/shard_plan.h"
@@ -29,7 +30,7 @@ void CommitBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
 // when the rest of it and the stop save would not fit the grace budget. False when it was
 // abandoned (every rank decides alike).
 bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
-                          const char* reason, int64_t next_bytes);
+                          SaveReason reason, int64_t next_bytes);
 
 // Rank 0 writes the checkpoint of the state after `steps_done` steps (with sharded optimizer
 // state every rank writes its part); every rank waits for it, so no rank leaves (and gets its job
@@ -39,6 +40,6 @@ bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
 void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionModel& model,
           const AdamW& optimizer, const ShardPlan* shard_plan, const TrainerState& identity,
           const ResumePoint& rp, int64_t steps_done, int64_t micro_done, double last_lr,
-          const char* reason, AsyncSaver& saver);
+          SaveReason reason, AsyncSaver& saver);
 
 }  // namespace baton

@@ -8,6 +8,7 @@
 #include "trainer/fail.h"
 #include "trainer/train/device_select.h"
 #include "trainer/train/heartbeat.h"
+#include "trainer/train/torch_dtype.h"
 
 namespace baton {
 
@@ -42,9 +43,7 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
   s.job = EnvOr("SLURM_JOB_ID", "local");
   s.restart = std::atoll(EnvOr("SLURM_RESTART_COUNT", "0"));
   log.SetPath(opt.events_path, s.run_dir, s.job, s.restart);
-  s.dtype = config.train.dtype == DType::kFloat64    ? torch::kFloat64
-            : config.train.dtype == DType::kBFloat16 ? torch::kBFloat16
-                                                     : torch::kFloat32;
+  s.dtype = TorchDtype(config.train.dtype);
   const bool cuda = config.train.device == Device::kCuda;
 
   // 2. Ranks, and the CPU threads each may use (libtorch defaults to 1 here); the GPU of this

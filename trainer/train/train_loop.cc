@@ -143,7 +143,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           ? nullptr
           : std::fopen((opt.hooks.episode_log + "." + std::to_string(s.env.rank)).c_str(), "a");
   AsyncSaver saver;  // checkpoint.async: the periodic save being written in the background
-  auto save = [&](int64_t done, int64_t micro, double lr, const char* why) {
+  auto save = [&](int64_t done, int64_t micro, double lr, SaveReason why) {
     // Never into a run folder that is gone or replaced (the save would recreate checkpoints/
     // where nobody looks): every rank stops with the same error.
     const std::string changed = folder.Changed();
@@ -198,13 +198,13 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       bool saved = step == rp.step0();
       if (!saved && step % config.checkpoint.every == 0) {
         saved = !(saver.in_flight() && saver.step() == step) ||
-                SettleBackgroundSave(log, s, saver, step, "signal", saver.bytes());
+                SettleBackgroundSave(log, s, saver, step, SaveReason::kSignal, saver.bytes());
       }
       return StopAbandoned(
           log, s, a,
           [&] {
             // The state of this step's start: `step` steps done, data position `micro`.
-            save(step, micro, rp.schedule.At(step - 1), "signal");
+            save(step, micro, rp.schedule.At(step - 1), SaveReason::kSignal);
           },
           saved);
     }
@@ -240,7 +240,7 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       return kExitDiverged;
     }
     if (st.stop && done < config.run.steps) {
-      save(done, micro, lr, "signal");
+      save(done, micro, lr, SaveReason::kSignal);
       if (s.leader()) {
         EndSegment(log, done, SegmentEndReason::kSignal, kExitRequeue);
         std::printf("stopping after step %lld on a stop request (%s): checkpointed, exit %d\n",
@@ -249,9 +249,9 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       return kExitRequeue;
     }
     if (done == config.run.steps) {
-      save(done, micro, lr, "final");
+      save(done, micro, lr, SaveReason::kFinal);
     } else if (done % config.checkpoint.every == 0) {
-      save(done, micro, lr, "periodic");
+      save(done, micro, lr, SaveReason::kPeriodic);
     } else {
       CommitBackgroundSave(log, s, saver, done, /*wait=*/false);
     }
