@@ -272,40 +272,6 @@ void ReadTargets(CheckpointReader& reader, const std::string& dir, const std::st
   }
 }
 
-// The numbers of a trainer state that index into the data plan and the schedule, in range: a
-// hand-edited or damaged trainer_state.json is a data error naming the key (the manifest hashes
-// only vouch for what the save wrote, and a re-hashed edit passes them).
-void CheckTrainerStateRanges(const TrainerState& s, const std::string& path) {
-  auto bad = [&](const std::string& key, int64_t v, const std::string& want) {
-    BATON_FAIL(kExitData, path + ": \"" + key + "\" is " + std::to_string(v) + ", expected " + want,
-               "the checkpoint's trainer state is damaged or was edited; resume from another "
-               "checkpoint");
-  };
-  if (s.step < 0) bad("step", s.step, ">= 0");
-  if (s.world_size < 1) bad("world_size", s.world_size, ">= 1");
-  if (s.grad_accum < 1) bad("grad_accum", s.grad_accum, ">= 1");
-  const DataCursor& c = s.sampler;
-  if (c.batch_size < 1) bad("sampler.batch_size", c.batch_size, ">= 1");
-  if (c.epoch < 0) bad("sampler.epoch", c.epoch, ">= 0");
-  if (c.batch < 0) bad("sampler.batch", c.batch, ">= 0");
-  if (c.origin_epoch < 0) bad("sampler.origin_epoch", c.origin_epoch, ">= 0");
-  // Every step consumes grad_accum micro-batches of the plan, counted from its origin (the
-  // run's start, or the last change of rank count), so the index never passes step x grad_accum.
-  int64_t most = 0;
-  if (__builtin_mul_overflow(s.step, s.grad_accum, &most)) most = INT64_MAX;
-  if (c.micro_index < 0 || c.micro_index > most) {
-    bad("sampler.micro_index", c.micro_index, "0 to step x grad_accum = " + std::to_string(most));
-  }
-  if (c.transition.epoch < -1) bad("sampler.transition.epoch", c.transition.epoch, ">= -1");
-  for (const auto& rank : c.transition.batches) {
-    for (const auto& batch : rank) {
-      for (int64_t e : batch) {
-        if (e < 0) bad("sampler.transition.batches[..]", e, "episode indices >= 0");
-      }
-    }
-  }
-}
-
 }  // namespace
 
 TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,

@@ -9,9 +9,9 @@
 // further above checkpoint.max_shard_bytes). Rank 0 also writes the small files: config.json,
 // the three indexes, trainer_state.json, and last, after every rank's files are durable, the
 // manifest from the sizes and hashes each rank computed while writing. One rank keeps the
-// single-file names of earlier versions.
+// single-file names of earlier versions. The export's file plan and the small files' writing are
+// save_files.h.
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <chrono>
 #include <filesystem>
@@ -24,6 +24,7 @@
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/save_files.h"
 #include "trainer/ckpt/save_phases.h"
 #include "trainer/ckpt/tensor_file_io.h"
 #include "trainer/ckpt/upstream_io.h"
@@ -50,58 +51,6 @@ struct HeldTensors {
                     keep.back().data_ptr()});
   }
 };
-
-// One written file, as the manifest lists it.
-nlohmann::json Entry(const std::string& rel, const FileDigest& d) {
-  return nlohmann::json{{"path", rel}, {"bytes", d.bytes}, {"xxh3", d.xxh3}};
-}
-
-// A small file rank 0 writes whole: atomically, hashed from the text itself.
-nlohmann::json WriteSmall(const fs::path& dir, const std::string& rel, const std::string& text) {
-  BATON_CHECK_OK(WriteTextAtomic((dir / rel).string(), text), "check disk space");
-  return Entry(rel, {text.size(), Xxh3Hex(XXH3_64bits(text.data(), text.size()))});
-}
-
-// The transformer/ export's files: per rank, the parameters it owns in the model's order, cut
-// where the next one would pass `max_shard_bytes` (diffusers' rule within each rank), numbered
-// across all ranks. One file in all keeps upstream's single name and needs no index.
-struct ExportShard {
-  std::string file;  // relative to transformer/
-  int64_t rank = 0;
-  std::vector<size_t> params;
-};
-
-std::vector<ExportShard> PlanExport(const std::vector<int64_t>& owner,
-                                    const std::vector<int64_t>& bytes, int64_t world,
-                                    int64_t max_shard_bytes) {
-  std::vector<ExportShard> shards;
-  for (int64_t r = 0; r < world; ++r) {
-    int64_t current = 0;
-    bool open = false;
-    for (size_t i = 0; i < owner.size(); ++i) {
-      if (owner[i] != r) continue;
-      if (!open || (current + bytes[i] > max_shard_bytes && !shards.back().params.empty())) {
-        shards.push_back({"", r, {}});
-        current = 0;
-        open = true;
-      }
-      shards.back().params.push_back(i);
-      current += bytes[i];
-    }
-  }
-  const size_t n = shards.size();
-  for (size_t i = 0; i < n; ++i) {
-    char name[96];
-    if (n == 1) {
-      std::snprintf(name, sizeof name, "diffusion_pytorch_model.safetensors");
-    } else {
-      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05zu-of-%05zu.safetensors", i + 1,
-                    n);
-    }
-    shards[i].file = name;
-  }
-  return shards;
-}
 
 SaveFile NamedFile(const std::string& rel) {
   SaveFile f;
@@ -368,7 +317,7 @@ std::string WriteSaveFiles(const PreparedSave& p, const AfterChunk& after_chunk)
       FailAt(__FILE__, __LINE__, d.status(),
              "check disk space and that " + p.checkpoints_dir + " is writable");
     }
-    written.push_back(Entry(f.rel, d.value()));
+    written.push_back(ManifestEntry(f.rel, d.value()));
     if (first && p.hooks.mid_file) p.hooks.mid_file();
     first = false;
   }

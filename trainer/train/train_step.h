@@ -38,6 +38,7 @@
 #include "trainer/model/video_action_model.h"
 #include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"
+#include "trainer/train/run_model_dims.h"
 
 namespace baton {
 
@@ -107,9 +108,6 @@ void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoAction
 
 // Per optimizer parameter: whether it belongs to a Linear layer (what SplitComputeCopies splits).
 std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer);
-
-// Model sizes from the config and the dataset.
-ModelDims MakeModelDims(const RunConfig& config, const DatasetShape& shape);
 
 // One micro-batch's forward and loss as training computes them, for the trainer and the packing
 // check alike: inputs prepared in `dtype`, except bf16, which feeds float32 inputs to the float32
