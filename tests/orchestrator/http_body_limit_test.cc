@@ -4,11 +4,7 @@
 // ends. Each answer comes at once, without the client sending the body, and the connection is
 // closed after it, so nothing the client sends next is buffered as a "request". Ordinary
 // keep-alive requests still share a connection.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -21,79 +17,13 @@
 #include "orchestrator/http/store_pool.h"
 #include "orchestrator/store/store.h"
 #include "test_util.h"
+#include "tests/common/raw_connection.h"
 
 namespace baton {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A raw TCP client: sends exactly the bytes given, reads with a deadline.
-class Raw {
- public:
-  explicit Raw(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~Raw() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool Send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
-  }
-  // One response: the head and as many body bytes as its Content-Length says; "" when none
-  // came within `timeout_s`.
-  std::string Response(double timeout_s = 3) {
-    std::string got;
-    size_t want = std::string::npos;
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
-    while (got.size() < want && Clock::now() < deadline) {
-      char buf[4096];
-      if (!Wait(deadline)) break;
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      got.append(buf, size_t(n));
-      const size_t head = got.find("\r\n\r\n");
-      if (want == std::string::npos && head != std::string::npos) {
-        std::string lower = got.substr(0, head);
-        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
-        const size_t cl = lower.find("\r\ncontent-length:");
-        want = head + 4 + (cl == std::string::npos ? 0 : size_t(std::atoll(&lower[cl + 17])));
-      }
-    }
-    return got;
-  }
-  // True when the server closed the connection within `timeout_s` (reads drain what it sends).
-  bool ClosedByServer(double timeout_s = 3) {
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
-    char buf[4096];
-    while (Wait(deadline)) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-    }
-    return false;
-  }
-
- private:
-  bool Wait(Clock::time_point deadline) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    timeval tv{time_t(left / 1000), suseconds_t(left % 1000) * 1000};
-    fd_set r;
-    FD_ZERO(&r);
-    FD_SET(fd_, &r);
-    return ::select(fd_ + 1, &r, nullptr, nullptr, &tv) > 0;
-  }
-  int fd_;
-};
+using test::RawConnection;
 
 int StatusOf(const std::string& response) {
   return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0;
@@ -114,7 +44,7 @@ class HttpBodyLimit : public ::testing::Test {
     ASSERT_TRUE(server_->Bind().ok());
     thread_ = std::thread([this] { (void)server_->Listen(); });
     for (int i = 0; i < 200; ++i) {
-      Raw probe(server_->port());
+      RawConnection probe(server_->port());
       if (probe.Send("GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
           StatusOf(probe.Response()) != 0) {
         break;
@@ -131,7 +61,7 @@ class HttpBodyLimit : public ::testing::Test {
   // Sends `head` only (no body), and expects `status` within a second, then the connection
   // closed by the server.
   void ExpectRefusedUnread(const std::string& head, int status) {
-    Raw c(port());
+    RawConnection c(port());
     ASSERT_TRUE(c.Send(head));
     const auto t0 = Clock::now();
     const std::string r = c.Response(3);
@@ -167,12 +97,12 @@ TEST_F(HttpBodyLimit, NoTokenIsRefusedBeforeTheBody) {
                       413);
   // A small body the server never reads (a GET's): 401 at once, and the connection goes, so the
   // body is never parsed as a next request.
-  Raw c(port());
+  RawConnection c(port());
   ASSERT_TRUE(c.Send("GET /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n"));
   EXPECT_EQ(StatusOf(c.Response()), 401);
   EXPECT_TRUE(c.ClosedByServer());
   // With the token the same request is answered, then the connection goes all the same.
-  Raw t(port());
+  RawConnection t(port());
   ASSERT_TRUE(
       t.Send("GET /api/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Length: "
              "5\r\n\r\nhello"));
@@ -185,14 +115,14 @@ TEST_F(HttpBodyLimit, NoTokenIsRefusedBeforeTheBody) {
 TEST_F(HttpBodyLimit, EndlessLinesAreCutOff) {
   Start("");
   {
-    Raw c(port());
+    RawConnection c(port());
     ASSERT_TRUE(c.Send("GET /" + std::string(200000, 'a')));
     const std::string r = c.Response(3);
     EXPECT_EQ(StatusOf(r), 414) << r.substr(0, 200);
     EXPECT_TRUE(c.ClosedByServer());
   }
   {
-    Raw c(port());
+    RawConnection c(port());
     ASSERT_TRUE(c.Send("GET /api/health HTTP/1.1\r\nX-Big: " + std::string(200000, 'b')));
     const std::string r = c.Response(3);
     EXPECT_EQ(StatusOf(r), 400) << r.substr(0, 200);
@@ -204,7 +134,7 @@ TEST_F(HttpBodyLimit, EndlessLinesAreCutOff) {
 // method read and dropped so the connection stays in step.
 TEST_F(HttpBodyLimit, KeepAliveStillWorks) {
   Start("");
-  Raw c(port());
+  RawConnection c(port());
   ASSERT_TRUE(c.Send("GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(StatusOf(c.Response()), 200);
   ASSERT_TRUE(c.Send("POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"));

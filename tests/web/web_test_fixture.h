@@ -1,16 +1,13 @@
 // The web tests' fixtures (web_api_test.cc, web_http_test.cc, web_nonfinite_test.cc): a temp
 // database filled through the real path (run_fixture.h: event files + IngestRun) with the demo
 // run (3 attempts) and a live run named like an XSS payload, the service over a read pool, and
-// for the HTTP tests the real server on a free loopback port, its client, and raw sockets for
-// requests httplib's client would not send. Test-only; one fixture per test.
+// for the HTTP tests the real server on a free loopback port, its client, and raw exchanges
+// (tests/common/raw_connection.h) for requests httplib's client would not send. Test-only; one
+// fixture per test.
 #pragma once
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -24,6 +21,7 @@
 #include "orchestrator/http/run_history_service.h"
 #include "orchestrator/http/store_pool.h"
 #include "run_fixture.h"
+#include "tests/common/raw_connection.h"
 #include "tests/common/temp_dir.h"
 
 namespace baton {
@@ -62,58 +60,7 @@ class WebApi : public ::testing::Test {
   std::unique_ptr<RunHistoryService> service_;
 };
 
-// A plain TCP connection to 127.0.0.1:port that sends exactly the bytes it is given: requests
-// httplib's client would not send (TRACE, a malformed line, an endless request line).
-class RawConnection {
- public:
-  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    timeval tv{/*tv_sec=*/10, /*tv_usec=*/0};  // a test never waits forever on the server
-    if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~RawConnection() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  bool Send(const std::string& bytes) {
-    return fd_ >= 0 && ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-                           static_cast<ssize_t>(bytes.size());
-  }
-  // The first response: its head, then as many body bytes as its Content-Length says. Not
-  // "until the server closes": after a request httplib could not parse, it keeps the connection
-  // and reads the rest of the request as further (malformed) requests.
-  std::string ReadResponse() {
-    std::string got;
-    char buf[4096];
-    size_t want = std::string::npos;
-    while (fd_ >= 0 && got.size() < want) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      got.append(buf, size_t(n));
-      const size_t head_end = got.find("\r\n\r\n");
-      if (want == std::string::npos && head_end != std::string::npos) {
-        std::string head = got.substr(0, head_end);
-        for (char& ch : head) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        const size_t cl = head.find("\r\ncontent-length:");
-        want = head_end + 4 + (cl == std::string::npos ? 0 : size_t(std::atoll(&head[cl + 17])));
-      }
-    }
-    return got;
-  }
-
- private:
-  int fd_;
-};
+using test::RawConnection;
 
 // One raw exchange: status, headers (lower-cased names) and body of the first response.
 struct RawResponse {
@@ -126,7 +73,7 @@ inline RawResponse Exchange(int port, const std::string& request) {
   RawConnection c(port);
   EXPECT_TRUE(c.ok());
   EXPECT_TRUE(c.Send(request));
-  const std::string raw = c.ReadResponse();
+  const std::string raw = c.Response(/*timeout_s=*/10);  // never waits forever on the server
   RawResponse r;
   const size_t head_end = raw.find("\r\n\r\n");
   if (raw.rfind("HTTP/1.1 ", 0) != 0 || head_end == std::string::npos) return r;
