@@ -32,12 +32,13 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_cases.h"
+#include "schema/vocabularies.h"
 
 int main(int argc, char** argv) {
   using namespace baton::bench;
   CLI::App app{"baton-bench-trainer"};
   app.require_subcommand(1);
-  const auto devices = CLI::IsMember({"cpu", "cuda"});
+  const auto devices = CLI::IsMember(baton::Words<baton::Device>());
   const auto dtypes = CLI::IsMember({"float32", "bfloat16"});
 
   AttentionOptions a;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "schema/status.h"
 
@@ -95,6 +96,15 @@ const char* Name(E value) {
     if (w.value == value) return w.name;
   }
   return "?";
+}
+
+// {"none", "optimizer", "gradients"}: the accepted names in table order (a command-line flag's
+// check of a closed vocabulary, CLI::IsMember).
+template <class E>
+std::vector<std::string> Words() {
+  std::vector<std::string> out;
+  for (const Word<E>& w : Vocabulary<E>::kWords) out.emplace_back(w.name);
+  return out;
 }
 
 // "none, optimizer, gradients": the accepted names in table order.

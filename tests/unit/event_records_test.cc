@@ -6,11 +6,11 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
-#include <set>
 
 #include "schema/event_records.h"
 #include "schema/resume_decision.h"
 #include "schema/run_folder.h"
+#include "vocabulary_checks.h"
 
 namespace baton {
 namespace {
@@ -126,27 +126,13 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   EXPECT_EQ(Text(ae.ToJson())["reason"], "diverged");
 }
 
-// Every word of a vocabulary finds its value back, and no two words share a name or a value.
-template <class E>
-void ExpectEveryWordRoundTrips(const char* what) {
-  std::set<std::string> names;
-  std::set<int> values;
-  for (const Word<E>& w : Vocabulary<E>::kWords) {
-    EXPECT_EQ(Find<E>(Name(w.value)), w.value) << what << " " << w.name;
-    EXPECT_EQ(std::string(Name(w.value)), w.name) << what;
-    EXPECT_TRUE(names.insert(w.name).second) << what << ": " << w.name << " twice";
-    EXPECT_TRUE(values.insert(int(w.value)).second) << what << ": a value named twice";
-  }
-  EXPECT_FALSE(Find<E>("")) << what;
-}
-
 TEST(EventRecords, EveryProtocolWordParsesBack) {
-  ExpectEveryWordRoundTrips<SegmentEndReason>("segment_end reason");
-  ExpectEveryWordRoundTrips<SaveReason>("checkpoint reason");
-  ExpectEveryWordRoundTrips<ExitAction>("attempt_end action");
-  ExpectEveryWordRoundTrips<AttemptEndReason>("attempt_end reason");
-  ExpectEveryWordRoundTrips<ResumeMode>("resume mode");
-  ExpectEveryWordRoundTrips<Signal>("signal");
+  test::ExpectEveryWordParsesBack<SegmentEndReason>("segment_end reason");
+  test::ExpectEveryWordParsesBack<SaveReason>("checkpoint reason");
+  test::ExpectEveryWordParsesBack<ExitAction>("attempt_end action");
+  test::ExpectEveryWordParsesBack<AttemptEndReason>("attempt_end reason");
+  test::ExpectEveryWordParsesBack<ResumeMode>("resume mode");
+  test::ExpectEveryWordParsesBack<Signal>("signal");
   // Every enumerator has a word: the tables end at the enums' last values.
   EXPECT_EQ(std::size(Vocabulary<SegmentEndReason>::kWords),
             size_t(SegmentEndReason::kDiverged) + 1);

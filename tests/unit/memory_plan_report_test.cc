@@ -11,6 +11,7 @@
 
 #include "schema/memory_plan_report.h"
 #include "schema/vocabularies.h"
+#include "vocabulary_checks.h"
 
 namespace baton {
 namespace {
@@ -207,23 +208,15 @@ TEST(MemoryPlanReport, AMistypedKeyIsAnErrorNamingIt) {
   EXPECT_NE(ErrorOf(json()).find("expected an object"), std::string::npos);
 }
 
-template <class E>
-void ExpectEveryWordParsesBack() {
-  for (const Word<E>& w : Vocabulary<E>::kWords) {
-    Result<E> parsed = Parse<E>(w.name);
-    ASSERT_TRUE(parsed.ok()) << w.name;
-    EXPECT_EQ(parsed.value(), w.value);
-    EXPECT_STREQ(Name(w.value), w.name);
-  }
-}
-
 TEST(Vocabularies, EveryWordParsesBackAndAStrangerNamesTheWords) {
-  ExpectEveryWordParsesBack<ShardMode>();
-  ExpectEveryWordParsesBack<ActivationCheckpointing>();
-  ExpectEveryWordParsesBack<Device>();
-  ExpectEveryWordParsesBack<DType>();
-  ExpectEveryWordParsesBack<ExportDType>();
-  ExpectEveryWordParsesBack<Signal>();
+  test::ExpectEveryWordParsesBack<ShardMode>("optim.shard");
+  test::ExpectEveryWordParsesBack<ActivationCheckpointing>("train.activation_checkpointing");
+  test::ExpectEveryWordParsesBack<Device>("train.device");
+  test::ExpectEveryWordParsesBack<DType>("train.dtype");
+  test::ExpectEveryWordParsesBack<ExportDType>("checkpoint.export_dtype");
+  test::ExpectEveryWordParsesBack<Signal>("slurm.signal");
+  test::ExpectEveryWordParsesBack<OptimMaster>("optim.master");
+  EXPECT_EQ(Words<Device>(), (std::vector<std::string>{"cpu", "cuda"}));
   EXPECT_STREQ(Name(ShardMode::kGradients), "gradients");
   EXPECT_STREQ(Name(ActivationCheckpointing::kBlocksAttention), "blocks+attention");
   EXPECT_STREQ(Name(Signal::kUsr1), "USR1");

@@ -59,7 +59,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--device", a->device,
                   "cpu | cuda (default: the config's train.device); the same initial weights and "
                   "draws either way, so a GPU step can be compared with a CPU one")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(Words<Device>()));
   cmd->add_option("--repeat", a->repeat,
                   "Run the step this many times and print, per rank, the bytes it holds, the "
                   "median step time and the collectives per step (a benchmark)")

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "schema/resume_decision.h"
 #include "trainer/tools/commands.h"
 #include "trainer/train/train_loop.h"
 
@@ -24,7 +25,7 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
       ->check(CLI::IsMember({"", "exact", "weights_only"}));
   cmd->add_option("--expect-mode", o->expect_mode,
                   "The launcher's decision; refused if the checkpoint disagrees")
-      ->check(CLI::IsMember({"fresh", "exact", "weights_only"}));
+      ->check(CLI::IsMember(Words<ResumeMode>()));
   cmd->add_option("--expect-step0", o->expect_step0,
                   "The launcher's step0; refused if the checkpoint disagrees");
   cmd->add_option("--resume-warmup", o->resume_warmup,

@@ -70,10 +70,10 @@ void RegisterVerifyPacking(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--config", a->config, "Run config (YAML)")->required();
   cmd->add_option("--dtype", a->dtype,
                   "float64 | float32 | bfloat16 (float32 weights, bf16 autocast compute)")
-      ->check(CLI::IsMember({"float64", "float32", "bfloat16"}))
+      ->check(CLI::IsMember(Words<DType>()))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda (default: the config's train.device)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(Words<Device>()));
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([=] {
     *selected = [=]() -> int {
