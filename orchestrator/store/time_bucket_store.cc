@@ -108,11 +108,16 @@ Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuck
            ", " + kTailColumns + ") VALUES (" + params + ")";
   }();
   BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(kSql));
-  int p = 1;
-  s->Bind(p++, run_id).Bind(p++, attempt_id).Bind(p++, b.wall_s);
-  for (double v : b.s) s->Bind(p++, v);
-  s->Bind(p++, b.productive_steps).Bind(p++, b.saves).Bind(p++, b.save_s);
-  s->Bind(p++, interruptions).Bind(p++, running_s).Bind(p++, as_of);
+  int p = 0;
+  s->Bind(++p, run_id);
+  s->Bind(++p, attempt_id);
+  s->Bind(++p, b.wall_s);
+  for (double v : b.s) s->Bind(++p, v);
+  for (int64_t v : {b.productive_steps, b.saves}) s->Bind(++p, v);
+  s->Bind(++p, b.save_s);
+  s->Bind(++p, interruptions);
+  s->Bind(++p, running_s);
+  s->Bind(++p, as_of);
   return s->Run();
 }
 

@@ -59,7 +59,7 @@ class ResumeTest : public ::testing::Test {
 TEST_F(ResumeTest, WaitingRunMovesToOneNodeAndTheWaitingJobIsTakenBack) {
   slurm_.SetState(submitted_.job_id, "PENDING", "BeginTime");
   ResumeRunResult r =
-      ResumeRun(*store_, slurm_, {run_, Edited("nodes: 2", "nodes: 1"), "/opt/bin/baton"}, 5)
+      ResumeRun(*store_, slurm_, {run_, Edited("nodes: 2", "nodes: 1"), "/opt/bin/baton", ""}, 5)
           .value();
   EXPECT_EQ(r.cancelled_job, submitted_.job_id);
   EXPECT_EQ(r.changed, std::vector<std::string>{"slurm.nodes: 2 -> 1"});
@@ -83,7 +83,7 @@ TEST_F(ResumeTest, CancelledRunResumesWithItsFrozenConfig) {
                   })
                   .ok());
   const std::string before = RunYaml();
-  ResumeRunResult r = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5).value();
+  ResumeRunResult r = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5).value();
   EXPECT_EQ(r.previous_status, "CANCELLED");
   EXPECT_TRUE(r.cancelled_job.empty());
   EXPECT_TRUE(r.changed.empty());
@@ -95,7 +95,7 @@ TEST_F(ResumeTest, ChangesOutsideSlurmAreRefusedNamingEachKey) {
   slurm_.SetState(submitted_.job_id, "PENDING", "BeginTime");
   const std::string before = RunYaml(), script = Script();
   Result<ResumeRunResult> r =
-      ResumeRun(*store_, slurm_, {run_, Edited("seed: 3", "seed: 4"), "/opt/bin/baton"}, 5);
+      ResumeRun(*store_, slurm_, {run_, Edited("seed: 3", "seed: 4"), "/opt/bin/baton", ""}, 5);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kConfig);
   EXPECT_NE(r.status().message().find("run.seed: 3 -> 4"), std::string::npos)
@@ -108,7 +108,7 @@ TEST_F(ResumeTest, ChangesOutsideSlurmAreRefusedNamingEachKey) {
 
 TEST_F(ResumeTest, RunningAndCompletedRunsAreRefused) {
   slurm_.SetState(submitted_.job_id, "RUNNING");
-  Result<ResumeRunResult> running = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5);
+  Result<ResumeRunResult> running = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5);
   ASSERT_FALSE(running.ok());
   EXPECT_NE(running.status().message().find("is RUNNING"), std::string::npos);
   ASSERT_TRUE(store_
@@ -117,7 +117,7 @@ TEST_F(ResumeTest, RunningAndCompletedRunsAreRefused) {
                                                     "done", 2);
                   })
                   .ok());
-  Result<ResumeRunResult> done = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5);
+  Result<ResumeRunResult> done = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5);
   ASSERT_FALSE(done.ok());
   EXPECT_EQ(done.status().code(), Code::kConfig);
   EXPECT_EQ(slurm_.submitted.size(), 1u);
@@ -128,7 +128,7 @@ TEST_F(ResumeTest, SbatchFailurePutsTheFilesBackAndKeepsTheWaitingJob) {
   const std::string before = RunYaml(), script = Script();
   slurm_.reject_message = "Requested node configuration is not available";
   Result<ResumeRunResult> r =
-      ResumeRun(*store_, slurm_, {run_, Edited("nodes: 2", "nodes: 1"), "/opt/bin/baton"}, 5);
+      ResumeRun(*store_, slurm_, {run_, Edited("nodes: 2", "nodes: 1"), "/opt/bin/baton", ""}, 5);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(slurm_.cancelled.empty());
   EXPECT_EQ(RunYaml(), before);
@@ -150,10 +150,10 @@ TEST_F(ResumeTest, ResumeRemovesTheCancelMarkAndPutsItBackOnFailure) {
   const std::string mark = RunFolder{submitted_.run_dir}.CancelMark();
   ASSERT_TRUE(WriteTextAtomic(mark, "cancelled\n").ok());
   slurm_.reject_message = "sbatch: error: Batch job submission failed";
-  ASSERT_FALSE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5).ok());
+  ASSERT_FALSE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5).ok());
   EXPECT_EQ(ReadFile(mark).value(), "cancelled\n");
   slurm_.reject_message.clear();
-  ASSERT_TRUE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton"}, 5).ok());
+  ASSERT_TRUE(ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5).ok());
   EXPECT_FALSE(std::filesystem::exists(mark));
 }
 

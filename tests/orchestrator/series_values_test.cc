@@ -73,7 +73,9 @@ TEST(SeriesValues, ANodeOfOneRowHoldsTheRulesValues) {
     if (slot < 0) continue;
     const double v = SeriesValue(k, r, ExpectedSchedule{});
     EXPECT_EQ(n.key[slot].count, std::isnan(v) ? 0 : 1) << SeriesKeyName(k);
-    if (!std::isnan(v)) EXPECT_EQ(n.key[slot].first.value, v) << SeriesKeyName(k);
+    if (!std::isnan(v)) {
+      EXPECT_EQ(n.key[slot].first.value, v) << SeriesKeyName(k);
+    }
   }
 }
 

@@ -121,7 +121,12 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   as.step0 = 100;
   as.resume_warmup_steps = 50;
   EXPECT_EQ(Text(AttemptStartEvent::FromJson(Text(as.ToJson())).ToJson()), Text(as.ToJson()));
-  AttemptEndEvent ae{"77", 2, 79, Name(ExitAction::kFail), Name(AttemptEndReason::kDiverged)};
+  AttemptEndEvent ae;
+  ae.job_id = "77";
+  ae.restart_count = 2;
+  ae.exit_code = 79;
+  ae.action = Name(ExitAction::kFail);
+  ae.reason = Name(AttemptEndReason::kDiverged);
   EXPECT_EQ(Text(AttemptEndEvent::FromJson(Text(ae.ToJson())).ToJson()), Text(ae.ToJson()));
   EXPECT_EQ(Text(ae.ToJson())["reason"], "diverged");
 }

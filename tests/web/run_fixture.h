@@ -64,6 +64,25 @@ struct AttemptSpec {
   std::string slurm_seen;
 };
 
+// An attempt from its ten leading fields; the others keep their defaults.
+inline AttemptSpec Attempt(std::string job_id, int64_t restart_count, std::string mode,
+                           int64_t step0, int64_t end_step, int64_t resume_warmup,
+                           std::vector<int64_t> checkpoints, std::string action, std::string reason,
+                           double start_time) {
+  AttemptSpec a;
+  a.job_id = std::move(job_id);
+  a.restart_count = restart_count;
+  a.mode = std::move(mode);
+  a.step0 = step0;
+  a.end_step = end_step;
+  a.resume_warmup = resume_warmup;
+  a.checkpoints = std::move(checkpoints);
+  a.action = std::move(action);
+  a.reason = std::move(reason);
+  a.start_time = start_time;
+  return a;
+}
+
 struct RunSpec {
   std::string name;
   int64_t target_steps = 600;
@@ -90,13 +109,12 @@ inline RunSpec DemoRunSpec(const std::string& name = "preempted-demo", int64_t s
   auto after = [&](const AttemptSpec& prev) {
     return prev.start_time + 3 + double(prev.end_step - prev.step0) * r.step_time_s + kDemoHoldS;
   };
-  AttemptSpec a1{
-      "1001",    0,           "fresh", 0, 350 * scale, 0, {100 * scale, 200 * scale, 300 * scale},
-      "requeue", "preempted", 1.7e9};
-  AttemptSpec a2{"1001",        1,         "exact",     300 * scale, 450 * scale, 0,
-                 {400 * scale}, "requeue", "preempted", after(a1)};
-  AttemptSpec a3{"1001",        2,      "weights_only", 400 * scale, 600 * scale, 20,
-                 {600 * scale}, "done", "completed",    after(a2)};
+  AttemptSpec a1 = Attempt("1001", 0, "fresh", 0, 350 * scale, 0,
+                           {100 * scale, 200 * scale, 300 * scale}, "requeue", "preempted", 1.7e9);
+  AttemptSpec a2 = Attempt("1001", 1, "exact", 300 * scale, 450 * scale, 0, {400 * scale},
+                           "requeue", "preempted", after(a1));
+  AttemptSpec a3 = Attempt("1001", 2, "weights_only", 400 * scale, 600 * scale, 20, {600 * scale},
+                           "done", "completed", after(a2));
   for (AttemptSpec* a : {&a1, &a2, &a3}) a->slurm_seen = "RUNNING";
   r.attempts = {a1, a2, a3};
   return r;
@@ -353,12 +371,12 @@ inline RunSpec NonfiniteRunSpec(const std::string& name = "nonfinite-demo") {
   r.name = name;
   r.target_steps = 100;
   r.warmup_steps = 10;
-  AttemptSpec a1{"3003", 0, "fresh", 0, 30, 0, {10, 20}, "requeue", "crashed", 1.71e9};
+  AttemptSpec a1 = Attempt("3003", 0, "fresh", 0, 30, 0, {10, 20}, "requeue", "crashed", 1.71e9);
   a1.nonfinite = {{15, {{"ep_000003", kMarkupEpisode}, /*loss_finite=*/true}}};
   a1.trainer_reason = "-";  // killed: no segment_end
   a1.exit_code = 139;
   const double start2 = a1.start_time + 3 + 30 * r.step_time_s + kDemoHoldS;
-  AttemptSpec a2{"3003", 1, "exact", 20, 45, 0, {40}, "fail", "diverged", start2};
+  AttemptSpec a2 = Attempt("3003", 1, "exact", 20, 45, 0, {40}, "fail", "diverged", start2);
   a2.nonfinite = {{42, {{"ep_000011", "ep_000012"}}},
                   {43, {{"ep_000011"}}},
                   {44, {{"ep_000012", kMarkupEpisode}}}};
@@ -374,7 +392,7 @@ inline RunSpec LiveRunSpec(const std::string& name, int64_t steps_done) {
   RunSpec r;
   r.name = name;
   r.target_steps = 1000;
-  AttemptSpec a{"2002", 0, "fresh", 0, steps_done, 0, {}, "", "", 1.7e9 + 5000};
+  AttemptSpec a = Attempt("2002", 0, "fresh", 0, steps_done, 0, {}, "", "", 1.7e9 + 5000);
   r.attempts = {a};
   return r;
 }

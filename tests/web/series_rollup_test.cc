@@ -200,9 +200,10 @@ TEST_F(SeriesRollups, InterleavedAttemptsFallBackToTheRows) {
   webtest::RunSpec r;
   r.name = "interleaved";
   r.target_steps = 400;
-  r.attempts = {{"4004", 0, "fresh", 0, 350, 0, {}, "requeue", "preempted", 1.7e9},
-                {"4004", 1, "exact", 100, 150, 0, {}, "requeue", "preempted", 1.7e9 + 2000},
-                {"4004", 2, "exact", 300, 400, 0, {}, "done", "completed", 1.7e9 + 4000}};
+  r.attempts = {
+      webtest::Attempt("4004", 0, "fresh", 0, 350, 0, {}, "requeue", "preempted", 1.7e9),
+      webtest::Attempt("4004", 1, "exact", 100, 150, 0, {}, "requeue", "preempted", 1.7e9 + 2000),
+      webtest::Attempt("4004", 2, "exact", 300, 400, 0, {}, "done", "completed", 1.7e9 + 4000)};
   const int64_t run = Create(r);
   ExpectNodesMatchRebuild(run);
   SeriesRequest q;

@@ -73,16 +73,8 @@ int main(int argc, char** argv) {
     webtest::RunSpec r = webtest::DemoRunSpec("sweep-" + std::to_string(i));
     r.target_steps = 20;
     r.warmup_steps = 5;
-    r.attempts = {{std::to_string(5000 + i),
-                   0,
-                   "fresh",
-                   0,
-                   20,
-                   0,
-                   {10, 20},
-                   "done",
-                   "completed",
-                   1.6e9 + double(i) * 100}};
+    r.attempts = {webtest::Attempt(std::to_string(5000 + i), 0, "fresh", 0, 20, 0, {10, 20}, "done",
+                                   "completed", 1.6e9 + double(i) * 100)};
     check(webtest::CreateRunThroughIngest(**store, root, r));
   }
   const int64_t demo = check(webtest::CreateRunThroughIngest(

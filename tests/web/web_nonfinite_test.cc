@@ -106,7 +106,7 @@ TEST_F(WebNonfinite, SeriesLeavesSkippedStepsOutOfTheCurvesAndMarksThem) {
 TEST_F(WebNonfinite, HttpAnswersAreValidJsonWithNullsForMissingValues) {
   Start();
   const std::string id = std::to_string(nonfinite_);
-  for (const std::string path :
+  for (const std::string& path :
        {"/api/runs/" + id, "/api/runs/" + id + "/attempts",
         "/api/runs/" + id + "/series?keys=lr,loss,loss_video,loss_action,grad_norm&superseded=1",
         std::string("/api/runs?limit=10")}) {
