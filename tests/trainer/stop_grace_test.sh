@@ -24,11 +24,11 @@ YAML
 
 # 1. The signal lands in step 3 (0-based 2), whose starting state the background save of step 2
 # holds. The write is slowed to ~40 MB/s (100 ms per 4 MiB) and every block of the step sleeps,
-# so the signal lands while the write is under way. The grace (1 s) is less than what finishing
+# so the signal lands while the write is under way. The grace (2 s) is less than what finishing
 # it plus a rewrite of the same state would take, and at least what is left of it.
 cfg "$tmp/a.yaml" "$tmp/a"
 rc=0
-BATON_GRACE_S=1 BATON_TEST_CKPT_WRITE_DELAY_MS=100 BATON_TEST_BLOCK_SLEEP_MS=150 \
+BATON_GRACE_S=2 BATON_TEST_CKPT_WRITE_DELAY_MS=100 BATON_TEST_BLOCK_SLEEP_MS=150 \
   BATON_TEST_SIGNAL_AT=micro:2:1 "$bt" train --config "$tmp/a.yaml" >"$tmp/a.log" 2>&1 || rc=$?
 [ $rc -eq 75 ] || fail "the stop exited $rc, expected 75: $(tail -5 "$tmp/a.log")"
 grep -q "^finishing the background save of step 2, which holds the state the stop keeps (no stop save follows): " "$tmp/a.log" ||
