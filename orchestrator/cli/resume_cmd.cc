@@ -19,15 +19,17 @@ struct ResumeOptions {
   std::string run;
   std::string config;
   bool json = false;
+  bool strict = false;
 };
 
 int RunResume(const ResumeOptions& o) {
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
-  ResumeRunRequest req{o.run, o.config, SelfPath(), FindTrainerBinary()};
+  ResumeRunRequest req{o.run, o.config, SelfPath(), FindTrainerBinary(), o.strict};
   Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, UnixTimeNow());
   if (!r.ok()) return ReportError(r.status());
+  for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
   if (o.json) {
     std::cout << nlohmann::json{{"run_id", r->run_id},
                                 {"name", r->name},
@@ -58,6 +60,9 @@ void AddResumeCommand(CLI::App& app, int* rc) {
   cmd->add_option("--config", o->config,
                   "The run's config with edited slurm: keys (default: the frozen run.yaml)");
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--strict", o->strict,
+                "Refuse the resume when the stop save may not fit the preemption grace, as "
+                "submit --strict does");
   cmd->callback([o, rc] { *rc = RunResume(*o); });
 }
 

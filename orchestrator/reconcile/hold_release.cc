@@ -1,7 +1,6 @@
 #include "orchestrator/reconcile/hold_release.h"
 
 #include <cstdio>
-#include <filesystem>
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
@@ -20,7 +19,9 @@ std::string Seconds(double s) {
 
 // The attempt ended as a clean preemption: the launcher requeued it after the trainer
 // checkpointed on the signal and exited 75, and that checkpoint is committed: its event (written
-// after the commit) is at the step the attempt stopped at, and its manifest is on disk.
+// after the commit) is at the step the attempt stopped at, and the folder verifies as the next
+// attempt's resume will verify it (VerifyCheckpoint with hashes, the check DecideResume makes):
+// a damaged one would send that attempt back to an older checkpoint.
 Result<bool> EndedCleanly(Store& store, const AttemptRecord& a) {
   if (a.action != Name(ExitAction::kRequeue) ||
       a.end_reason != Name(AttemptEndReason::kPreempted) || !a.ended_at ||
@@ -29,9 +30,7 @@ Result<bool> EndedCleanly(Store& store, const AttemptRecord& a) {
   BATON_ASSIGN_OR_RETURN(const std::vector<CheckpointRecord> checkpoints,
                          store.ListCheckpoints(a.run_id));
   for (const CheckpointRecord& c : checkpoints) {
-    std::error_code ec;
-    if (c.valid && c.step == *a.last_step &&
-        std::filesystem::is_regular_file(std::filesystem::path(c.path) / kManifestName, ec))
+    if (c.valid && c.step == *a.last_step && VerifyCheckpoint(c.path, /*check_hashes=*/true).ok())
       return true;
   }
   return false;

@@ -5,8 +5,8 @@
 //   - the job is the run's, held after a requeue (PENDING, Reason BeginTime) whose Restarts is
 //     one past the run's last attempt;
 //   - that attempt ended cleanly: the launcher's attempt_end (requeue, preempted), the trainer's
-//     exit 75, and a committed checkpoint at the step it stopped at (its event, and its
-//     MANIFEST.json on disk);
+//     exit 75, and a committed checkpoint at the step it stopped at (its event, and its folder
+//     verified as the trainer verifies it: manifest, every file's size and hash, the steps);
 //   - slurm.release_hold_after_s have passed since it ended (slurmd refuses a launch whose new
 //     credential is not newer, in whole seconds, than the revocation of the previous one);
 //   - slurm.release_requeue_hold is not false in the run's frozen config.

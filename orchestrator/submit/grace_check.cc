@@ -2,8 +2,11 @@
 
 #include "orchestrator/store/stop_save_summary.h"
 #include "orchestrator/submit/write_probe.h"
+#include "schema/grace_seconds.h"
 
 namespace baton {
+
+bool PlausibleWriteRate(double gbps) { return gbps >= kMinWriteGbps && gbps <= kMaxWriteGbps; }
 
 Result<StopSaveBudgetRecord> PlanStopSave(const RunConfig& config, int64_t bytes_per_rank,
                                           SlurmClient& slurm, Store* store,
@@ -25,18 +28,30 @@ Result<StopSaveBudgetRecord> PlanStopSave(const RunConfig& config, int64_t bytes
     b.write_source = "checkpoint.write_gbps";
   } else {
     std::optional<WriteProbeRecord> cached;
+    std::string refused;  // a cached rate that is no measurement, in words
     if (store != nullptr) {
       BATON_ASSIGN_OR_RETURN(cached, store->GetWriteProbe(probe_folder));
       if (cached && !(now - cached->measured_at <= kWriteProbeMaxAgeS)) cached.reset();
+      if (cached && !PlausibleWriteRate(cached->gbps)) {
+        refused = "; the cached " + Fixed(cached->gbps, 3) + " GB/s is outside [" +
+                  Fixed(kMinWriteGbps, 4) + ", " + Fixed(kMaxWriteGbps, 0) +
+                  "] GB/s and was measured again";
+        cached.reset();
+      }
     }
     if (!cached) {
       BATON_ASSIGN_OR_RETURN(const double gbps, ProbeWriteRate(probe_folder));
+      if (!PlausibleWriteRate(gbps)) {
+        return Status::Io(probe_folder + ": the checkpoint write probe measured " + Fixed(gbps, 3) +
+                          " GB/s, which no storage gives; set " +
+                          "checkpoint.write_gbps to the folder's rate");
+      }
       cached = WriteProbeRecord{probe_folder, gbps, kWriteProbeBytes, now};
       if (store != nullptr) BATON_RETURN_IF_ERROR(store->PutWriteProbe(*cached));
     }
     b.write_gbps = cached->gbps;
-    b.write_source =
-        "probe of " + probe_folder + " (" + std::to_string(cached->bytes >> 20) + " MiB fsync'd)";
+    b.write_source = "probe of " + probe_folder + " (" + std::to_string(cached->bytes >> 20) +
+                     " MiB fsync'd" + refused + ")";
   }
   b.predicted_s = double(bytes_per_rank) / 1e9 / b.write_gbps;
   b.fits = b.predicted_s * kGraceMargin <= b.grace_s;
@@ -57,6 +72,36 @@ std::string StopSaveWarning(const StopSaveBudgetRecord& b, const RunConfig& conf
          "), async periodic saves (checkpoint.async) so less is lost, a faster checkpoint " +
          "folder (run.dir), or a partition with a longer GraceTime (slurm.preempt_grace_s if " +
          "the site gives more)";
+}
+
+Status CheckGrace(const RunConfig& config, const std::string& config_path, bool strict,
+                  const MemoryPlanReport* plan, const std::string& no_plan, SlurmClient& slurm,
+                  Store* store, const std::string& probe_folder, double now, GraceCheck* out) {
+  // A check that could not be made: a warning, or under --strict a refusal.
+  auto unchecked = [&](const std::string& why) {
+    const std::string what = "the stop save was not weighed against the preemption grace: " + why;
+    if (strict) return Status::Config(config_path + ": " + what + " (--strict)");
+    out->warnings.push_back(what);
+    return Status::Ok();
+  };
+  if (plan == nullptr) return unchecked(no_plan);
+  Result<StopSaveBudgetRecord> b =
+      PlanStopSave(config, plan->checkpoint.bytes_per_rank_max, slurm, store, probe_folder, now);
+  if (!b.ok()) {
+    if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
+    return unchecked(b.status().message() +
+                     "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them");
+  }
+  out->budget = *b;
+  const std::string warning = StopSaveWarning(*b, config);
+  if (warning.empty()) return Status::Ok();
+  if (strict) return Status::Config(config_path + ": " + warning + " (--strict refuses it)");
+  out->warnings.push_back(warning);
+  return Status::Ok();
+}
+
+std::string GraceEnvValue(const GraceCheck& check) {
+  return check.budget ? GraceSecondsText(check.budget->grace_s) : "";
 }
 
 }  // namespace baton

@@ -47,6 +47,26 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// A cuda run's host memory in the plan (checkpoint.async's host snapshot, beside the device
+// total) against slurm.mem_per_task_gb; nothing to check when either is 0.
+Status CheckHostMemory(const MemoryPlanReport& plan, double host_gb,
+                       const std::string& config_path) {
+  const double host =
+      plan.checkpoint_snapshot_in_total ? 0 : double(plan.bytes.checkpoint_snapshot);
+  const double limit = host_gb * double(int64_t(1) << 30);
+  if (host_gb <= 0 || host <= limit) return Status::Ok();
+  char head[64];
+  std::snprintf(head, sizeof head, "%g GiB", host_gb);
+  return Status::Config(
+      config_path + ": slurm.mem_per_task_gb: the run's memory plan needs " + Gib(host) +
+      " of host memory per rank (checkpoint snapshot: checkpoint.async's host copy of the rank's "
+      "share of the state), more than the " +
+      head +
+      " this key allows. Raise slurm.mem_per_task_gb (it is also SLURM's --mem-per-cpu), or "
+      "set checkpoint.async: false; `baton-train plan-memory --config " +
+      config_path + "` prints the plan");
+}
+
 }  // namespace
 
 Result<MemoryPlanReport> RunMemoryPlan(const RunConfig& config, const std::string& config_path,
@@ -74,19 +94,34 @@ Result<MemoryPlanReport> RunMemoryPlan(const RunConfig& config, const std::strin
   return plan;
 }
 
+std::optional<MemoryPlanReport> PlanIfPossible(const RunConfig& config,
+                                               const std::string& config_path,
+                                               const std::string& trainer_bin,
+                                               std::string* no_plan) {
+  *no_plan = "baton-train (which plans the checkpoint's size) was not found";
+  if (trainer_bin.empty()) return std::nullopt;
+  Result<MemoryPlanReport> p = RunMemoryPlan(config, config_path, trainer_bin);
+  if (p.ok()) return std::move(p).value();
+  *no_plan = p.status().message();
+  return std::nullopt;
+}
+
 Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
                        const std::string& trainer_bin, const MemoryPlanReport* plan_in) {
   const bool cuda = config.train.device == Device::kCuda;
   const double limit_gb = cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
   const std::string key = MemoryLimitKey(config.train.device);
-  if (limit_gb <= 0) return Status::Ok();
+  // A cuda run's host memory is held to slurm.mem_per_task_gb too (a cpu run's is its total).
+  const double host_gb = cuda ? config.slurm.mem_per_task_gb : 0;
+  if (limit_gb <= 0 && host_gb <= 0) return Status::Ok();
   if (plan_in == nullptr && trainer_bin.empty()) {
+    const std::string set = limit_gb > 0 ? key : "slurm.mem_per_task_gb";
     return Status::Unavailable(
-        config_path + ": " + key +
+        config_path + ": " + set +
         " is set, but baton-train (which computes the memory plan) was not found "
         "($BATON_TRAIN_BIN, "
         "next to baton, or the build tree's trainer/); set BATON_TRAIN_BIN, or set " +
-        key + ": 0 to submit without the check");
+        set + ": 0 to submit without the check");
   }
   const int64_t world = config.slurm.nodes * config.slurm.ntasks_per_node;
   MemoryPlanReport ran;
@@ -94,6 +129,8 @@ Status CheckMemoryPlan(const RunConfig& config, const std::string& config_path,
     BATON_ASSIGN_OR_RETURN(ran, RunMemoryPlan(config, config_path, trainer_bin));
   }
   const MemoryPlanReport& plan = plan_in != nullptr ? *plan_in : ran;
+  BATON_RETURN_IF_ERROR(CheckHostMemory(plan, host_gb, config_path));
+  if (limit_gb <= 0) return Status::Ok();
   const MemoryPlanReport::Bytes& b = plan.bytes;
   const double total = double(b.total);
   const double limit = limit_gb * double(int64_t(1) << 30);

@@ -1,5 +1,7 @@
 // CheckMemoryPlan: `baton submit`'s refusal of a run whose memory plan exceeds the memory per rank
 // the config states (slurm.gpu_memory_gb for a cuda run, slurm.mem_per_task_gb for a cpu run).
+// A cuda run's slurm.mem_per_task_gb is held to the plan's host memory as well (the checkpoint
+// snapshot, which lies beside the device total): SLURM would grant only that much.
 //
 // The plan is the trainer's own (`baton-train plan-memory --config CFG --world-size W --json`,
 // W = nodes x ntasks_per_node), so the orchestrator never restates the model's arithmetic. With
@@ -8,6 +10,7 @@
 // Stateless; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "schema/memory_plan_report.h"
@@ -32,5 +35,12 @@ namespace baton {
 [[nodiscard]] Result<MemoryPlanReport> RunMemoryPlan(const RunConfig& config,
                                                      const std::string& config_path,
                                                      const std::string& trainer_bin);
+
+// The plan both checks of a submit or a resume read: RunMemoryPlan when there is a trainer, else
+// none, with `no_plan` saying why (the trainer's error, or that none was found).
+std::optional<MemoryPlanReport> PlanIfPossible(const RunConfig& config,
+                                               const std::string& config_path,
+                                               const std::string& trainer_bin,
+                                               std::string* no_plan);
 
 }  // namespace baton

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
@@ -42,6 +43,14 @@ class Restore {
   bool armed_ = true;
   std::vector<std::pair<std::string, std::string>> saved_;
 };
+
+// The folder the write probe measures for a run: the one that holds its folder, as at submit
+// (so the probe cached then serves).
+std::string ProbeFolderOf(const std::string& run_dir) {
+  std::string s = fs::path(run_dir).lexically_normal().parent_path().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
 
 Result<std::string> ReadText(const std::string& path) {
   std::error_code ec;
@@ -122,13 +131,24 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
                             "; these differ from " + folder.RunYaml() + ":" + refused);
     }
     config = std::move(edited);
-    BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, req.config_path, req.trainer_bin));
   }
+  // Submit's two checks, on the config the new job runs, from one plan: the memory per rank, and
+  // the stop save against the grace, which the job is told (BATON_GRACE_S) as at submit.
+  const std::string checked = req.config_path.empty() ? folder.RunYaml() : req.config_path;
+  std::string no_plan;
+  const std::optional<MemoryPlanReport> plan =
+      PlanIfPossible(config, checked, req.trainer_bin, &no_plan);
+  BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, checked, req.trainer_bin, plan ? &*plan : nullptr));
+  GraceCheck grace;
+  BATON_RETURN_IF_ERROR(CheckGrace(config, checked, req.strict, plan ? &*plan : nullptr, no_plan,
+                                   slurm, &store, ProbeFolderOf(run.run_dir), now, &grace));
+  out.budget = grace.budget;
+  out.warnings = grace.warnings;
 
   const std::string frozen = ToYaml(config);
-  BATON_ASSIGN_OR_RETURN(
-      const std::string script,
-      RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir, req.baton_bin}));
+  BATON_ASSIGN_OR_RETURN(const std::string script,
+                         RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir,
+                                                     req.baton_bin, GraceEnvValue(grace)}));
   BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadText(folder.SbatchScript()));
 
   BATON_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
@@ -151,6 +171,10 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
   BATON_RETURN_IF_ERROR(store.SetRunDirInTx(run.id, run.run_dir, frozen));
   BATON_RETURN_IF_ERROR(
       store.SetRunLimitsInTx(run.id, config.slurm.max_restarts, config.slurm.max_failures));
+  if (out.budget) {
+    out.budget->run_id = run.id;
+    BATON_RETURN_IF_ERROR(store.UpsertStopSaveBudgetInTx(*out.budget));
+  }
   BATON_ASSIGN_OR_RETURN(out.job_id, slurm.Submit(folder.SbatchScript()));
   Status st = Status::Ok();
   if (!waiting_job.empty()) {

@@ -7,12 +7,16 @@
 // Only `slurm:` keys may differ from the frozen run.yaml: anything else would make the run a
 // different run, and is refused (kConfig, naming every differing key with both values). An edited
 // config's memory plan is checked as `baton submit` checks it (memory_check.h): fewer ranks or
-// less memory may no longer fit.
+// less memory may no longer fit; the frozen one is checked again too. The stop save is weighed
+// against the grace as at submit (grace_check.h): the new job's script exports that grace
+// (BATON_GRACE_S), the run's stored budget is replaced, and a budget that does not fit warns, or
+// with `strict` refuses.
 // All or nothing, like SubmitRun: sbatch runs inside the store transaction; the waiting job is
 // cancelled only after the new one is queued; run.yaml and sbatch.sh are replaced atomically and
 // restored when anything after them fails. Thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +30,8 @@ struct ResumeRunRequest {
   std::string run;          // id or name
   std::string config_path;  // "" keeps run.yaml as it is
   std::string baton_bin;    // absolute path written into sbatch.sh
-  std::string trainer_bin;  // for the memory plan of an edited config ("" when none)
+  std::string trainer_bin;  // for the memory plan and the stop save's size ("" when none)
+  bool strict = false;      // refuse a stop save that does not fit the grace, as submit --strict
 };
 
 struct ResumeRunResult {
@@ -37,6 +42,10 @@ struct ResumeRunResult {
   std::string cancelled_job;         // the waiting job taken back ("" when none)
   std::string job_id;                // the new job
   std::vector<std::string> changed;  // "slurm.nodes: 2 -> 1"
+  // The stop save weighed against the grace (stored for the run); none when it could not be
+  // checked (`warnings` says why).
+  std::optional<StopSaveBudgetRecord> budget;
+  std::vector<std::string> warnings;  // for stderr
 };
 
 // The `section.key: old -> new` lines between two resolved configs (ToYaml of each), sorted.

@@ -78,44 +78,6 @@ std::string ProbeFolder(const RunConfig& config, const SubmitRequest& req) {
   return s;
 }
 
-// The grace check (grace_check.h) into `out`: the budget, and a warning when it does not fit or
-// cannot be made; with `strict` either refuses.
-Status CheckGrace(const RunConfig& config, const SubmitRequest& req, const MemoryPlanReport* plan,
-                  const std::string& no_plan, SlurmClient& slurm, Store* store, double now,
-                  SubmitResult* out) {
-  // A check that could not be made: a warning, or under --strict a refusal.
-  auto unchecked = [&](const std::string& why) {
-    const std::string what = "the stop save was not weighed against the preemption grace: " + why;
-    if (req.strict) return Status::Config(req.config_path + ": " + what + " (--strict)");
-    out->warnings.push_back(what);
-    return Status::Ok();
-  };
-  if (plan == nullptr) return unchecked(no_plan);
-  Result<StopSaveBudgetRecord> b = PlanStopSave(config, plan->checkpoint.bytes_per_rank_max, slurm,
-                                                store, ProbeFolder(config, req), now);
-  if (!b.ok()) {
-    if (b.status().code() == Code::kIo) return b.status();  // the folder cannot take checkpoints
-    return unchecked(b.status().message() +
-                     "; set slurm.preempt_grace_s (and checkpoint.write_gbps) to say them");
-  }
-  out->budget = *b;
-  const std::string warning = StopSaveWarning(*b, config);
-  if (warning.empty()) return Status::Ok();
-  if (req.strict)
-    return Status::Config(req.config_path + ": " + warning + " (--strict refuses it)");
-  out->warnings.push_back(warning);
-  return Status::Ok();
-}
-
-// The grace the job's processes are told (BATON_GRACE_S): the trainer decides with it whether a
-// background save still fits when a stop comes.
-std::string GraceEnv(const SubmitResult& out) {
-  if (!out.budget) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", out.budget->grace_s);
-  return buf;
-}
-
 }  // namespace
 
 Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
@@ -128,28 +90,25 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   config.run.name = out.name;
   // One plan for both checks. Without a trainer or a plan the memory check says what it says
   // today; the grace check is then only a warning (or, strict, a refusal).
-  std::optional<MemoryPlanReport> plan;
-  std::string no_plan = "baton-train (which plans the checkpoint's size) was not found";
-  if (!req.trainer_bin.empty()) {
-    Result<MemoryPlanReport> p = RunMemoryPlan(config, req.config_path, req.trainer_bin);
-    if (p.ok()) {
-      plan = std::move(p).value();
-    } else {
-      no_plan = p.status().message();
-    }
-  }
+  std::string no_plan;
+  const std::optional<MemoryPlanReport> plan =
+      PlanIfPossible(config, req.config_path, req.trainer_bin, &no_plan);
   BATON_RETURN_IF_ERROR(
       CheckMemoryPlan(config, req.config_path, req.trainer_bin, plan ? &*plan : nullptr));
-  BATON_RETURN_IF_ERROR(
-      CheckGrace(config, req, plan ? &*plan : nullptr, no_plan, slurm, store, now, &out));
+  GraceCheck grace;
+  BATON_RETURN_IF_ERROR(CheckGrace(config, req.config_path, req.strict, plan ? &*plan : nullptr,
+                                   no_plan, slurm, store, ProbeFolder(config, req), now, &grace));
+  out.budget = grace.budget;
+  out.warnings = grace.warnings;
 
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
     out.run_dir = !config.run.dir.empty() ? config.run.dir
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
     config.run.dir = out.run_dir;
-    BATON_ASSIGN_OR_RETURN(out.script, RenderSbatchScript(config, {"NEW", out.name, out.run_dir,
-                                                                   req.baton_bin, GraceEnv(out)}));
+    BATON_ASSIGN_OR_RETURN(out.script,
+                           RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin,
+                                                       GraceEnvValue(grace)}));
     return out;
   }
   if (store == nullptr) return Status::Internal("submit without a store");
@@ -200,7 +159,7 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   const std::string frozen = ToYaml(config);
   BATON_ASSIGN_OR_RETURN(out.script,
                          RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
-                                                     req.baton_bin, GraceEnv(out)}));
+                                                     req.baton_bin, GraceEnvValue(grace)}));
   cleanup.AddFile(folder.RunYaml());
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   const std::string script_path = folder.SbatchScript();

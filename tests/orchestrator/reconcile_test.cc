@@ -7,6 +7,8 @@
 #include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "schema/atomic_file.h"
+#include "schema/checkpoint_manifest.h"
 #include "test_util.h"
 
 namespace baton {
@@ -247,7 +249,7 @@ class HoldReleaseTest : public ReconcileTest {
   void Preempted(const std::string& reason = "preempted", bool committed = true) {
     const std::string ckpt = tmp_ / "run/checkpoints/checkpoint_step_5";
     std::filesystem::create_directories(ckpt);
-    if (committed) Append(ckpt + "/MANIFEST.json", "{}");
+    if (committed) Commit(ckpt, 5);
     Attempt(0, 0, 5,
             "{\"type\":\"checkpoint\",\"time\":1.5,\"source\":\"trainer\",\"step\":5,\"path\":\"" +
                 ckpt +
@@ -257,6 +259,16 @@ class HoldReleaseTest : public ReconcileTest {
                 EndLine("requeue", reason, 75));
     slurm_.SetState(job_, "PENDING", "BeginTime");
     slurm_.job(job_)->restarts = 1;
+  }
+  // A full checkpoint of `step` in `dir` that verifies (small stand-in files, their manifest).
+  static void Commit(const std::string& dir, int64_t step) {
+    for (const char* f : {kWeightsFile, kModelConfigFile, kOptimizerFile})
+      Append(dir + "/" + f, std::string("bytes of ") + f);
+    Append(dir + "/" + kStateFile, "{\"step\": " + std::to_string(step) + "}");
+    CheckpointManifest m;
+    m.step = step;
+    ASSERT_TRUE(WriteManifest(dir, m, RequiredFiles("full")).ok());
+    ASSERT_TRUE(VerifyCheckpoint(dir).ok());
   }
   // One watch/serve pass at `now`; its change lines.
   std::vector<std::string> Pass(double now, Code expect = Code::kOk) {
@@ -309,6 +321,27 @@ TEST_F(HoldReleaseTest, NotWithoutTheCheckpointCommitted) {
   Preempted("preempted", /*committed=*/false);
   Pass(10);
   EXPECT_TRUE(slurm_.released.empty());
+}
+
+// A damaged checkpoint would send the next attempt back to an older one: the hold stands, for a
+// manifest that does not parse and for a file whose bytes no longer hash to the manifest's.
+TEST_F(HoldReleaseTest, NotWhenTheCheckpointDoesNotVerify) {
+  Preempted();
+  const std::string ckpt = tmp_ / "run/checkpoints/checkpoint_step_5";
+  const std::string manifest = ReadFile(ckpt + "/" + kManifestName).value();
+  ASSERT_TRUE(WriteTextAtomic(ckpt + "/" + kManifestName, "{}").ok());
+  Pass(10);
+  EXPECT_TRUE(slurm_.released.empty());
+  ASSERT_TRUE(WriteTextAtomic(ckpt + "/" + kManifestName, manifest).ok());
+  std::string weights = ReadFile(ckpt + "/" + kWeightsFile).value();
+  weights[0] ^= 1;  // same size, other bytes
+  ASSERT_TRUE(WriteTextAtomic(ckpt + "/" + kWeightsFile, weights).ok());
+  Pass(11);
+  EXPECT_TRUE(slurm_.released.empty());
+  weights[0] ^= 1;
+  ASSERT_TRUE(WriteTextAtomic(ckpt + "/" + kWeightsFile, weights).ok());
+  Pass(12);
+  EXPECT_EQ(slurm_.released, std::vector<std::string>{job_});
 }
 
 TEST_F(HoldReleaseTest, TheConfigTurnsItOffOrWaitsLonger) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_planner.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/sbatch_script.h"
@@ -14,6 +15,7 @@ namespace baton {
 namespace {
 
 using test::Append;
+using test::FakePlanner;
 using test::OpenStore;
 using test::TempDir;
 
@@ -118,17 +120,6 @@ TEST_F(SubmitTest, DryRunTouchesNothing) {
   EXPECT_TRUE(slurm_.submitted.empty());
   EXPECT_TRUE(store_->ListRuns().value().empty());
   EXPECT_FALSE(std::filesystem::exists(tmp_ / "home/runs"));
-}
-
-// A trainer that prints a report whose only figure is the one the grace check reads: a stand-in
-// for `baton-train plan-memory --json`, whose real figures tests/integration's grace test uses.
-std::string FakePlanner(const std::string& dir, int64_t bytes_per_rank) {
-  const std::filesystem::path bin = std::filesystem::path(dir) / "fake-plan-memory";
-  MemoryPlanReport report;
-  report.checkpoint.bytes_per_rank_max = bytes_per_rank;
-  Append(bin, "#!/bin/sh\necho '" + report.ToJson().dump() + "'\n");
-  std::filesystem::permissions(bin, std::filesystem::perms::owner_all);
-  return bin.string();
 }
 
 TEST_F(SubmitTest, AStopSaveThatFitsIsStoredAndTheGraceReachesTheJob) {

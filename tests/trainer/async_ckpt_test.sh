@@ -149,7 +149,7 @@ grep -Eq "abandoned the background save of step 2 on the stop request: .*(exceed
 all_valid "$tmp/s2"
 checks=$((checks + 1)); echo "ok: a stop whose grace budget the write would exceed abandons it (.partial removed), then saves"
 expect_exit 78 env BATON_GRACE_S=soon "$bt" train --config "$tmp/s2.yaml"
-expect_in "$err" "BATON_GRACE_S='soon' is not a number >= 0"
+expect_in "$err" "BATON_GRACE_S='soon' is not decimal seconds in [0, 86400]"
 
 # 5. The checkpoint folder failing under a background write: the run stops with exit 74 naming
 # the file, and the half-written folder is never taken.

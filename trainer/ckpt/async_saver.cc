@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "schema/exit_codes.h"
+#include "schema/grace_seconds.h"
 #include "trainer/fail.h"
 #include "trainer/memory/snapshot_fit.h"
 
@@ -40,9 +41,11 @@ double EnvSeconds(const char* name, double fallback, const char* hint) {
 }  // namespace
 
 AsyncSaver::AsyncSaver() {
-  grace_s_ = EnvSeconds("BATON_GRACE_S", -1,
-                        "the seconds a stop signal leaves before the job is killed; unset it to "
-                        "let a background save always finish");
+  if (const char* g = std::getenv(kGraceEnv); g != nullptr && *g != '\0') {
+    grace_s_ = BATON_VALUE_OR_FAIL(ParseGraceSeconds(g),
+                                   "the seconds a stop signal leaves before the job is killed "
+                                   "(baton submit and baton resume write it into sbatch.sh)");
+  }
   delay_ms_ = int64_t(EnvSeconds("BATON_TEST_CKPT_WRITE_DELAY_MS", 0, "tests only: unset it"));
 }
 
@@ -130,24 +133,34 @@ bool AsyncSaver::FinishFits(int64_t next_bytes, std::string* why) {
   const double elapsed = write_elapsed_.load();
   const double rate =
       done_.load() || (written > 0 && elapsed > 0) ? double(written) / elapsed : rate_;
-  char buf[256];
+  char buf[320];
   if (grace_s_ < 0) {
-    std::snprintf(buf, sizeof buf, "no grace budget (BATON_GRACE_S unset)");
+    std::snprintf(buf, sizeof buf, "no grace budget (%s unset)", kGraceEnv);
   } else if (!(rate > 0)) {
-    // Nothing written yet: abandoning loses little, and the stop save holds a newer state.
+    // Nothing written yet: abandoning loses little, and a stop save holds a newer state.
     fits = false;
     std::snprintf(buf, sizeof buf,
                   "nothing of it written yet, no rate to tell whether it fits the %g s grace "
                   "budget",
                   grace_s_);
   } else {
-    const double left = done_.load() ? 0.0 : double(save_.bytes - written) / rate;
-    const double next = double(next_bytes) / rate;
-    fits = left + next <= grace_s_;
-    std::snprintf(buf, sizeof buf,
-                  "~%.2f s left of it + ~%.2f s for the stop save at %.1f MB/s %s the %g s "
-                  "grace budget",
-                  left, next, rate / 1e6, fits ? "fit" : "exceed", grace_s_);
+    // Whole hundredths of a second, rounded up, as printed: the figures shown are the ones
+    // decided on, so "~1.00 s ... fit the 1 s" never hides a 1.004 s that did not.
+    const auto centi = [](double s) { return std::ceil(s * 100 - 1e-6) / 100; };
+    const double left = centi(done_.load() ? 0.0 : double(save_.bytes - written) / rate);
+    const double next = centi(double(next_bytes) / rate);
+    fits = left + next <= grace_s_ + 1e-9;
+    if (next_bytes > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "~%.2f s left of it + ~%.2f s for the stop save = ~%.2f s at %.1f MB/s %s "
+                    "the %g s grace budget",
+                    left, next, left + next, rate / 1e6, fits ? "fit" : "exceed", grace_s_);
+    } else {
+      std::snprintf(buf, sizeof buf,
+                    "~%.2f s left of it, and no stop save after it, at %.1f MB/s %s the %g s "
+                    "grace budget",
+                    left, rate / 1e6, fits ? "fit" : "exceed", grace_s_);
+    }
   }
   *why = buf;
   if (save_.multi) {

@@ -17,10 +17,10 @@
 // .partial. A write that fails (disk full, folder not writable) fails the run at the commit, on
 // every rank alike, with the writer's error naming the file; its .partial is never a checkpoint.
 //
-// Environment: BATON_GRACE_S, the seconds a stop signal leaves before the job is killed (unset:
-// finishing always fits); BATON_TEST_CKPT_WRITE_DELAY_MS, tests only: the writer sleeps this long
-// after every 4 MiB and every file's last write, so a test can land a kill inside a background
-// save.
+// Environment: BATON_GRACE_S, the seconds a stop signal leaves before the job is killed (decimal
+// seconds, schema/grace_seconds.h; unset: finishing always fits); BATON_TEST_CKPT_WRITE_DELAY_MS,
+// tests only: the writer sleeps this long after every 4 MiB and every file's last write, so a test
+// can land a kill inside a background save.
 //
 // Used by the training thread only (the writer thread is private); not copyable.
 #pragma once
@@ -71,10 +71,11 @@ class AsyncSaver {
   double write_seconds() const { return write_s_; }         // the last finished write
   int64_t steps_overlapped() const { return overlapped_; }  // boundaries polled during it
 
-  // On a stop: whether writing the rest of this save and then `next_bytes` (the stop save) fits
-  // the grace budget, from the bytes left and the rate measured (every rank agrees: any rank's
-  // "no" abandons). True when there is no budget; false when nothing is written yet (no rate,
-  // and the stop save holds a newer state anyway). `why` gets the figures.
+  // On a stop: whether writing the rest of this save and then `next_bytes` (the stop save; 0
+  // when none follows) fits the grace budget, from the bytes left and the rate measured (every
+  // rank agrees: any rank's "no" abandons). True when there is no budget; false when nothing is
+  // written yet (no rate). `why` gets the figures, in hundredths of a second rounded up: the
+  // very figures compared with the budget.
   bool FinishFits(int64_t next_bytes, std::string* why);
   // Cancels the write, joins it, and removes the .partial (rank 0, after every rank stopped).
   void Abandon();

@@ -6,7 +6,7 @@
 //        clean_actions [A, F, N]; text_emb [Lt, text_dim]; chunk_size, window_size int64 [1].
 //        Floats in F32, BF16, F16 or F64.
 //   OUT: video_pred [C, F, H, W], action_pred [A, F, N] (F32, or F64 with --dtype float64).
-// A missing or mis-shaped input is exit 65 naming it.
+// A missing, mis-shaped or empty input (F, H or W of 0) is exit 65 naming it.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -81,6 +81,14 @@ int RunForward(const Args& a) {
   const int64_t C = d.channels, A = d.action_dim;
   auto noisy = in.Get("noisy_latents", {C, -1, -1, -1}, dtype);
   const int64_t F = noisy.size(1), H = noisy.size(2), W = noisy.size(3);
+  if (F < 1 || H < 1 || W < 1) {
+    BATON_FAIL(kExitData,
+               a.inputs + ": noisy_latents has shape " + ShapeString(noisy.sizes().vec()) +
+                   ": an empty sample (F " + std::to_string(F) + ", H " + std::to_string(H) +
+                   ", W " + std::to_string(W) + ")",
+               "the sample needs at least one frame (F >= 1) and a height and width of at least "
+               "one patch");
+  }
   if (H % d.patch != 0 || W % d.patch != 0) {
     BATON_FAIL(kExitData,
                a.inputs + ": noisy_latents is " + std::to_string(H) + "x" + std::to_string(W) +

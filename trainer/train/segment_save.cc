@@ -88,7 +88,11 @@ bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
   if (!saver.in_flight()) return true;
   if (reason == SaveReason::kSignal) {
     std::string why;
-    if (!saver.FinishFits(next_bytes, &why)) {
+    const bool fits = saver.FinishFits(next_bytes, &why);
+    // Nothing after it: the save holds the very state the stop keeps. Abandoning it would only
+    // write the same bytes again from the start, so it is finished whatever the figures say.
+    const bool last = next_bytes == 0;
+    if (!fits && !last) {
       const int64_t step = saver.step();
       saver.Abandon();
       if (s.leader()) {
@@ -99,8 +103,16 @@ bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
       return false;
     }
     if (s.leader()) {
-      std::printf("finishing the background save of step %lld before the stop save: %s\n",
-                  (long long)saver.step(), why.c_str());
+      if (last) {
+        std::printf(
+            "finishing the background save of step %lld, which holds the state the stop keeps "
+            "(no stop save follows): %s%s\n",
+            (long long)saver.step(), why.c_str(),
+            fits ? "" : "; abandoning it would write the same state again from the start");
+      } else {
+        std::printf("finishing the background save of step %lld before the stop save: %s\n",
+                    (long long)saver.step(), why.c_str());
+      }
       std::fflush(stdout);
     }
     SetSaving(true);  // waiting for it is part of the stop save: a second SIGTERM exits at once

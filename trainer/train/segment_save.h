@@ -27,8 +27,10 @@ void CommitBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, in
                           bool wait);
 
 // Before any other save: the background one is committed (waited for), or on a stop abandoned
-// when the rest of it and the stop save would not fit the grace budget. False when it was
-// abandoned (every rank decides alike).
+// when the rest of it and the stop save after it would not fit the grace budget. `next_bytes`:
+// this rank's part of the save that follows it; 0 when none follows (the background save holds
+// the stop's own state), and then it is always finished, its figures printed without a stop
+// save's. False when it was abandoned (every rank decides alike).
 bool SettleBackgroundSave(SegmentLog& log, const Setup& s, AsyncSaver& saver, int64_t at_step,
                           SaveReason reason, int64_t next_bytes);
 

@@ -193,12 +193,12 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
                         want_stop);
     } catch (const StepAbandoned& a) {
       // The state of this step's start is on disk when the segment began there, or when the
-      // periodic save of it committed. That save may still be in the background: finished, it is
-      // the stop's checkpoint; abandoned (it would not fit the grace), the stop save writes it.
+      // periodic save of it committed. That save may still be in the background: it is then
+      // finished and is the stop's checkpoint (abandoned, the same state would be written again).
       bool saved = step == rp.step0();
       if (!saved && step % config.checkpoint.every == 0) {
         saved = !(saver.in_flight() && saver.step() == step) ||
-                SettleBackgroundSave(log, s, saver, step, SaveReason::kSignal, saver.bytes());
+                SettleBackgroundSave(log, s, saver, step, SaveReason::kSignal, /*next_bytes=*/0);
       }
       return StopAbandoned(
           log, s, a,
