@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "orchestrator/cli/cli_audit.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/launcher/launcher.h"
@@ -26,7 +27,9 @@ int RunResume(const ResumeOptions& o) {
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
   ResumeRunRequest req{o.run, o.config, SelfPath(), FindTrainerBinary()};
-  Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, UnixTimeNow());
+  const double now = UnixTimeNow();
+  Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, now);
+  AuditCliAction(**store, o.run, "resume", r.status(), now);
   if (!r.ok()) return ReportError(r.status());
   if (o.json) {
     std::cout << nlohmann::json{{"run_id", r->run_id},

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "orchestrator/submit/memory_check.h"
+#include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/config_keys.h"
@@ -125,6 +126,10 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
     BATON_RETURN_IF_ERROR(CheckMemoryPlan(config, req.config_path, req.trainer_bin));
   }
 
+  BATON_ASSIGN_OR_RETURN(
+      const std::string cluster,
+      ResolveRunCluster(config.slurm, req.config_path.empty() ? folder.RunYaml() : req.config_path,
+                        slurm));
   const std::string frozen = ToYaml(config);
   BATON_ASSIGN_OR_RETURN(
       const std::string script,
@@ -164,6 +169,7 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
     reason += ")";
   }
   if (st.ok()) st = store.SetRunJobInTx(run.id, out.job_id, now);
+  if (st.ok()) st = store.SetRunClusterInTx(run.id, cluster);
   if (st.ok()) st = store.SetRunStatusInTx(run.id, RunStatus::kPending, reason, now);
   if (st.ok()) st = tx.Commit();
   if (!st.ok()) {
