@@ -4,6 +4,12 @@
 
 namespace baton {
 
+namespace {
+
+const std::optional<Identity> kNoIdentity;
+
+}  // namespace
+
 std::optional<AuthMode> ParseAuthMode(const std::string& word) {
   if (word == "tokens") return AuthMode::kTokens;
   if (word == "proxy") return AuthMode::kProxy;
@@ -36,15 +42,15 @@ Result<std::optional<Identity>> RequestIdentity::Identify(const httplib::Request
                                                           bool header_only) const {
   if (options_.mode == AuthMode::kProxy) {
     const auto& t = options_.trusted_proxies;
-    if (std::find(t.begin(), t.end(), req.remote_addr) == t.end()) return std::nullopt;
-    if (req.get_header_value_count(options_.proxy_header.c_str()) != 1) return std::nullopt;
+    if (std::find(t.begin(), t.end(), req.remote_addr) == t.end()) return kNoIdentity;
+    if (req.get_header_value_count(options_.proxy_header.c_str()) != 1) return kNoIdentity;
     const std::string user = req.get_header_value(options_.proxy_header.c_str());
-    if (!ValidTokenUser(user)) return std::nullopt;
+    if (!ValidTokenUser(user)) return kNoIdentity;
     const auto& admins = options_.admin_users;
     return std::optional<Identity>(
         Identity{user, std::find(admins.begin(), admins.end(), user) != admins.end()});
   }
-  if (options_.mode != AuthMode::kTokens) return std::nullopt;
+  if (options_.mode != AuthMode::kTokens) return kNoIdentity;
   std::string token;
   const std::string auth = req.get_header_value("Authorization");
   if (auth.rfind("Bearer ", 0) == 0) {
@@ -52,7 +58,7 @@ Result<std::optional<Identity>> RequestIdentity::Identify(const httplib::Request
   } else if (!header_only && req.has_param("token")) {
     token = req.get_param_value("token");
   }
-  if (token.empty()) return std::nullopt;
+  if (token.empty()) return kNoIdentity;
   BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool_->Acquire());
   return FindTokenIdentity(lease.store(), token);
 }

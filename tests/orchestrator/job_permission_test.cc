@@ -59,7 +59,9 @@ TEST(JobPermission, RootAndTheSlurmUserActOnAllJobs) {
   const ActingUser me = CurrentActingUser();
   EXPECT_EQ(me.uid, static_cast<int64_t>(::getuid()));
   EXPECT_FALSE(me.name.empty());
-  if (me.uid == 0) EXPECT_TRUE(me.acts_on_all_jobs);
+  if (me.uid == 0) {
+    EXPECT_TRUE(me.acts_on_all_jobs);
+  }
   const ActingUser as_slurm =
       CurrentActingUser({{"SlurmUser", me.name + "(" + std::to_string(me.uid) + ")"}});
   EXPECT_TRUE(as_slurm.acts_on_all_jobs);

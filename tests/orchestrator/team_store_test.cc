@@ -205,7 +205,8 @@ TEST(TeamStore, TokensAreStoredHashedOnePerUser) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kInvalidArgument);
   EXPECT_NE(again.status().message().find("revoke"), std::string::npos);
-  for (const std::string bad : {"", "a b", "x;DROP", std::string(65, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "a b", "x;DROP", std::string(65, 'a')}) {
     EXPECT_EQ(AddApiToken(*store, bad, false, 1).status().code(), Code::kInvalidArgument) << bad;
   }
 
