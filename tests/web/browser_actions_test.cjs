@@ -16,6 +16,11 @@ function check(ok, what) {
   if (!ok) failures.push(what);
 }
 
+// A console error, but the browser's own favicon request (the UI has none; a new page asks).
+function consoleError(m) {
+  return m.type() === 'error' && !/\/favicon\.ico$/.test(m.location().url || '');
+}
+
 async function auditRows(page) {
   return page.$$eval('#actions-table tbody tr', (rows) => rows.map((r) =>
     [...r.children].map((td) => td.textContent)));
@@ -34,7 +39,7 @@ async function auditRows(page) {
     // ---- bob opens alice's run: the button is there, the server refuses
     let page = await context.newPage();
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error' && !/status of 403/.test(m.text())) errors.push(`console: ${m.text()}`); });
+    page.on('console', (m) => { if (consoleError(m) && !/status of 403/.test(m.text())) errors.push(`console: ${m.text()} (${m.location().url})`); });
     page.on('dialog', (d) => { dialogs.push(d.message()); d.accept().catch(() => {}); });
     await page.goto(`${base}?token=${process.env.BOB_TOKEN}#/runs/${run}`);
     await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
@@ -51,7 +56,7 @@ async function auditRows(page) {
     await context.clearCookies();
     page = await context.newPage();
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+    page.on('console', (m) => { if (consoleError(m)) errors.push(`console: ${m.text()} (${m.location().url})`); });
     page.on('dialog', (d) => { dialogs.push(d.message()); d.accept().catch(() => {}); });
     await page.goto(`${base}?token=${process.env.ALICE_TOKEN}#/runs/${run}`);
     await page.waitForSelector('body[data-ready="run"]', { timeout: 15000 });
