@@ -3,8 +3,9 @@
 # owner and cluster (its JSON a superset of before); `baton token add|list|revoke`; `baton serve
 # --auth tokens` and `--auth proxy` answer 401 without an identity, 403 to a user who does not own
 # the run, 200 to its owner (a run without a job: no scancel reaches the shared cluster), each
-# action audited; the proxy's header counts only from a trusted address. No SLURM (--no-sync,
-# --no-reconcile).
+# action audited; the proxy's header counts only from a trusted address; a slurm.cluster that the
+# local SLURM contradicts is refused (when a SLURM answers). Nothing is submitted (--no-sync,
+# --no-reconcile, --dry-run).
 # usage: team_cli_test.sh BATON FIXTURE
 source "$(dirname "$0")/../cli/lib.sh"
 baton=$1 fixture=$2
@@ -39,6 +40,22 @@ expect_exit 0 "$baton" ls --no-sync --owner alice --cluster south --json
 expect_exit 0 "$baton" ls --no-sync --cluster nowhere --json
 [ "$(jq length <<<"$out")" = 0 ] || fail "ls --cluster nowhere listed runs: $out"
 checks=$((checks + 3))
+
+# ---- slurm.cluster against the local SLURM's ClusterName (only where a SLURM answers; a dry run
+# submits nothing)
+if local_cluster=$(scontrol show config 2>/dev/null | awk '$1 == "ClusterName" {print $3}') &&
+  [ -n "$local_cluster" ]; then
+  mkdir -p "$tmp/data"
+  printf 'run: {name: c, steps: 2}\ndata: {path: %s}\nslurm: {cluster: not-%s}\n' "$tmp/data" \
+    "$local_cluster" >"$tmp/other.yaml"
+  expect_exit 78 "$baton" submit "$tmp/other.yaml" --dry-run
+  expect_in "$err" "slurm.cluster: 'not-$local_cluster', but this host's SLURM is cluster '$local_cluster'"
+  printf 'run: {name: c, steps: 2}\ndata: {path: %s}\nslurm: {cluster: %s}\n' "$tmp/data" \
+    "$local_cluster" >"$tmp/same.yaml"
+  expect_exit 0 "$baton" submit "$tmp/same.yaml" --dry-run
+else
+  echo "skip: no SLURM answers scontrol show config (slurm.cluster check)"
+fi
 
 # ---- tokens
 expect_exit 0 "$baton" token add alice --json
