@@ -39,6 +39,7 @@
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/store_tokens.h"
 #include "schema/clock.h"
 #include "schema/events.h"
 
@@ -138,6 +139,13 @@ int RunServe(ServeOptions o) {
   StorePool pool(DefaultDbPath(), kMaxIdleReaders);
   // Before the sync thread writes: opening a reader later could wait on its write lock.
   if (Status st = pool.Warm(kMaxIdleReaders); !st.ok()) return ReportError(st);
+  if (o.auth_options.mode == AuthMode::kTokens) {
+    Result<std::vector<ApiTokenInfo>> tokens = ListApiTokens(**writer);
+    if (tokens.ok() && tokens->empty()) {
+      std::cerr << "baton serve: warning: --auth tokens, but no user has a token yet: every API "
+                   "request is 401 until `baton token add USER`\n";
+    }
+  }
   RunHistoryService service(&pool, [] { return UnixTimeNow(); });
   RequestIdentity identity(o.auth_options, &pool);
   std::unique_ptr<SlurmClient> action_slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
