@@ -28,6 +28,9 @@ struct SlurmSection {
   std::string partition;  // empty = the cluster's default partition
   std::string qos;        // empty = none
   std::string account;    // empty = none
+  // The SLURM cluster the run is on (its ClusterName); empty = ask SLURM at submit. Recorded on
+  // the run and its attempts (docs/team.md); submit refuses a name the local SLURM contradicts.
+  std::string cluster;
   int64_t nodes = 1;
   int64_t ntasks_per_node = 1;  // one trainer rank per task
   int64_t gpus_per_node = 0;

@@ -116,6 +116,7 @@ const std::vector<ConfigKey<SlurmSection>>& SlurmKeys() {
       StringKey<S>("partition", &S::partition),
       StringKey<S>("qos", &S::qos),
       StringKey<S>("account", &S::account),
+      StringKey<S>("cluster", &S::cluster),
       IntKey<S>("nodes", &S::nodes, 1, 1 << 20),
       IntKey<S>("ntasks_per_node", &S::ntasks_per_node, 1, 1024),
       IntKey<S>("gpus_per_node", &S::gpus_per_node, 0, 64),

@@ -29,6 +29,23 @@ export async function getJson(path, query = {}) {
   return body;
 }
 
+// A write action (POST, no body): the token goes in the Authorization header only, never in the
+// URL or a cookie; X-Requested-With tells the server it comes from this page (a form on another
+// site cannot set it).
+export async function postJson(path) {
+  const headers = { 'X-Requested-With': 'baton' };
+  const token = sessionStorage.getItem('baton-token');
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const res = await fetch('/api/' + path, { method: 'POST', headers, cache: 'no-store' });
+  let body = null;
+  try { body = await res.json(); } catch (e) { body = null; }
+  if (!res.ok) {
+    const err = (body && body.error) || {};
+    throw new ApiError(res.status, err.code || 'http_error', err.message || res.statusText);
+  }
+  return body;
+}
+
 // The URL of an API resource for a link (a CSV download): the token, when there is one, goes in
 // the query because a link cannot carry a header.
 export function apiUrl(path, query = {}) {

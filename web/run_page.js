@@ -2,7 +2,8 @@
 // and attempt boundaries; losses; grad norm; throughput; padding; the micro-step profile), where
 // the time went per attempt (stacked bars, time_buckets.js), the attempts table with per-attempt
 // summaries and every witness of how each one ended (launcher, trainer, signal, SLURM) and its log,
-// the steps the trainer skipped as non-finite, checkpoints and the resolved config. The view (x
+// the steps the trainer skipped as non-finite, checkpoints and the resolved config; its owner,
+// cancel and resume buttons and the audit of those actions (run_actions.js). The view (x
 // axis, superseded steps, zoomed step range, open log) is in the URL:
 // #/runs/<id>?axis=tokens&superseded=1&from=100&to=500&log=2. Messages, log text and episode ids
 // come from the trainer and the data: text nodes only (dom.js).
@@ -13,6 +14,7 @@ import * as fmt from './format.js';
 import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
 import { ettrLine, checkpointAdvice, timeChartBox, renderTimeChart } from './time_buckets.js';
+import { actionsSection } from './run_actions.js';
 
 const MAX_POINTS = 2000;  // per series: the server downsamples (min/max-preserving)
 const REFRESH_MS = 10000; // while the run is live
@@ -281,6 +283,8 @@ export async function showRun(root, id, state, isCurrent) {
       `${fmt.int(series.rows)} steps, ${series.rows <= MAX_POINTS ? 'every one shown' : 'min/max of each bucket shown'}`)
     : null;
   const timeBox = timeChartBox();
+  const actions = await actionsSection(run, () => { if (isCurrent()) showRun(root, id, state, isCurrent).catch(() => {}); });
+  if (!isCurrent()) return;
   fill(root,
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
     el('h1', {}, el('span', { id: 'run-name' }, run.name), ' ', statusBadge(run)),
@@ -291,6 +295,7 @@ export async function showRun(root, id, state, isCurrent) {
     auditLine(run),
     stopSaveLine(run),
     ettrLine(run.time),
+    actions,
     el('div', { class: 'controls' }, el('label', {}, 'x axis ', axisSelect),
       el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`),
       zoom, csv, el('a', { href: `#/compare?runs=${id}` }, 'compare…')),

@@ -1,7 +1,7 @@
-// The runs table: status (SLURM-like, with the attempt number), name, progress, last loss,
-// current LR, restarts (reasons on hover), last checkpoint, job, created, wall time. Sorted,
-// filtered (status, name substring, partition, created date range) and paginated by the
-// server, all in the URL (#/?status=FAILED&name=lr&partition=a100&from=2026-01-01&to=...);
+// The runs table: status (SLURM-like, with the attempt number), name, owner, progress, last
+// loss, current LR, restarts (reasons on hover), last checkpoint, job, created, wall time. Sorted,
+// filtered (status, name substring, partition, owner, cluster, created date range) and paginated
+// by the server, all in the URL (#/?status=FAILED&name=lr&partition=a100&owner=alice&from=...);
 // a checkbox per run selects runs for #/compare. Refreshes itself while a run on it is live.
 import { getJson } from './api.js';
 import { el, fill, table } from './dom.js';
@@ -22,7 +22,7 @@ function dateSeconds(text, nextDay = false) {
 
 // [label, sort key or null]
 const COLUMNS = [
-  ['Status', 'status'], ['Name', 'name'], ['Progress', 'progress'], ['Last loss', 'last_loss'],
+  ['Status', 'status'], ['Name', 'name'], ['Owner', null], ['Progress', 'progress'], ['Last loss', 'last_loss'],
   ['LR', 'last_lr'], ['Restarts', null], ['Last checkpoint', null], ['Job', 'id'],
   ['Created', 'created'], ['Wall time', null],
 ];
@@ -47,6 +47,7 @@ function row(run, selected, toggle) {
       checked: selected.has(String(run.id)), onchange: (e) => toggle(String(run.id), e.target.checked) })),
     el('td', {}, statusBadge(run)),
     el('td', {}, el('a', { href: `#/runs/${run.id}`, class: 'run-name' }, run.name)),
+    el('td', { class: 'owner', title: run.cluster ? `cluster ${run.cluster}` : null }, run.owner || '–'),
     el('td', { class: 'progress-cell' },
       el('div', { class: 'bar' }, el('div', { class: 'fill', dataset: { pct: Math.round(progress * 100) } })),
       `${fmt.int(run.steps_done)} / ${fmt.int(run.target_steps)}`),
@@ -66,10 +67,11 @@ export async function showRuns(root, state, isCurrent) {
   const order = state.order || 'desc';
   const offset = Number(state.offset || 0);
   const filters = { status: state.status || '', name: state.name || '', partition: state.partition || '',
-    from: state.from || '', to: state.to || '' };
+    owner: state.owner || '', cluster: state.cluster || '', from: state.from || '', to: state.to || '' };
   const data = await getJson('runs', { limit: PAGE, offset, sort, order,
     status: filters.status || undefined, name: filters.name || undefined,
-    partition: filters.partition || undefined,
+    partition: filters.partition || undefined, owner: filters.owner || undefined,
+    cluster: filters.cluster || undefined,
     created_from: dateSeconds(filters.from), created_to: dateSeconds(filters.to, true) });
   if (!isCurrent()) return;
 
@@ -93,16 +95,19 @@ export async function showRuns(root, state, isCurrent) {
   const input = (id, value, attrs = {}) => el('input', { id, value, ...attrs });
   const nameIn = input('filter-name', filters.name, { placeholder: 'name contains', type: 'search' });
   const partIn = input('filter-partition', filters.partition, { placeholder: 'partition', size: 10 });
+  const ownerIn = input('filter-owner', filters.owner, { placeholder: 'owner', size: 10 });
+  const clusterIn = input('filter-cluster', filters.cluster, { placeholder: 'cluster', size: 10 });
   const fromIn = input('filter-from', filters.from, { type: 'date' });
   const toIn = input('filter-to', filters.to, { type: 'date' });
   const statusIn = el('select', { id: 'filter-status' }, el('option', { value: '' }, 'any status'),
     STATUSES.map((st) => el('option', { value: st, selected: st === filters.status }, st)));
   const apply = () => go({ offset: 0, status: statusIn.value, name: nameIn.value.trim(),
-    partition: partIn.value.trim(), from: fromIn.value, to: toIn.value });
+    partition: partIn.value.trim(), owner: ownerIn.value.trim(), cluster: clusterIn.value.trim(),
+    from: fromIn.value, to: toIn.value });
   const form = el('form', { id: 'filters', class: 'filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
-    statusIn, nameIn, partIn, el('label', {}, 'created ', fromIn, ' – ', toIn),
+    statusIn, nameIn, partIn, ownerIn, clusterIn, el('label', {}, 'created ', fromIn, ' – ', toIn),
     el('button', { type: 'submit', id: 'filter-apply' }, 'filter'),
-    el('button', { type: 'button', onclick: () => go({ offset: 0, status: '', name: '', partition: '', from: '', to: '' }) }, 'clear'),
+    el('button', { type: 'button', onclick: () => go({ offset: 0, status: '', name: '', partition: '', owner: '', cluster: '', from: '', to: '' }) }, 'clear'),
     compareLink);
   const headers = [el('th', {}, '')].concat(COLUMNS.map(([label, key]) => {
     if (!key) return el('th', {}, label);

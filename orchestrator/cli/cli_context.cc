@@ -40,8 +40,11 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
 Status SyncQueriedRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile) {
   std::unique_ptr<SlurmClient> slurm;
   if (reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
-  BATON_ASSIGN_OR_RETURN(SyncReport report,
-                         SyncRuns(store, *runs, SyncOptions{slurm.get()}, UnixTimeNow()));
+  // Other users' jobs are shown as last ingested, not reconciled (job_permission.h).
+  const ActingUser me = CurrentActingUser();
+  SyncOptions options{slurm.get()};
+  options.acting_user = &me;
+  BATON_ASSIGN_OR_RETURN(SyncReport report, SyncRuns(store, *runs, options, UnixTimeNow()));
   PrintWarnings(report.ingested.warnings);
   if (report.reconcile.code() == Code::kUnavailable) {
     std::cerr << "baton: warning: status may be stale: " << report.reconcile.message() << "\n";

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   baton::AddWatchCommand(app, &rc);
   baton::AddManifestCommand(app, &rc);
   baton::AddServeCommand(app, &rc);
+  baton::AddTokenCommands(app, &rc);
 
   try {
     app.parse(argc, argv);

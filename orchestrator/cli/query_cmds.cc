@@ -46,6 +46,7 @@ struct QueryOptions {
   bool json = false;
   bool no_sync = false;
   int64_t limit = 100;
+  RunFilter filter;  // ls --owner, --cluster
 };
 
 struct OpenedRun {
@@ -86,7 +87,7 @@ json CliAttemptsJson(const std::vector<AttemptRecord>& attempts) {
 int RunLs(const QueryOptions& o) {
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
-  Result<std::vector<RunRecord>> runs = (*store)->ListRuns(o.limit);
+  Result<std::vector<RunRecord>> runs = (*store)->ListRuns(o.limit, /*offset=*/0, o.filter);
   if (!runs.ok()) return ReportError(runs.status());
   if (Status st = SyncQueriedRuns(**store, &*runs, !o.no_sync); !st.ok()) return ReportError(st);
   if (o.json) {
@@ -110,12 +111,14 @@ int RunLs(const QueryOptions& o) {
     if (!attempts.ok()) return ReportError(attempts.status());
     int64_t last = 0;
     for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
-    rows.push_back({std::to_string(r.id), r.name, RunStatusName(r.status),
+    rows.push_back({std::to_string(r.id), r.name, r.owner.empty() ? "-" : r.owner,
+                    RunStatusName(r.status),
                     std::to_string(last) + "/" + std::to_string(r.target_steps),
                     std::to_string(attempts->size()), r.job_id.empty() ? "-" : r.job_id,
                     FormatTime(r.created_at), r.reason});
   }
-  PrintTable(std::cout, {"ID", "NAME", "STATUS", "STEP", "ATTEMPTS", "JOB", "CREATED", "REASON"},
+  PrintTable(std::cout,
+             {"ID", "NAME", "OWNER", "STATUS", "STEP", "ATTEMPTS", "JOB", "CREATED", "REASON"},
              rows);
   return 0;
 }
@@ -287,6 +290,8 @@ void AddQueryCommands(CLI::App& app, int* rc) {
   cmd->add_flag("--json", ls->json, "Print JSON");
   cmd->add_flag("--no-sync", ls->no_sync, "Do not ask SLURM (show what is ingested)");
   cmd->add_option("--limit", ls->limit, "Most runs listed (default 100)");
+  cmd->add_option("--owner", ls->filter.owner, "Only runs this Unix user submitted");
+  cmd->add_option("--cluster", ls->filter.cluster, "Only runs on this SLURM cluster");
   cmd->callback([ls, rc] { *rc = RunLs(*ls); });
 
   auto show = std::make_shared<QueryOptions>();

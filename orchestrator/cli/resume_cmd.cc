@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "orchestrator/cli/cli_audit.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/launcher/launcher.h"
@@ -27,7 +28,9 @@ int RunResume(const ResumeOptions& o) {
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
   ResumeRunRequest req{o.run, o.config, SelfPath(), FindTrainerBinary(), o.strict};
-  Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, UnixTimeNow());
+  const double now = UnixTimeNow();
+  Result<ResumeRunResult> r = ResumeRun(**store, slurm, req, now);
+  AuditCliAction(**store, o.run, "resume", r.status(), now);
   if (!r.ok()) return ReportError(r.status());
   for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
   if (o.json) {

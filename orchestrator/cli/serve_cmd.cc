@@ -1,7 +1,9 @@
 // `baton serve [--host 127.0.0.1] [--port 8080] [--token T] [--ui-dir DIR] [--interval S]
-// [--no-reconcile]`: the web UI and its JSON API over the run history (docs/http_api.md,
+// [--no-reconcile] [--auth tokens|proxy [--trust-proxy-header H --trusted-proxy ADDR...
+// --admin-user U...]]`: the web UI and its JSON API over the run history (docs/http_api.md,
 // docs/web_ui.md), plus ingestion and reconciliation in the background so what it shows is
-// current.
+// current. With --auth, every API request needs a user's identity and the run page can cancel
+// and resume the user's own runs (docs/team.md, "Identity and write actions").
 //
 // Threads: the HTTP server's connection threads (an API request leases a read connection from
 // a StorePool, at most kHttpReadConnections at once), one sync thread (its own writer
@@ -20,17 +22,24 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/http_server.h"
+#include "orchestrator/http/request_identity.h"
+#include "orchestrator/http/run_action_service.h"
 #include "orchestrator/http/run_history_service.h"
 #include "orchestrator/http/store_pool.h"
+#include "orchestrator/launcher/launcher.h"
+#include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/store_tokens.h"
 #include "schema/clock.h"
 #include "schema/events.h"
 
@@ -50,6 +59,8 @@ struct ServeOptions {
   std::string ui_dir;
   double interval_s = 5.0;
   bool reconcile = true;
+  std::string auth;  // "" | tokens | proxy
+  AuthOptions auth_options;
 };
 
 // Stops the sync loop promptly instead of at the end of its sleep.
@@ -76,15 +87,22 @@ class StopFlag {
 // One sync pass (sync_pass.h). `all_runs` also ingests finished runs (the first pass: lines
 // written after the last CLI call). Problems are warnings: the UI keeps serving what it has, and
 // a pass that failed outright is tried again at the next interval.
-Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs) {
+// Other users' jobs are left to their own watch or serve (job_permission.h); each "not yours"
+// line is printed once (`shown`).
+Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const ActingUser& me,
+                     std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
                          all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns());
-  BATON_ASSIGN_OR_RETURN(const SyncReport pass,
-                         SyncRuns(store, runs,
-                                  SyncOptions{slurm, /*continue_after_ingest_error=*/true,
-                                              /*follow_up_ended_runs=*/true,
-                                              /*release_requeue_holds=*/true},
-                                  UnixTimeNow()));
+  SyncOptions options{slurm, /*continue_after_ingest_error=*/true,
+                      /*follow_up_ended_runs=*/true,
+                      /*release_requeue_holds=*/true};
+  options.acting_user = &me;
+  BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
+  std::vector<std::string> changes;
+  for (const std::string& c : pass.changes) {
+    if (c.find(": not yours") == std::string::npos || shown->insert(c).second) changes.push_back(c);
+  }
+  pass.changes = std::move(changes);
   for (const std::string& w : pass.ingested.warnings) {
     std::cerr << "baton serve: warning: " << w << "\n";
   }
@@ -99,10 +117,20 @@ int RunServe(ServeOptions o) {
   if (o.token.empty()) {
     if (const char* env = std::getenv(kTokenEnv)) o.token = env;
   }
-  if (!IsLoopbackHost(o.host) && o.token.empty()) {
+  if (!o.auth.empty()) {
+    const std::optional<AuthMode> mode = ParseAuthMode(o.auth);
+    if (!mode) {
+      return ReportError(
+          Status::InvalidArgument("--auth '" + o.auth + "': expected tokens or proxy"));
+    }
+    o.auth_options.mode = *mode;
+  }
+  if (Status st = CheckAuthOptions(o.auth_options); !st.ok()) return ReportError(st);
+  const bool identities = o.auth_options.mode != AuthMode::kNone;
+  if (!IsLoopbackHost(o.host) && o.token.empty() && !identities) {
     return ReportError(Status::InvalidArgument(
         "--host " + o.host + " is reachable from other machines: give --token T (or set " +
-        kTokenEnv + ") so the API is not open to everyone"));
+        kTokenEnv + "), or --auth tokens|proxy, so the API is not open to everyone"));
   }
   // The writer connection creates and migrates the database before any reader opens it.
   Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
@@ -111,8 +139,26 @@ int RunServe(ServeOptions o) {
   StorePool pool(DefaultDbPath(), kMaxIdleReaders);
   // Before the sync thread writes: opening a reader later could wait on its write lock.
   if (Status st = pool.Warm(kMaxIdleReaders); !st.ok()) return ReportError(st);
+  if (o.auth_options.mode == AuthMode::kTokens) {
+    Result<std::vector<ApiTokenInfo>> tokens = ListApiTokens(**writer);
+    if (tokens.ok() && tokens->empty()) {
+      std::cerr << "baton serve: warning: --auth tokens, but no user has a token yet: every API "
+                   "request is 401 until `baton token add USER`\n";
+    }
+  }
   RunHistoryService service(&pool, [] { return UnixTimeNow(); });
-  HttpServer server(&service, ServerOptions{o.host, o.port, o.token, o.ui_dir});
+  RequestIdentity identity(o.auth_options, &pool);
+  std::unique_ptr<SlurmClient> action_slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
+  RunActionService actions(RunActionDeps{[] { return Store::Open(DefaultDbPath()); },
+                                         action_slurm.get(), SelfPath(), FindTrainerBinary(),
+                                         [] { return UnixTimeNow(); }});
+  ServerOptions server_options{o.host, o.port, o.token, o.ui_dir};
+  if (identities) {
+    service.set_write_actions(true);
+    server_options.identity = &identity;
+    server_options.actions = &actions;
+  }
+  HttpServer server(&service, server_options);
 
   // Signals go to the waiting thread only (blocked here, inherited by every thread we start).
   sigset_t stop_signals;
@@ -131,6 +177,13 @@ int RunServe(ServeOptions o) {
   std::thread sync([&] {
     std::unique_ptr<SlurmClient> slurm;
     if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
+    std::map<std::string, std::string> slurm_config;
+    if (slurm) {
+      Result<std::map<std::string, std::string>> c = slurm->ShowConfig();
+      if (c.ok()) slurm_config = std::move(c).value();
+    }
+    const ActingUser me = CurrentActingUser(slurm_config);
+    std::set<std::string> shown;
     bool first = true;
     do {
       if (Status st = (*writer)->CheckStillAtPath(); !st.ok()) {
@@ -142,7 +195,7 @@ int RunServe(ServeOptions o) {
         }
         return;
       }
-      if (Status st = ServeSyncPass(**writer, slurm.get(), first); !st.ok()) {
+      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
@@ -185,6 +238,17 @@ void AddServeCommand(CLI::App& app, int* rc) {
   cmd->add_option("--interval", o->interval_s, "Seconds between ingest passes (default 5)")
       ->check(CLI::Range(0.1, 3600.0));
   cmd->add_flag("--no-reconcile{false}", o->reconcile, "Do not ask SLURM about job states");
+  cmd->add_option("--auth", o->auth,
+                  "Identities: tokens (baton token add) or proxy (a trusted proxy's header); "
+                  "enables cancel and resume from the run page");
+  cmd->add_option("--trust-proxy-header", o->auth_options.proxy_header,
+                  "With --auth proxy: the header holding the user (e.g. X-Remote-User)");
+  cmd->add_option("--trusted-proxy", o->auth_options.trusted_proxies,
+                  "With --auth proxy: peer addresses whose header is honoured")
+      ->expected(1, -1);
+  cmd->add_option("--admin-user", o->auth_options.admin_users,
+                  "With --auth proxy: users who may act on every run")
+      ->expected(1, -1);
   cmd->callback([o, rc] { *rc = RunServe(*o); });
 }
 

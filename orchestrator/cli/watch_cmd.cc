@@ -3,11 +3,14 @@
 // pass. SLURM being down is a warning in the loop and exit 69 with --once.
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "schema/clock.h"
@@ -23,15 +26,29 @@ struct WatchOptions {
   bool json = false;
 };
 
+// Drops the "not yours" lines already in `shown` (each is said once per watch, not every pass).
+std::vector<std::string> NewChanges(const std::vector<std::string>& changes,
+                                    std::set<std::string>* shown) {
+  std::vector<std::string> out;
+  const std::string skipped = ": not yours";
+  for (const std::string& c : changes) {
+    const bool skip = c.size() >= skipped.size() &&
+                      c.compare(c.size() - skipped.size(), skipped.size(), skipped) == 0;
+    if (!skip || shown->insert(c).second) out.push_back(c);
+  }
+  return out;
+}
+
 // One pass. Returns the SLURM status (kUnavailable when down); store errors too.
-Status WatchPass(Store& store, SlurmClient& slurm, bool json) {
+Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me, bool json,
+                 std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
-  BATON_ASSIGN_OR_RETURN(const SyncReport pass,
-                         SyncRuns(store, runs,
-                                  SyncOptions{&slurm, /*continue_after_ingest_error=*/false,
-                                              /*follow_up_ended_runs=*/true,
-                                              /*release_requeue_holds=*/true},
-                                  UnixTimeNow()));
+  SyncOptions options{&slurm, /*continue_after_ingest_error=*/false,
+                      /*follow_up_ended_runs=*/true,
+                      /*release_requeue_holds=*/true};
+  options.acting_user = &me;
+  BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
+  pass.changes = NewChanges(pass.changes, shown);
   const IngestStats& total = pass.ingested;
   PrintWarnings(total.warnings);
   const Status& st = pass.reconcile;
@@ -61,8 +78,13 @@ int RunWatch(const WatchOptions& o) {
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
+  // Whose jobs this watch may act on: its user's, or all of them for root and SLURM's operators.
+  Result<std::map<std::string, std::string>> config = slurm.ShowConfig();
+  const ActingUser me =
+      CurrentActingUser(config.ok() ? *config : std::map<std::string, std::string>{});
+  std::set<std::string> shown;
   while (true) {
-    Status st = WatchPass(**store, slurm, o.json);
+    Status st = WatchPass(**store, slurm, me, o.json, &shown);
     if (o.once) return st.ok() ? 0 : ReportError(st);
     if (!st.ok()) std::cerr << "baton: warning: " << st.ToString() << "\n";
     std::this_thread::sleep_for(

@@ -54,8 +54,8 @@ std::vector<ApiRoute> ApiRoutes(RunHistoryService* svc) {
        }},
       {"/api/runs",
        "/api/runs",
-       {"limit", "offset", "sort", "order", "status", "name", "partition", "created_from",
-        "created_to"},
+       {"limit", "offset", "sort", "order", "status", "name", "partition", "owner", "cluster",
+        "created_from", "created_to"},
        [svc](const httplib::Request& req) -> Result<json> {
          BATON_ASSIGN_OR_RETURN(const RunListQuery q, RunListParams(req));
          return svc->ListRuns(q);
@@ -82,6 +82,14 @@ std::vector<ApiRoute> ApiRoutes(RunHistoryService* svc) {
          BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
          BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/100));
          return svc->ListCheckpoints(id, page);
+       }},
+      {R"(/api/runs/([^/]+)/actions)",
+       "/api/runs/{id}/actions",
+       {"limit", "offset"},
+       [svc](const httplib::Request& req) -> Result<json> {
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/50));
+         return svc->ListActions(id, page);
        }},
       {R"(/api/runs/([^/]+)/profile)",
        "/api/runs/{id}/profile",

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <vector>
 
+#include "orchestrator/http/action_routes.h"
 #include "orchestrator/http/api_error.h"
 #include "orchestrator/http/api_routes.h"
 #include "orchestrator/http/bounded_server.h"
+#include "orchestrator/http/request_identity.h"
 #include "orchestrator/http/request_params.h"
 #include "orchestrator/store/record_json.h"
 
@@ -140,6 +142,21 @@ bool SameToken(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
+// With --auth: answers 401 (or a store error) and returns true when the request has no identity.
+// Reads are open to every user with one.
+bool RefusedWithoutIdentity(const RequestIdentity& identity, const httplib::Request& req,
+                            httplib::Response& res) {
+  Result<std::optional<Identity>> who = identity.Identify(req, /*header_only=*/false);
+  if (!who.ok()) {
+    SendError(res, who.status());
+    return true;
+  }
+  if (*who) return false;
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendJson(res, 401, ErrorBody(401, "unauthorized", identity.Missing()));
+  return true;
+}
+
 }  // namespace
 
 bool IsLoopbackHost(const std::string& host) {
@@ -203,7 +220,10 @@ void HttpServer::InstallRoutes() {
   // Before routing: the method (read-only), then the token for every /api/ request (so unknown
   // routes leak nothing).
   const std::string token = options_.token;
-  s.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+  const RequestIdentity* identity =
+      options_.identity != nullptr && options_.identity->enabled() ? options_.identity : nullptr;
+  RunActionService* actions = identity != nullptr ? options_.actions : nullptr;
+  s.set_pre_routing_handler([=](const httplib::Request& req, httplib::Response& res) {
     IgnoreRange(req);
     // The body first, from the headers alone: one over the limit (or of no stated length) is
     // refused before a byte of it is read, whoever sends it, and the connection is closed.
@@ -217,6 +237,15 @@ void HttpServer::InstallRoutes() {
                              ? "a request body without a Content-Length (Transfer-Encoding) is "
                                "not read; this server is read-only"
                              : LibraryErrorMessage(req, 413) + " (refused unread)"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (actions != nullptr && req.method == "POST" && IsActionPath(req.path)) {
+      // Answered here, its body unread (action_routes.h).
+      if (body == BodyKind::kSmall) {
+        CloseAfterResponse();
+        res.set_header("Connection", "close");
+      }
+      AnswerAction(*identity, *actions, req, res);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.method != "GET" && req.method != "HEAD") {
@@ -235,9 +264,13 @@ void HttpServer::InstallRoutes() {
       CloseAfterResponse();
       res.set_header("Connection", "close");
     }
-    if (token.empty() || req.path.rfind("/api/", 0) != 0) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path.rfind("/api/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (identity != nullptr) {
+      return RefusedWithoutIdentity(*identity, req, res)
+                 ? httplib::Server::HandlerResponse::Handled
+                 : httplib::Server::HandlerResponse::Unhandled;
     }
+    if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string given = req.has_param("token") ? req.get_param_value("token") : "";
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
@@ -250,7 +283,10 @@ void HttpServer::InstallRoutes() {
   });
 
   const std::vector<ApiRoute> routes = ApiRoutes(service_);
-  const bool token_param = !options_.token.empty();
+  // ?token= is taken on every route where a token may be given (legacy --token, --auth tokens).
+  const bool token_param =
+      !options_.token.empty() ||
+      (options_.identity != nullptr && options_.identity->options().mode == AuthMode::kTokens);
   RequestGate* gate = gate_.get();
   for (const ApiRoute& route : routes) {
     s.Get(route.regex,

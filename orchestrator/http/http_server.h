@@ -1,10 +1,12 @@
 // HttpServer: baton's web server — the routes of routes → service → store, on cpp-httplib.
 //
 //   GET /api/health                       {"ok": true}
-//   GET /api/runs?limit&offset&sort&order&status&name&partition&created_from&created_to
+//   GET /api/runs?limit&offset&sort&order&status&name&partition&owner&cluster&created_from
+//                &created_to
 //   GET /api/runs/{id}                    run, timeline segments, audit, config, stop save, time
 //   GET /api/runs/{id}/attempts?limit&offset
 //   GET /api/runs/{id}/checkpoints?limit&offset
+//   GET /api/runs/{id}/actions?limit&offset  the audit of cancel/resume, newest first
 //   GET /api/runs/{id}/profile            the micro-step profile
 //   GET /api/runs/{id}/log?attempt&before&limit
 //   GET /api/runs/{id}/series?keys&max_points&superseded&from&to&source&format
@@ -16,6 +18,9 @@
 // request, a URI over its limit, a body over ours, a bad Range, no route) — answers in the one
 // JSON error shape (api_error.h). With a token, /api/ requests need
 // `Authorization: Bearer <token>` (or `?token=`); the static UI carries no data and needs none.
+// With an identity (--auth), /api/ requests need a user's token or the trusted proxy's header
+// (401 otherwise), and POST /api/runs/{id}/cancel and /resume act for the run's owner or an
+// admin (action_routes.h); every other method is still 405.
 //
 // Slow clients: a connection holds a thread while it sends its request, so there are many
 // more connection threads than requests allowed to query the database at once, and a client
@@ -42,11 +47,18 @@ namespace baton {
 
 class RequestGate;
 
+class RequestIdentity;
+class RunActionService;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;     // 0 = any free port (tests)
   std::string token;   // '' = no token required
   std::string ui_dir;  // '' = the embedded UI
+  // --auth tokens|proxy (request_identity.h): every /api/ request needs an identity, and the
+  // write routes (action_routes.h) answer. Null, or not enabled: as without --auth. Borrowed.
+  const RequestIdentity* identity = nullptr;
+  RunActionService* actions = nullptr;  // the write routes; needs `identity`
 };
 
 // Threads that hold client connections. Mostly they wait on slow or idle clients (each for at

@@ -69,6 +69,8 @@ Result<RunListQuery> RunListParams(const httplib::Request& req) {
   }
   if (req.has_param("name")) q.name = req.get_param_value("name");
   if (req.has_param("partition")) q.partition = req.get_param_value("partition");
+  if (req.has_param("owner")) q.owner = req.get_param_value("owner");
+  if (req.has_param("cluster")) q.cluster = req.get_param_value("cluster");
   if (req.has_param("created_from")) {
     BATON_ASSIGN_OR_RETURN(const int64_t t, IntParam(req, "created_from", 0, 0, INT64_MAX / 2));
     q.created_from = double(t);

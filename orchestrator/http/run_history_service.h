@@ -56,6 +56,10 @@ class RunHistoryService {
   [[nodiscard]] Result<nlohmann::json> GetRun(int64_t run_id);
   [[nodiscard]] Result<nlohmann::json> ListAttempts(int64_t run_id, const PageRequest& page);
   [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
+  // The audit of write actions on the run, newest first (run_audit_service.cc).
+  [[nodiscard]] Result<nlohmann::json> ListActions(int64_t run_id, const PageRequest& page);
+  // Whether the server answers the write routes (--auth): ListActions says so to the run page.
+  void set_write_actions(bool on) { write_actions_ = on; }
   // run_series_service.cc
   [[nodiscard]] Result<nlohmann::json> GetSeries(int64_t run_id, const SeriesRequest& req);
   // The microstep profile per step and per attempt (run_profile.h).
@@ -67,6 +71,7 @@ class RunHistoryService {
  private:
   StorePool* pool_;
   Clock now_;
+  bool write_actions_ = false;  // set before serving
 };
 
 }  // namespace baton

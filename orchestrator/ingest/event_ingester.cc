@@ -189,7 +189,8 @@ class RecordApplier {
  private:
   Result<int64_t> AttemptId() {
     if (attempt_id_ > 0) return attempt_id_;
-    Result<int64_t> id = store_.EnsureAttemptInTx(run_.id, job_id_, restart_, in_job_seq_);
+    Result<int64_t> id =
+        store_.EnsureAttemptInTx(run_.id, job_id_, restart_, in_job_seq_, run_.cluster);
     if (id.ok()) attempt_id_ = *id;
     return id;
   }

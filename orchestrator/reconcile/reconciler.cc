@@ -64,6 +64,12 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
   if (run_in.job_id.empty()) return Status::Ok();
   if (IsTerminal(run_in.status)) return FollowUpFinalState(store, slurm, run_in, now, changes);
   BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run_in.job_id));
+  if (job && options.acting_user) {
+    if (const std::optional<std::string> why = NotYours(*options.acting_user, *job)) {
+      if (changes) changes->push_back("run " + std::to_string(run_in.id) + ": " + *why);
+      return Status::Ok();
+    }
+  }
 
   BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     // Re-read inside the write transaction: ingest or `baton cancel` may have moved it.

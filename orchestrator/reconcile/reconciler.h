@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 
@@ -37,6 +38,9 @@ struct ReconcileOptions {
   // `baton watch` and `baton serve`: end the requeue hold of a job after a clean preemption
   // (hold_release.h). The query commands only look.
   bool release_requeue_holds = false;
+  // Set: a job of another user (job_permission.h) is left alone, neither reconciled nor released,
+  // and a change line says so ("run N: skipped job J of user U: not yours").
+  const ActingUser* acting_user = nullptr;
 };
 
 // Reconciles one run (follows up a terminal one, skips a run without a job). Appends a line per

@@ -54,6 +54,7 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   }
   ReconcileOptions reconcile;
   reconcile.release_requeue_holds = options.release_requeue_holds;
+  reconcile.acting_user = options.acting_user;
   report.reconcile =
       ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes, reconcile);
   if (options.follow_up_ended_runs && report.reconcile.code() != Code::kUnavailable) {

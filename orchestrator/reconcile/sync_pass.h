@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
@@ -35,6 +36,8 @@ struct SyncOptions {
   // `baton watch` and `baton serve`: end a job's requeue hold after a clean preemption
   // (hold_release.h; the run's slurm.release_requeue_hold).
   bool release_requeue_holds = false;
+  // Set: reconcile and the hold release leave other users' jobs alone (reconciler.h).
+  const ActingUser* acting_user = nullptr;
 };
 
 struct SyncReport {

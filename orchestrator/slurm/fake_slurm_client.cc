@@ -83,4 +83,9 @@ Result<PreemptGrace> FakeSlurmClient::GetPreemptGrace(const std::string& partiti
   return g;
 }
 
+Result<std::map<std::string, std::string>> FakeSlurmClient::ShowConfig() {
+  if (down) return DownError("scontrol show config");
+  return config;
+}
+
 }  // namespace baton

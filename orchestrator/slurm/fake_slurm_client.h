@@ -21,6 +21,7 @@ class FakeSlurmClient : public SlurmClient {
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
   Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
+  Result<std::map<std::string, std::string>> ShowConfig() override;
 
   // Test controls.
   void SetState(const std::string& job_id, const std::string& state,
@@ -37,6 +38,8 @@ class FakeSlurmClient : public SlurmClient {
   std::string refuse_release;          // non-empty: scontrol update refuses with this
   // What GetPreemptGrace answers for every partition (the dev cluster's debug partition).
   PreemptGrace grace{"debug", 30, 5};
+  // What ShowConfig answers.
+  std::map<std::string, std::string> config{{"ClusterName", "fake"}, {"SlurmUser", "slurm(64030)"}};
 
  private:
   Status DownError(const char* command) const;

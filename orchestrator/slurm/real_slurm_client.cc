@@ -125,4 +125,14 @@ Result<PreemptGrace> RealSlurmClient::GetPreemptGrace(const std::string& partiti
   return g;
 }
 
+Result<std::map<std::string, std::string>> RealSlurmClient::ShowConfig() {
+  const std::vector<std::string> argv = {"scontrol", "show", "config"};
+  Result<ProcessResult> c = RunSlurm(argv, timeout_s_);
+  if (!c.ok()) return c.status();
+  if (c->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(c->err));
+  }
+  return ParseShowConfig(c->out);
+}
+
 }  // namespace baton

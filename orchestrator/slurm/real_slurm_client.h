@@ -21,6 +21,7 @@ class RealSlurmClient : public SlurmClient {
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
   Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
+  Result<std::map<std::string, std::string>> ShowConfig() override;
 
  private:
   double timeout_s_;

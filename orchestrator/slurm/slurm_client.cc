@@ -141,4 +141,32 @@ Result<int64_t> ParseKillWait(const std::string& show_config_out) {
   return Status::Internal("scontrol show config printed no KillWait line");
 }
 
+std::map<std::string, std::string> ParseShowConfig(const std::string& show_config_out) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start < show_config_out.size()) {
+    size_t end = show_config_out.find('\n', start);
+    if (end == std::string::npos) end = show_config_out.size();
+    const std::string line = show_config_out.substr(start, end - start);
+    start = end + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string s) {
+      const size_t b = s.find_first_not_of(" \t");
+      const size_t e = s.find_last_not_of(" \t\r");
+      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+    };
+    const std::string key = trim(line.substr(0, eq));
+    if (key.empty() || key.find(' ') != std::string::npos) continue;
+    out.emplace(key, trim(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+Result<std::string> SlurmClusterName(SlurmClient& slurm) {
+  BATON_ASSIGN_OR_RETURN(const auto config, slurm.ShowConfig());
+  const auto it = config.find("ClusterName");
+  return it == config.end() || it->second == "(null)" ? std::string() : it->second;
+}
+
 }  // namespace baton

@@ -66,7 +66,20 @@ class SlurmClient {
   // scontrol show partition / show config. `partition` "" means the default partition.
   // kConfig when the partition does not exist; kUnavailable when SLURM cannot be reached.
   [[nodiscard]] virtual Result<PreemptGrace> GetPreemptGrace(const std::string& partition) = 0;
+
+  // scontrol show config, as key -> value ("ClusterName" -> "baton-dev", "SlurmUser" ->
+  // "slurm(64030)"). kUnavailable when SLURM cannot be reached. A client that knows no
+  // configuration answers none.
+  [[nodiscard]] virtual Result<std::map<std::string, std::string>> ShowConfig() {
+    return std::map<std::string, std::string>{};
+  }
 };
+
+// The lines "Key = value" of `scontrol show config`, as key -> value (spaces around '=' trimmed).
+std::map<std::string, std::string> ParseShowConfig(const std::string& show_config_out);
+
+// SLURM's ClusterName ('' when the configuration has none, or SLURM could not say).
+[[nodiscard]] Result<std::string> SlurmClusterName(SlurmClient& slurm);
 
 // From the lines of `scontrol -o show partition`: the named partition (or the one marked
 // Default=YES when `partition` is "") and its GraceTime. kConfig naming the partition when none

@@ -48,6 +48,8 @@ const ColumnTable<RunRecord>& RunTable() {
       Col("created_at", &R::created_at),
       Col("updated_at", &R::updated_at),
       Col("partition", &R::partition),
+      Col("owner", &R::owner),
+      Col("cluster", &R::cluster),
   };
   static const ColumnTable<R> kTable("runs", kColumns);
   return kTable;
@@ -90,6 +92,7 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("hang_detected_at", &R::hang_detected_at),
       Col("hang_stale_ranks", &R::hang_stale_ranks),
       Col("hang_stack", &R::hang_stack),
+      Col("cluster", &R::cluster, ColumnRole::kKey),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);
   return kTable;

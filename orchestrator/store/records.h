@@ -39,6 +39,10 @@ struct RunRecord {
   double created_at = 0;
   double updated_at = 0;
   std::string partition;  // slurm.partition at submit ('' = default, or submitted before v5)
+  // Schema version 11: the Unix user who submitted it, and the SLURM cluster its job runs on
+  // (ClusterName, or slurm.cluster); '' for runs submitted before version 11.
+  std::string owner;
+  std::string cluster;
 };
 
 struct AttemptRecord {
@@ -84,6 +88,8 @@ struct AttemptRecord {
   std::optional<double> hang_detected_at;
   std::optional<std::string> hang_stale_ranks;
   std::optional<std::string> hang_stack;
+  // The SLURM cluster of the job (schema version 11; '' = unknown): part of the attempt's key.
+  std::string cluster;
 };
 
 // One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).

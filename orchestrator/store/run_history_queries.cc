@@ -10,11 +10,12 @@ namespace baton {
 
 namespace {
 
-// The runs page's filters (RunListQuery) over parameters ?1 and ?5..?8; fixed text, values bound.
+// The runs page's filters (RunListQuery) over parameters ?1 and ?5..?10; fixed text, values bound.
 std::string FilterSql(const std::string& t) {
   return "(?1 = '' OR " + t + "status = ?1) AND (?5 = '' OR instr(lower(" + t +
          "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (?7 IS NULL OR " + t +
-         "created_at >= ?7) AND (?8 IS NULL OR " + t + "created_at < ?8)";
+         "created_at >= ?7) AND (?8 IS NULL OR " + t + "created_at < ?8) AND (?9 = '' OR " + t +
+         "owner = ?9) AND (?10 = '' OR " + t + "cluster = ?10)";
 }
 
 void BindFilters(Statement* s, const RunListQuery& q) {
@@ -22,7 +23,9 @@ void BindFilters(Statement* s, const RunListQuery& q) {
       .Bind(5, q.name)
       .Bind(6, q.partition)
       .Bind(7, q.created_from)
-      .Bind(8, q.created_to);
+      .Bind(8, q.created_to)
+      .Bind(9, q.owner)
+      .Bind(10, q.cluster);
 }
 
 // The runs table's per-run figures as one query: correlated subqueries pick each run's last

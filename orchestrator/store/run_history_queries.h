@@ -34,6 +34,8 @@ struct RunListQuery {
   std::string status;     // only runs with this status; '' = all
   std::string name;       // only runs whose name contains this (case-insensitive); '' = all
   std::string partition;  // only runs submitted to this partition; '' = all
+  std::string owner;      // only runs this Unix user submitted; '' = all
+  std::string cluster;    // only runs on this SLURM cluster; '' = all
   std::optional<double> created_from, created_to;  // created_at in [from, to) (Unix seconds)
 };
 

@@ -43,6 +43,14 @@ struct NewRun {
   int64_t max_restarts = 0;
   int64_t max_failures = 0;
   std::string partition;  // slurm.partition ('' = the cluster's default)
+  std::string owner;      // the submitting Unix user
+  std::string cluster;    // SLURM's ClusterName or slurm.cluster ('' = unknown)
+};
+
+// Which runs a list keeps: '' lets every value through.
+struct RunFilter {
+  std::string owner;    // runs.owner (the submitting Unix user)
+  std::string cluster;  // runs.cluster
 };
 
 // A window over one run's step rows, in step order (then attempt order).
@@ -81,6 +89,9 @@ class Store {
   [[nodiscard]] Status SetRunDirInTx(int64_t run_id, const std::string& run_dir,
                                      const std::string& config);
   [[nodiscard]] Status SetRunJobInTx(int64_t run_id, const std::string& job_id, double now);
+  // The SLURM cluster a resumed run's new job is on (baton resume; attempts ingested from now on
+  // take it).
+  [[nodiscard]] Status SetRunClusterInTx(int64_t run_id, const std::string& cluster);
   // The slurm.max_restarts / max_failures a resumed run continues under (baton resume).
   [[nodiscard]] Status SetRunLimitsInTx(int64_t run_id, int64_t max_restarts, int64_t max_failures);
   // Sets status and reason unconditionally (baton cancel, reconcile decisions).
@@ -92,8 +103,9 @@ class Store {
   [[nodiscard]] Result<RunRecord> GetRun(int64_t run_id);
   // A run by id ("12") or by name (the newest run with that name). Code::kNotFound otherwise.
   [[nodiscard]] Result<RunRecord> FindRun(const std::string& id_or_name);
-  // Newest first.
-  [[nodiscard]] Result<std::vector<RunRecord>> ListRuns(int64_t limit = 1000, int64_t offset = 0);
+  // Newest first; only the runs `filter` lets through (all by default).
+  [[nodiscard]] Result<std::vector<RunRecord>> ListRuns(int64_t limit = 1000, int64_t offset = 0,
+                                                        const RunFilter& filter = {});
   // Runs whose status is not terminal (what watch ingests and reconciles).
   [[nodiscard]] Result<std::vector<RunRecord>> ListActiveRuns();
   // Terminal runs whose status last changed at or after `since` (what watch and serve follow up
@@ -101,9 +113,10 @@ class Store {
   [[nodiscard]] Result<std::vector<RunRecord>> ListRunsEndedSince(double since);
 
   // ---- attempts
-  // The attempt id for (run, job, restart, in-job seq), inserting an empty row when new.
+  // The attempt id for (run, cluster, job, restart, in-job seq), inserting an empty row when new.
   [[nodiscard]] Result<int64_t> EnsureAttemptInTx(int64_t run_id, const std::string& job_id,
-                                                  int64_t restart_count, int64_t in_job_seq = 0);
+                                                  int64_t restart_count, int64_t in_job_seq = 0,
+                                                  const std::string& cluster = "");
   // Writes every column of `a` (by a.id).
   [[nodiscard]] Status UpdateAttemptInTx(const AttemptRecord& a);
   [[nodiscard]] Result<AttemptRecord> GetAttempt(int64_t attempt_id);

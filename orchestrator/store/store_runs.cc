@@ -17,6 +17,8 @@ Result<int64_t> Store::CreateRunInTx(const NewRun& run, double now) {
   r.max_restarts = run.max_restarts;
   r.max_failures = run.max_failures;
   r.partition = run.partition;
+  r.owner = run.owner;
+  r.cluster = run.cluster;
   r.created_at = now;
   r.updated_at = now;
   static const TableStatement kInsert = RunTable().Insert("INSERT");
@@ -34,6 +36,11 @@ Status Store::SetRunJobInTx(int64_t run_id, const std::string& job_id, double no
   BATON_ASSIGN_OR_RETURN(
       Statement * s, db_->Prepare("UPDATE runs SET job_id = ?2, updated_at = ?3 WHERE id = ?1"));
   return s->Bind(1, run_id).Bind(2, job_id).Bind(3, now).Run();
+}
+
+Status Store::SetRunClusterInTx(int64_t run_id, const std::string& cluster) {
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("UPDATE runs SET cluster = ? WHERE id = ?"));
+  return s->Bind(1, cluster).Bind(2, run_id).Run();
 }
 
 Status Store::SetRunLimitsInTx(int64_t run_id, int64_t max_restarts, int64_t max_failures) {
@@ -89,10 +96,13 @@ Result<RunRecord> Store::FindRun(const std::string& id_or_name) {
   return RunTable().Read(*s);
 }
 
-Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit, int64_t offset) {
-  static const std::string kSql = RunTable().Select("ORDER BY id DESC LIMIT ?1 OFFSET ?2");
+Result<std::vector<RunRecord>> Store::ListRuns(int64_t limit, int64_t offset,
+                                               const RunFilter& filter) {
+  static const std::string kSql = RunTable().Select(
+      "WHERE (? = '' OR owner = ?) AND (? = '' OR cluster = ?) ORDER BY id DESC LIMIT ? OFFSET ?");
   BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
-  s->Bind(1, limit).Bind(2, offset);
+  s->Bind(1, filter.owner).Bind(2, filter.owner).Bind(3, filter.cluster).Bind(4, filter.cluster);
+  s->Bind(5, limit).Bind(6, offset);
   return RunTable().ReadAll(*s);
 }
 
@@ -114,19 +124,28 @@ Result<std::vector<RunRecord>> Store::ListRunsEndedSince(double since) {
 // -------------------------------------------------------------------------------- attempts
 
 Result<int64_t> Store::EnsureAttemptInTx(int64_t run_id, const std::string& job_id,
-                                         int64_t restart_count, int64_t in_job_seq) {
+                                         int64_t restart_count, int64_t in_job_seq,
+                                         const std::string& cluster) {
   BATON_ASSIGN_OR_RETURN(Statement * find,
                          db_->Prepare("SELECT id FROM attempts WHERE run_id = ?1 AND job_id = ?2 "
-                                      "AND restart_count = ?3 AND in_job_seq = ?4"));
-  find->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq);
+                                      "AND restart_count = ?3 AND in_job_seq = ?4 "
+                                      "AND cluster = ?5"));
+  find->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq).Bind(5, cluster);
   BATON_ASSIGN_OR_RETURN(const bool row, find->Step());
-  if (row) return find->Int(0);
+  if (row) {
+    const int64_t id = find->Int(0);
+    find->Reset();
+    return id;
+  }
   BATON_ASSIGN_OR_RETURN(Statement * ins,
                          db_->Prepare("INSERT INTO attempts (run_id, job_id, restart_count, "
-                                      "in_job_seq) VALUES (?1, ?2, ?3, ?4)"));
-  BATON_RETURN_IF_ERROR(
-      ins->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq).Run());
-  return db_->LastInsertId();
+                                      "in_job_seq, cluster) VALUES (?, ?, ?, ?, ?) RETURNING id"));
+  ins->Bind(1, run_id).Bind(2, job_id).Bind(3, restart_count).Bind(4, in_job_seq).Bind(5, cluster);
+  BATON_ASSIGN_OR_RETURN(const bool inserted, ins->Step());
+  if (!inserted) return Status::Internal("INSERT INTO attempts returned no id");
+  const int64_t id = ins->Int(0);
+  ins->Reset();
+  return id;
 }
 
 Status Store::UpdateAttemptInTx(const AttemptRecord& a) {

@@ -7,6 +7,7 @@
 
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
+#include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/config_keys.h"
@@ -145,6 +146,10 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
   out.budget = grace.budget;
   out.warnings = grace.warnings;
 
+  BATON_ASSIGN_OR_RETURN(
+      const std::string cluster,
+      ResolveRunCluster(config.slurm, req.config_path.empty() ? folder.RunYaml() : req.config_path,
+                        slurm));
   const std::string frozen = ToYaml(config);
   BATON_ASSIGN_OR_RETURN(const std::string script,
                          RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir,
@@ -188,6 +193,7 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
     reason += ")";
   }
   if (st.ok()) st = store.SetRunJobInTx(run.id, out.job_id, now);
+  if (st.ok()) st = store.SetRunClusterInTx(run.id, cluster);
   if (st.ok()) st = store.SetRunStatusInTx(run.id, RunStatus::kPending, reason, now);
   if (st.ok()) st = tx.Commit();
   if (!st.ok()) {

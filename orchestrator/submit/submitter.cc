@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
+#include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
@@ -101,6 +103,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   out.budget = grace.budget;
   out.warnings = grace.warnings;
 
+  BATON_ASSIGN_OR_RETURN(const std::string cluster,
+                         ResolveRunCluster(config.slurm, req.config_path, slurm));
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
     out.run_dir = !config.run.dir.empty() ? config.run.dir
@@ -123,6 +127,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   row.max_restarts = config.slurm.max_restarts;
   row.max_failures = config.slurm.max_failures;
   row.partition = config.slurm.partition;
+  row.owner = CurrentActingUser().name;
+  row.cluster = cluster;
   row.config = "";
   BATON_ASSIGN_OR_RETURN(const int64_t id, store->CreateRunInTx(row, now));
   out.run_id = id;

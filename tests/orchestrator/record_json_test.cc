@@ -42,7 +42,7 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
   EXPECT_EQ(Keys(RunJson(r)),
             (std::set<std::string>{"id", "name", "status", "reason", "run_dir", "config_source",
                                    "partition", "target_steps", "max_restarts", "max_failures",
-                                   "job_id", "created_at", "updated_at"}));
+                                   "job_id", "created_at", "updated_at", "owner", "cluster"}));
   EXPECT_TRUE(RunJson(r)["job_id"].is_null());  // '' before sbatch answered
   EXPECT_EQ(RunJson(r)["status"], "PENDING");
 
@@ -51,6 +51,7 @@ TEST(RecordJson, RunAttemptAndCheckpointKeys) {
   a.step0 = 40;
   const json aj = AttemptJson(a);
   EXPECT_EQ(Keys(aj), (std::set<std::string>{"job_id",
+                                             "cluster",
                                              "restart_count",
                                              "nodes",
                                              "started_at",

@@ -97,7 +97,7 @@ async function checkTableFits(page, what) {
       (a) => a.closest('tr').textContent);
     check(demoRow.includes('COMPLETED #3') && demoRow.includes('600 / 600'), `demo row shows status, attempt and progress (${demoRow})`);
     const restartsTitle = await page.$eval(`#runs-table a[href="#/runs/${ids.demo_run_id}"]`,
-      (a) => a.closest('tr').children[6].getAttribute('title'));
+      (a) => a.closest('tr').children[7].getAttribute('title'));
     check(/preempted/.test(restartsTitle || ''), 'restart reasons on hover');
     await page.screenshot({ path: path.join(artifacts, 'runs_page.png'), fullPage: true });
 
