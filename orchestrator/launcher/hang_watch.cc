@@ -1,12 +1,16 @@
 #include "orchestrator/launcher/hang_watch.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
+#include "schema/file_kind.h"
 #include "schema/run_folder.h"
 
 namespace baton {
@@ -16,23 +20,59 @@ namespace {
 // Minimum load/save budget, whatever the rank wrote: a slow save is not a hang.
 constexpr double kMinTransferBudgetS = 60;
 
-std::optional<HeartbeatRecord> ReadBeat(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[kHeartbeatRecordBytes];
-  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
-  ::close(fd);
-  if (n != ssize_t(sizeof buf)) return std::nullopt;
-  return ParseHeartbeat(std::string_view(buf, sizeof buf));
-}
-
 std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf;
 }
 
+std::string KindOf(mode_t mode) { return S_ISLNK(mode) ? "a symbolic link" : FileKind(mode); }
+
 }  // namespace
+
+HeartbeatFileRead ReadHeartbeatFile(const std::string& path) {
+  HeartbeatFileRead out;
+  struct stat ls {};
+  if (::lstat(path.c_str(), &ls) != 0) {
+    if (errno != ENOENT) {
+      out.kind = HeartbeatFileRead::kUnreadable;
+      out.what = std::strerror(errno);
+    }
+    return out;
+  }
+  if (!S_ISREG(ls.st_mode)) {
+    out.kind = HeartbeatFileRead::kNotRegular;
+    out.what = KindOf(ls.st_mode);
+    return out;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    out.kind = err == ENOENT  ? HeartbeatFileRead::kAbsent
+               : err == ELOOP ? HeartbeatFileRead::kNotRegular
+                              : HeartbeatFileRead::kUnreadable;
+    out.what = err == ELOOP ? "a symbolic link" : std::strerror(err);
+    return out;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != ls.st_dev ||
+      st.st_ino != ls.st_ino) {
+    ::close(fd);
+    out.kind = HeartbeatFileRead::kUnreadable;  // replaced between the two looks: read again
+    out.what = "it changed while being opened";
+    return out;
+  }
+  char buf[kHeartbeatRecordBytes + 1];
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  out.kind = HeartbeatFileRead::kRecord;
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  if (n == ssize_t(kHeartbeatRecordBytes)) {
+    out.beat = ParseHeartbeat(std::string_view(buf, kHeartbeatRecordBytes));
+  }
+  return out;
+}
 
 std::string HangReport::StaleRanksText() const {
   std::string out;
@@ -49,7 +89,13 @@ HangWatch::HangWatch(std::string run_dir, int64_t ranks, int64_t step0, double s
       ranks_(ranks),
       step0_(step0),
       started_at_(started_at),
-      limits_(limits) {}
+      limits_(limits) {
+  const RunFolder folder{run_dir_};
+  for (int64_t r = 0; r < ranks_; ++r) {
+    const HeartbeatFileRead read = ReadHeartbeatFile(folder.HeartbeatFile(r));
+    if (read.beat) previous_[r] = FormatHeartbeat(*read.beat);
+  }
+}
 
 double HangWatch::P99StepS() const {
   if (step_times_.empty()) return 0;
@@ -59,28 +105,98 @@ double HangWatch::P99StepS() const {
   return v[k];
 }
 
+std::optional<HeartbeatRecord> HangWatch::Current(int64_t rank) const {
+  auto it = views_.find(rank);
+  if (it == views_.end() || !it->second.suspended.empty()) return std::nullopt;
+  return it->second.beat;
+}
+
 std::optional<HangReport> HangWatch::Poll(double now, std::ostream& log) {
   if (now - last_read_ < 1.0) return std::nullopt;
   last_read_ = now;
-  std::map<int64_t, HeartbeatRecord> read = beats_;
   const RunFolder folder{run_dir_};
-  for (int64_t r = 0; r < ranks_; ++r) {
-    std::optional<HeartbeatRecord> b = ReadBeat(folder.HeartbeatFile(r));
-    // A record older than this attempt is a previous trainer's: as good as none.
-    if (b && b->rank == r && b->wall >= started_at_ - 1.0) read[r] = *b;
-  }
-  return Judge(read, now, log);
+  std::map<int64_t, HeartbeatFileRead> reads;
+  for (int64_t r = 0; r < ranks_; ++r) reads[r] = ReadHeartbeatFile(folder.HeartbeatFile(r));
+  Observe(reads, now, log);
+  return Judge(now, log);
 }
 
-std::optional<HangReport> HangWatch::Judge(const std::map<int64_t, HeartbeatRecord>& beats,
-                                           double now, std::ostream& log) {
-  beats_ = beats;
+void HangWatch::Observe(const std::map<int64_t, HeartbeatFileRead>& reads, double now,
+                        std::ostream& log) {
+  for (const auto& [rank, read] : reads) ObserveOne(rank, read, now, log);
+}
+
+void HangWatch::Suspend(int64_t rank, RankView& v, const std::string& why, std::ostream& log) {
+  if (v.suspended == why) return;
+  v.suspended = why;
+  log << "baton launch: heartbeat of rank " << rank << " ("
+      << RunFolder{run_dir_}.HeartbeatFile(rank) << "): " << why
+      << "; the rank is not judged until a live record is back\n"
+      << std::flush;
+}
+
+void HangWatch::ObserveOne(int64_t rank, const HeartbeatFileRead& read, double now,
+                           std::ostream& log) {
+  RankView& v = views_[rank];
+  if (read.kind == HeartbeatFileRead::kAbsent) {
+    if (v.beat) Suspend(rank, v, "its file is gone", log);
+    return;
+  }
+  if (read.kind == HeartbeatFileRead::kNotRegular) {
+    Suspend(rank, v, "it is " + read.what + ", not a regular file", log);
+    return;
+  }
+  if (read.kind == HeartbeatFileRead::kUnreadable) return;  // as a torn read: keep the previous
+  const bool valid = read.beat && read.beat->rank == rank;
+  const std::string text = valid ? FormatHeartbeat(*read.beat) : "";
+  auto accept = [&] {
+    v.beat = read.beat;
+    v.text = text;
+    v.dev = read.dev;
+    v.ino = read.ino;
+    v.changed_at = now;
+    v.suspended.clear();
+    v.pending_text.clear();
+    v.pending_dev = 0;
+    v.pending_ino = 0;
+  };
+  if (!v.beat) {  // the rank's first record: in whatever file holds it
+    if (valid && previous_[rank] != text) accept();
+    return;
+  }
+  if (read.dev == v.dev && read.ino == v.ino) {  // the file the record was first seen in
+    if (valid && text != v.text) accept();
+    return;
+  }
+  // Another file at the rank's path: a live writer must show itself by changing it.
+  const bool same_pending = read.dev == v.pending_dev && read.ino == v.pending_ino;
+  if (valid && same_pending && !v.pending_text.empty() && text != v.pending_text) {
+    log << "baton launch: rank " << rank << " writes its new heartbeat file (inode " << read.ino
+        << "); judged again\n"
+        << std::flush;
+    accept();
+    return;
+  }
+  if (!same_pending || v.pending_text.empty()) {
+    v.pending_dev = read.dev;
+    v.pending_ino = read.ino;
+    v.pending_text = text;
+  }
+  Suspend(rank, v,
+          "the file was replaced (inode " + std::to_string(read.ino) +
+              "; the rank's record was in inode " + std::to_string(v.ino) +
+              "): not this rank's record",
+          log);
+}
+
+std::optional<HangReport> HangWatch::Judge(double now, std::ostream& log) {
   // Step times: one sample per rank and finished step.
-  for (const auto& [rank, b] : beats_) {
+  for (const auto& [rank, v] : views_) {
+    if (!v.beat || !v.suspended.empty()) continue;
     auto it = last_step_.find(rank);
-    if (b.step_s > 0 && (it == last_step_.end() || it->second != b.step)) {
-      step_times_.push_back(b.step_s);
-      last_step_[rank] = b.step;
+    if (v.beat->step_s > 0 && (it == last_step_.end() || it->second != v.beat->step)) {
+      step_times_.push_back(v.beat->step_s);
+      last_step_[rank] = v.beat->step;
     }
   }
   const double p99 = P99StepS();
@@ -91,21 +207,30 @@ std::optional<HangReport> HangWatch::Judge(const std::map<int64_t, HeartbeatReco
   report.detected_at = now;
   std::vector<int64_t> missing;
   for (int64_t r = 0; r < ranks_; ++r) {
-    auto it = beats_.find(r);
-    if (it == beats_.end()) {
+    auto it = views_.find(r);
+    if (it == views_.end() || !it->second.beat) {
       missing.push_back(r);
       continue;
     }
-    const HeartbeatRecord& b = it->second;
+    const RankView& v = it->second;
+    if (!v.suspended.empty()) continue;  // said in the log when it happened
+    const HeartbeatRecord& b = *v.beat;
     StaleRank s;
     s.beat = b;
-    s.age_s = now - b.wall;
-    const bool moving_data = b.phase == HeartbeatPhase::kLoad || b.phase == HeartbeatPhase::kSave;
-    const bool first_done = !moving_data && b.phase != HeartbeatPhase::kInit && b.step > step0_;
-    if (moving_data) {
+    s.changed_at = v.changed_at;
+    s.age_s = now - v.changed_at;
+    const bool load = b.phase == HeartbeatPhase::kLoad, save = b.phase == HeartbeatPhase::kSave;
+    const bool first_done = !load && !save && b.phase != HeartbeatPhase::kInit && b.step > step0_;
+    if (load || save) {
       s.limit_s = std::max({b.budget_s, kMinTransferBudgetS, step_limit});
       s.why = "the " + std::string(HeartbeatPhaseName(b.phase)) + " budget (" + Fmt(b.budget_s) +
-              " s written by the rank, at least 60 s)";
+              " s written by the rank, at least 60 s) without progress";
+      // A segment's load comes before its first step, and no rate of this process is known yet.
+      if (load && limits_.first_step_s > s.limit_s) {
+        s.limit_s = limits_.first_step_s;
+        s.why = "train.first_step_timeout_s " + Fmt(limits_.first_step_s) +
+                " (a load's least budget) without progress";
+      }
     } else if (!first_done) {
       s.limit_s = limits_.first_step_s;
       s.why = "train.first_step_timeout_s " + Fmt(limits_.first_step_s);
@@ -114,7 +239,7 @@ std::optional<HangReport> HangWatch::Judge(const std::map<int64_t, HeartbeatReco
       s.why = step_why;
     }
     if (s.age_s > s.limit_s) {
-      report.last_heartbeat_at = std::max(report.last_heartbeat_at, b.wall);
+      report.last_heartbeat_at = std::max(report.last_heartbeat_at, v.changed_at);
       report.stale.push_back(std::move(s));
     }
   }
@@ -134,8 +259,8 @@ std::optional<HangReport> HangWatch::Judge(const std::map<int64_t, HeartbeatReco
                    [](const StaleRank& a, const StaleRank& b) { return a.age_s > b.age_s; });
   for (const StaleRank& s : report.stale) {
     log << "baton launch: hang: rank " << s.beat.rank << " (pid " << s.beat.pid << " on "
-        << s.beat.host << ", node " << s.beat.node << "): last heartbeat " << Fmt(s.age_s)
-        << " s ago in " << HeartbeatPhaseName(s.beat.phase) << " of step " << s.beat.step + 1
+        << s.beat.host << ", node " << s.beat.node << "): record unchanged for " << Fmt(s.age_s)
+        << " s in " << HeartbeatPhaseName(s.beat.phase) << " of step " << s.beat.step + 1
         << " (micro " << s.beat.micro << "); limit " << Fmt(s.limit_s) << " s: " << s.why << "\n";
   }
   log << std::flush;

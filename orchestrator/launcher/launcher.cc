@@ -12,8 +12,8 @@
 
 #include "orchestrator/launcher/attempt_history.h"
 #include "orchestrator/launcher/exit_policy.h"
+#include "orchestrator/launcher/hang_response.h"
 #include "orchestrator/launcher/hang_watch.h"
-#include "orchestrator/launcher/stack_capture.h"
 #include "orchestrator/launcher/trainer_process.h"
 #include "orchestrator/slurm/process_runner.h"
 #include "schema/events.h"
@@ -78,12 +78,8 @@ bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
 
 namespace {
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Every rank's heartbeat file of an earlier trainer goes before a new one starts, so a stale
-// record is never judged (HangWatch also ignores records older than the attempt).
+// record is never judged (HangWatch also ignores the records it finds at its start).
 void ClearHeartbeats(const std::string& run_dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(RunFolder{run_dir}.HeartbeatDir(), ec)) {
@@ -91,52 +87,6 @@ void ClearHeartbeats(const std::string& run_dir) {
     if (e.path().filename().string().rfind("rank-", 0) == 0) fs::remove(e.path(), e2);
   }
 }
-
-// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
-std::string Cut(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
-}
-
-// The stacks kept in the attempt's record: every stale rank gets its share (the job log has them
-// whole).
-constexpr size_t kHangStackBytes = 60 << 10;
-
-// The hang watch's turn in the wait loop: judge the heartbeats; on a hang, record it, capture
-// the stale ranks' stacks, then SIGKILL every rank (srun --kill-on-bad-exit ends the step).
-struct HangHandler {
-  HangWatch& watch;
-  const LaunchEnvironment& env;
-  std::ostream& log;
-  std::optional<HangReport> report;
-  std::string stacks;
-
-  bool operator()(int /*child_pid*/) {
-    std::optional<HangReport> r = watch.Poll(WallNow(), log);
-    if (!r) return false;
-    report = r;
-    for (const StaleRank& s : r->stale) {
-      log << "baton launch: stacks of rank " << s.beat.rank << " (pid " << s.beat.pid << " on "
-          << s.beat.host << "):\n"
-          << std::flush;
-      const std::string text = CaptureStacks(s.beat, env.job_id);
-      std::string block = "=== rank " + std::to_string(s.beat.rank) + " pid " +
-                          std::to_string(s.beat.pid) + " on " + s.beat.host + " (" +
-                          HeartbeatPhaseName(s.beat.phase) + ")\n" +
-                          Cut(text, kHangStackBytes / r->stale.size()) + "\n";
-      log << text << "\n" << std::flush;
-      stacks += block;
-    }
-    std::string killed;
-    for (const auto& [rank, beat] : watch.beats()) {
-      if (KillRank(beat, env.job_id)) killed += (killed.empty() ? "" : ", ") + std::to_string(rank);
-    }
-    log << "baton launch: ending the job step: SIGKILL to rank(s) " << killed << "\n" << std::flush;
-    return true;
-  }
-};
 
 }  // namespace
 
@@ -164,7 +114,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
       return st.exit_code();
     }
     auto write_end = [&](int exit_code, ExitAction action, AttemptEndReason reason,
-                         const HangHandler* hang = nullptr) {
+                         const HangResponse* hang = nullptr) {
       AttemptEndEvent e;
       e.job_id = env.job_id;
       e.restart_count = env.restart_count;
@@ -259,8 +209,8 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     limits.factor = config->train.hang_factor;
     limits.first_step_s = config->train.first_step_timeout_s;
     const int64_t ranks = env.use_srun ? config->slurm.nodes * config->slurm.ntasks_per_node : 1;
-    HangWatch watch(run_dir, ranks, decision->step0, WallNow(), limits);
-    HangHandler hang{watch, env, log, std::nullopt, ""};
+    HangWatch watch(run_dir, ranks, decision->step0, MonotonicNow(), limits);
+    HangResponse hang(watch, {env.job_id, env.use_srun, 0, ThisHost()}, log);
     Result<TrainerExit> exit =
         RunTrainerProcess(argv, LogSignal, [&hang](int pid) { return hang(pid); });
     if (!exit.ok()) {

@@ -96,15 +96,34 @@ HangLimits Limits() {
   return l;
 }
 
+// What the watch reads of rank b.rank's file: the record, in one file per rank.
+HeartbeatFileRead Read(const HeartbeatRecord& b) {
+  HeartbeatFileRead r;
+  r.kind = HeartbeatFileRead::kRecord;
+  r.beat = b;
+  r.dev = 1;
+  r.ino = ino_t(100 + b.rank);
+  return r;
+}
+
+// The records read at `now` (the watch's clock), then the verdict at `now`.
+std::optional<HangReport> SeeAndJudge(HangWatch& w, const std::vector<HeartbeatRecord>& beats,
+                                      double now, std::ostream& log) {
+  std::map<int64_t, HeartbeatFileRead> reads;
+  for (const HeartbeatRecord& b : beats) reads[b.rank] = Read(b);
+  w.Observe(reads, now, log);
+  return w.Judge(now, log);
+}
+
 TEST(HangWatch, TheFirstStepHasItsOwnBudget) {
   std::ostringstream log;
   HangWatch w("/none", 2, /*step0=*/20, /*started_at=*/1000, Limits());
-  std::map<int64_t, HeartbeatRecord> beats = {{0, Beat(0, HeartbeatPhase::kInit, 0, 1001)},
-                                              {1, Beat(1, HeartbeatPhase::kMicroStep, 20, 1002)}};
-  EXPECT_FALSE(w.Judge(beats, 1090, log));  // 89 s: within first_step_timeout_s 100
-  std::optional<HangReport> r = w.Judge(beats, 1101.5, log);
+  SeeAndJudge(w, {Beat(0, HeartbeatPhase::kInit, 0, 1001)}, 1001, log);
+  SeeAndJudge(w, {Beat(1, HeartbeatPhase::kMicroStep, 20, 1002)}, 1002, log);
+  EXPECT_FALSE(w.Judge(1090, log));  // 89 s: within first_step_timeout_s 100
+  std::optional<HangReport> r = w.Judge(1101.5, log);
   ASSERT_TRUE(r);
-  ASSERT_EQ(r->stale.size(), 1u);  // rank 1's beat is 99.5 s old
+  ASSERT_EQ(r->stale.size(), 1u);  // rank 1's record changed 99.5 s ago
   EXPECT_EQ(r->stale[0].beat.rank, 0);
   EXPECT_EQ(r->StaleRanksText(), "0:init");
   EXPECT_DOUBLE_EQ(r->last_heartbeat_at, 1001);
@@ -117,47 +136,49 @@ TEST(HangWatch, LaterStepsAreJudgedByMinOrFactorTimesP99) {
   // Steps of 1 s: the limit is hang_min_s 10.
   for (int s = 1; s <= 5; ++s) {
     EXPECT_FALSE(
-        w.Judge({{0, Beat(0, HeartbeatPhase::kMicroStep, s, 1000 + s, 1.0)}}, 1000 + s, log));
+        SeeAndJudge(w, {Beat(0, HeartbeatPhase::kMicroStep, s, 1000 + s, 1.0)}, 1000 + s, log));
   }
   EXPECT_DOUBLE_EQ(w.P99StepS(), 1.0);
-  EXPECT_FALSE(w.Judge({{0, Beat(0, HeartbeatPhase::kUpdate, 5, 1005, 1.0)}}, 1014.9, log));
-  EXPECT_TRUE(w.Judge({{0, Beat(0, HeartbeatPhase::kUpdate, 5, 1005, 1.0)}}, 1015.1, log));
+  EXPECT_FALSE(SeeAndJudge(w, {Beat(0, HeartbeatPhase::kUpdate, 5, 1005, 1.0)}, 1005, log));
+  EXPECT_FALSE(w.Judge(1014.9, log));
+  EXPECT_TRUE(w.Judge(1015.1, log));
   // A 4 s step: 5 x p99 = 20 s.
-  EXPECT_FALSE(w.Judge({{0, Beat(0, HeartbeatPhase::kMicroStep, 6, 1020, 4.0)}}, 1039, log));
+  EXPECT_FALSE(SeeAndJudge(w, {Beat(0, HeartbeatPhase::kMicroStep, 6, 1020, 4.0)}, 1020, log));
+  EXPECT_FALSE(w.Judge(1039, log));
   EXPECT_DOUBLE_EQ(w.P99StepS(), 4.0);
-  EXPECT_TRUE(w.Judge({{0, Beat(0, HeartbeatPhase::kMicroStep, 6, 1020, 4.0)}}, 1040.5, log));
+  EXPECT_TRUE(w.Judge(1040.5, log));
 }
 
 TEST(HangWatch, ASlowSaveOrLoadIsJudgedByItsBudget) {
   std::ostringstream log;
   HangWatch w("/none", 1, 0, 1000, Limits());
-  w.Judge({{0, Beat(0, HeartbeatPhase::kMicroStep, 3, 1003, 1.0)}}, 1003, log);
+  SeeAndJudge(w, {Beat(0, HeartbeatPhase::kMicroStep, 3, 1003, 1.0)}, 1003, log);
   // Budget 300 s written by the rank.
-  const auto save = Beat(0, HeartbeatPhase::kSave, 4, 1004, 1.0, 300);
-  EXPECT_FALSE(w.Judge({{0, save}}, 1300, log));
-  EXPECT_TRUE(w.Judge({{0, save}}, 1305, log));
-  // A tiny budget is still at least 60 s.
-  const auto load = Beat(0, HeartbeatPhase::kLoad, 0, 1000, 0, 2);
+  SeeAndJudge(w, {Beat(0, HeartbeatPhase::kSave, 4, 1004, 1.0, 300)}, 1004, log);
+  EXPECT_FALSE(w.Judge(1300, log));
+  EXPECT_TRUE(w.Judge(1305, log));
+  // A tiny load budget is still at least the first step's (a load comes before it).
   HangWatch w2("/none", 1, 0, 1000, Limits());
-  EXPECT_FALSE(w2.Judge({{0, load}}, 1059, log));
-  EXPECT_TRUE(w2.Judge({{0, load}}, 1101, log));
+  SeeAndJudge(w2, {Beat(0, HeartbeatPhase::kLoad, 0, 1000, 0, 2)}, 1000, log);
+  EXPECT_FALSE(w2.Judge(1059, log));
+  EXPECT_TRUE(w2.Judge(1101, log));
 }
 
 TEST(HangWatch, AMissingHeartbeatIsNeverAHangButIsLogged) {
   std::ostringstream log;
   TempDir tmp;
+  // A file from an earlier trainer, there when the watch starts, counts as none.
+  Append(RunFolder{tmp.path()}.HeartbeatFile(0),
+         FormatHeartbeat(Beat(0, HeartbeatPhase::kMicroStep, 5, 900)));
   HangWatch w(tmp.path(), 2, 0, 1000, Limits());
   EXPECT_FALSE(w.Poll(5000, log));
   EXPECT_NE(log.str().find("no heartbeat from rank(s) 0, 1"), std::string::npos) << log.str();
-  // A file from an earlier trainer (older than the attempt) counts as none.
-  Append(RunFolder{tmp.path()}.HeartbeatFile(0),
-         FormatHeartbeat(Beat(0, HeartbeatPhase::kMicroStep, 5, 900)));
-  EXPECT_FALSE(w.Poll(6000, log));
-  // A current one is judged.
+  // A current one is judged from when the watch first saw it.
   std::filesystem::remove(RunFolder{tmp.path()}.HeartbeatFile(0));
   Append(RunFolder{tmp.path()}.HeartbeatFile(0),
          FormatHeartbeat(Beat(0, HeartbeatPhase::kMicroStep, 0, 1001)));
-  std::optional<HangReport> r = w.Poll(7000, log);
+  EXPECT_FALSE(w.Poll(6000, log));
+  std::optional<HangReport> r = w.Poll(6101, log);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->StaleRanksText(), "0:micro-step");
 }
@@ -228,9 +249,14 @@ TEST(StackCapture, LocalRanksDirectlyRemoteOnesThroughTheAllocation) {
             (std::vector<std::string>{"eu-stack", "-p", "4242"}));
   EXPECT_EQ(StackCommand(b, "55", "login1", "gdb"),
             (std::vector<std::string>{"srun", "--jobid", "55", "--overlap", "-N1", "-n1", "--quiet",
-                                      "-w", "gpu7", "gdb", "-batch", "-nx", "-p", "4242", "-ex",
-                                      "thread apply all bt"}));
-  EXPECT_EQ(KillCommand(b, "55").back(), "4242");
+                                      "--nodelist=gpu7", "gdb", "-batch", "-nx", "-p", "4242",
+                                      "-ex", "thread apply all bt"}));
+  EXPECT_EQ(ListPidsCommand(b, "55", "gpu7"),
+            (std::vector<std::string>{"scontrol", "listpids", "55", "gpu7"}));
+  EXPECT_EQ(ListPidsCommand(b, "55", "login1").back(), "gpu7");
+  EXPECT_EQ(ListPidsCommand(b, "55", "login1").front(), "srun");
+  EXPECT_EQ(EndStepCommand("55", "3"),
+            (std::vector<std::string>{"scancel", "--signal=KILL", "--quiet", "55.3"}));
 }
 
 // A run folder whose "trainer" is a shell script: it exits with the next code of `codes` on

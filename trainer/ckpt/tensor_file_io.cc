@@ -20,6 +20,8 @@
 #include <thread>
 #include <utility>
 
+#include "trainer/ckpt/transfer_progress.h"
+
 namespace baton {
 
 namespace {
@@ -141,6 +143,7 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
       if (!WriteAll(fd.get(), p + done, k))
         return failed("write of tensor '" + t.name + "' failed");
       ::sync_file_range(fd.get(), off_t(at), off_t(k), SYNC_FILE_RANGE_WRITE);
+      NoteTransferred(k);
       at += k;
       done += k;
       since += k;
@@ -157,6 +160,7 @@ Result<FileDigest> WriteHashedSafetensors(const std::string& path,
     return Status::Io(path + ": cancelled");
   }
   if (::fsync(fd.get()) != 0) return failed("fsync failed");
+  NoteTransferred(0);  // the fsync can take long: done with it is progress too
   if (::close(fd.release()) != 0) {
     ::unlink(path.c_str());
     return Status::Io(path + ": close failed: " + std::strerror(errno));
@@ -225,6 +229,7 @@ class ParallelReader {
           break;
         }
         h.Update(scratch.get(), c.size);
+        NoteTransferred(c.size);
         continue;
       }
       while (!done_[i].load(std::memory_order_acquire)) {
@@ -235,6 +240,7 @@ class ParallelReader {
       }
       if (!done_[i].load(std::memory_order_acquire)) break;  // a read failed
       h.Update(c.into, c.size);
+      NoteTransferred(c.size);
     }
     stop_.store(true);
     for (auto& w : workers) w.join();

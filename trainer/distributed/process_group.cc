@@ -9,86 +9,30 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
+#include <mutex>
 #include <thread>
 
 #include "schema/exit_codes.h"
+#include "trainer/distributed/collective_wait.h"
+#include "trainer/distributed/failure_agreement.h"
 #include "trainer/fail.h"
+#include "trainer/train/stop_signal.h"
+#include "trainer/train/stop_state.h"
 
 namespace baton {
 
 namespace {
 
-const char* Env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v != nullptr && *v != '\0') ? v : nullptr;
-}
-
-int64_t EnvInt(const char* name, int64_t fallback) {
-  const char* v = Env(name);
-  if (v == nullptr) return fallback;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  if (end == v || *end != '\0') {
-    BATON_FAIL(kExitConfig,
-               std::string("environment variable ") + name + "='" + v + "' is not an integer",
-               "unset it or give a number");
-  }
-  return x;
-}
-
-// Seconds to wait for every rank to join or to finish a collective.
-constexpr int kCollectiveTimeoutS = 600;
-// Ports derived from the job id land in [kPortBase, kPortBase + kPortSpan).
-constexpr int kPortBase = 20000, kPortSpan = 20000;
+// How often a rank waiting in a collective looks at its stop flag and the clock, milliseconds.
+constexpr int kWaitPollMs = 100;
+// Gloo's own timeout is this much later than ours, so ours names the collective first, seconds.
+constexpr double kGlooTimeoutSlackS = 30;
 
 }  // namespace
-
-std::string FirstHostOfNodeList(const std::string& nodelist) {
-  // "prefix[03-05,07]rest,..." -> "prefix03"; "host1,host2" -> "host1".
-  std::smatch m;
-  static const std::regex kBracket("^([^,\\[]*)\\[([0-9]+)[^\\]]*\\]([^,]*)");
-  if (std::regex_search(nodelist, m, kBracket)) return m[1].str() + m[2].str() + m[3].str();
-  return nodelist.substr(0, nodelist.find(','));
-}
-
-DistEnv DistEnvFromEnvironment() {
-  DistEnv e;
-  if (Env("SLURM_PROCID") && Env("SLURM_NTASKS") && Env("SLURM_STEP_ID")) {
-    e.rank = EnvInt("SLURM_PROCID", 0);
-    e.world_size = EnvInt("SLURM_NTASKS", 1);
-    e.local_rank = EnvInt("SLURM_LOCALID", 0);
-    if (const char* nodes =
-            Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST") : Env("SLURM_JOB_NODELIST")) {
-      e.master_addr = FirstHostOfNodeList(nodes);
-    }
-    e.port = kPortBase + int(EnvInt("SLURM_JOB_ID", 0) % kPortSpan);
-  } else {
-    e.rank = EnvInt("RANK", 0);
-    e.world_size = EnvInt("WORLD_SIZE", 1);
-    e.local_rank = EnvInt("LOCAL_RANK", 0);
-  }
-  if (const char* a = Env("MASTER_ADDR")) e.master_addr = a;
-  e.port = int(EnvInt("MASTER_PORT", e.port));
-  if (const char* f = Env("BATON_RDZV_FILE")) e.store_file = f;
-  if (e.world_size < 1 || e.rank < 0 || e.rank >= e.world_size) {
-    BATON_FAIL(
-        kExitConfig,
-        "rank " + std::to_string(e.rank) + " is outside world size " + std::to_string(e.world_size),
-        "check SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE");
-  }
-  return e;
-}
-
-int CpuThreadsPerRank(const DistEnv& env) {
-  const int64_t cpus = EnvInt("SLURM_CPUS_PER_TASK", 0);
-  if (cpus > 0) return int(cpus);
-  const int64_t hw = std::max<int64_t>(1, int64_t(std::thread::hardware_concurrency()));
-  const int64_t local = EnvInt("SLURM_NTASKS_PER_NODE", EnvInt("LOCAL_WORLD_SIZE", env.world_size));
-  return int(std::max<int64_t>(1, hw / std::max<int64_t>(1, local)));
-}
 
 // From libtorch 2.0 the Gloo and NCCL groups are c10d::Backends (a c10d::ProcessGroup wraps one
 // per device type); in 1.13 they were ProcessGroups. Both offer the collectives used here with
@@ -99,7 +43,105 @@ struct ProcessGroupHandle::Impl {
 #else
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
 #endif
+  int64_t rank = 0, world = 1;
+  bool cuda = false;
+  CollectiveWaitLimits limits;
+  // Set once a wait was given up: the peers never came, so Gloo's thread may still be inside
+  // that collective. Every later collective fails alike, and the group is never destroyed (its
+  // destructor would join that thread).
+  int abandoned_code = 0;
+  std::string abandoned_message;
+
+  ~Impl() {
+    if (abandoned_code != 0) (void)pg.release();
+  }
+
+  // Waits for `work` (named `what` in messages) as collective_wait.h says.
+  void Wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what);
+  [[noreturn]] void Abandon(WaitVerdict verdict, const char* what, double waited_s);
 };
+
+void ProcessGroupHandle::Impl::Wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+  if (abandoned_code != 0) throw AgreedFailure(abandoned_code, abandoned_message);
+  if (cuda) {  // NCCL: wait() orders the streams; the host does not block here
+    work->wait();
+    return;
+  }
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool flag = false;
+  };
+  auto done = std::make_shared<Done>();
+  auto finished = [done] {
+    std::lock_guard<std::mutex> lock(done->mu);
+    done->flag = true;
+    done->cv.notify_all();
+  };
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  try {
+    future = work->getFuture();
+  } catch (const c10::Error&) {  // a work without a future: waited for as before
+    work->wait();
+    return;
+  }
+  future->addCallback([finished](c10::ivalue::Future&) { finished(); });
+  const double start = MonotonicSeconds();
+  {
+    std::unique_lock<std::mutex> lock(done->mu);
+    while (!done->cv.wait_for(lock, std::chrono::milliseconds(kWaitPollMs),
+                              [&] { return done->flag; })) {
+      const StopLanding landing = FirstStopLanding();
+      CollectiveWaitState st;
+      st.waited_s = MonotonicSeconds() - start;
+      st.since_stop_s = landing.signal != 0 ? MonotonicSeconds() - landing.at_s : -1;
+      st.stop_signals = StopSignalCount();
+      st.saving = InStopSave();
+      const WaitVerdict verdict = JudgeCollectiveWait(st, limits);
+      if (verdict != WaitVerdict::kWait) {
+        lock.unlock();
+        Abandon(verdict, what, st.waited_s);
+      }
+    }
+  }
+  try {
+    work->wait();
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    BATON_FAIL(kExitInternal,
+               "rank " + std::to_string(rank) + " of " + std::to_string(world) + ": the " + what +
+                   " failed: " + why.substr(0, why.find('\n')),
+               "a peer rank died or its connection broke; its own log says why");
+  }
+}
+
+void ProcessGroupHandle::Impl::Abandon(WaitVerdict verdict, const char* what, double waited_s) {
+  const std::string me = "rank " + std::to_string(rank) + " of " + std::to_string(world);
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%.1f", waited_s);
+  try {
+    if (verdict == WaitVerdict::kLeaveOnStop) {
+      const char* sig = StopSignalName(StopSignal());
+      BATON_FAIL(kExitRequeue,
+                 me + ": a stop signal (" + sig + ") came, and the other ranks did not join the " +
+                     what + " (waited " + waited + " s; BATON_STOP_WAIT_S " +
+                     std::to_string(int(limits.stop_wait_s)) +
+                     " s, or a second signal): leaving without a new checkpoint (exit 75; the "
+                     "last committed one stands)",
+                 "a peer rank is hung, stopped or was not signalled; stop it too (its heartbeat "
+                 "file names its PID), then resume from the last checkpoint");
+    }
+    BATON_FAIL(kExitInternal,
+               me + ": the " + what + " did not complete within " + waited +
+                   " s (BATON_COLLECTIVE_TIMEOUT_S " + std::to_string(int(limits.timeout_s)) +
+                   " s): a peer rank is hung, stopped or gone",
+               "find the rank that stopped (its heartbeat file names its PID and phase)");
+  } catch (const FatalError& e) {
+    abandoned_code = e.exit_code();
+    abandoned_message = e.what();
+    throw AgreedFailure(abandoned_code, abandoned_message);
+  }
+}
 
 ProcessGroupHandle::ProcessGroupHandle() = default;
 ProcessGroupHandle::~ProcessGroupHandle() = default;
@@ -110,7 +152,18 @@ std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& en
   h->cuda_ = cuda;
   h->impl_ = std::make_unique<Impl>();
   if (env.world_size == 1) return h;
-  const auto timeout = std::chrono::seconds(kCollectiveTimeoutS);
+  Result<CollectiveWaitLimits> limits = CollectiveWaitLimitsFrom(
+      std::getenv("BATON_COLLECTIVE_TIMEOUT_S"), std::getenv("BATON_STOP_WAIT_S"));
+  if (!limits.ok()) {
+    BATON_FAIL(kExitConfig, limits.status().message(), "unset it or give decimal seconds");
+  }
+  h->impl_->limits = *limits;
+  h->impl_->rank = env.rank;
+  h->impl_->world = env.world_size;
+  h->impl_->cuda = cuda;
+  const auto timeout = std::chrono::milliseconds(int64_t(limits->timeout_s * 1000));
+  const auto gloo_timeout =
+      std::chrono::milliseconds(int64_t((limits->timeout_s + kGlooTimeoutSlackS) * 1000));
   c10::intrusive_ptr<c10d::Store> store;
   if (!env.store_file.empty()) {
     store = c10::make_intrusive<c10d::FileStore>(env.store_file, int(env.world_size));
@@ -136,7 +189,7 @@ std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& en
                "rebuild with -DBATON_CUDA=ON against a CUDA libtorch");
   }
 #endif
-  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  auto opts = c10d::ProcessGroupGloo::Options::create(gloo_timeout);
   opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   h->impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, int(env.rank),
                                                              int(env.world_size), opts);
@@ -162,7 +215,7 @@ void ProcessGroupHandle::AllReduceSum(const std::vector<torch::Tensor>& tensors)
       for (const auto& t : bucket) v.push_back(t.reshape({-1}));
       return v;
     }())};
-    impl_->pg->allreduce(flat, c10d::AllreduceOptions{})->wait();
+    impl_->Wait(impl_->pg->allreduce(flat, c10d::AllreduceOptions{}), "gradient all-reduce");
     ++allreduce_.calls;
     allreduce_.bytes += bytes;
     int64_t off = 0;
@@ -228,11 +281,12 @@ void ProcessGroupHandle::ReduceScatterOwned(const std::vector<torch::Tensor>& te
       std::vector<torch::Tensor> out = {torch::empty({len}, opts)};
       std::vector<std::vector<torch::Tensor>> in(1);
       for (int64_t r = 0; r < w; ++r) in[0].push_back(flat.narrow(0, r * len, len));
-      impl_->pg->reduce_scatter(out, in, c10d::ReduceScatterOptions{})->wait();
+      impl_->Wait(impl_->pg->reduce_scatter(out, in, c10d::ReduceScatterOptions{}),
+                  "gradient reduce-scatter");
       mine = out[0];
     } else {
       std::vector<torch::Tensor> v = {flat};
-      impl_->pg->allreduce(v, c10d::AllreduceOptions{})->wait();
+      impl_->Wait(impl_->pg->allreduce(v, c10d::AllreduceOptions{}), "gradient reduce-scatter");
       mine = flat.narrow(0, me * len, len);
     }
     ++reduce_scatter_.calls;
@@ -260,7 +314,8 @@ void ProcessGroupHandle::AllGatherOwned(const std::vector<torch::Tensor>& tensor
     std::vector<torch::Tensor> in_wire = {wire(in[0])};
     std::vector<std::vector<torch::Tensor>> out_wire(1);
     for (const auto& t : out[0]) out_wire[0].push_back(wire(t));
-    impl_->pg->allgather(out_wire, in_wire, c10d::AllgatherOptions{})->wait();
+    impl_->Wait(impl_->pg->allgather(out_wire, in_wire, c10d::AllgatherOptions{}),
+                "weight all-gather");
     ++allgather_.calls;
     allgather_.bytes += w * int64_t(in[0].nbytes());
     for (int64_t r = 0; r < w; ++r) {
@@ -275,7 +330,7 @@ bool ProcessGroupHandle::AnyRank(bool flag) {
   std::vector<torch::Tensor> t = {torch::full(
       {1}, flag ? 1.0 : 0.0,
       torch::TensorOptions(torch::kFloat64).device(cuda_ ? torch::kCUDA : torch::kCPU))};
-  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  impl_->Wait(impl_->pg->allreduce(t, c10d::AllreduceOptions{}), "vote of the ranks");
   return t[0].item<double>() > 0.5;
 }
 
@@ -286,7 +341,7 @@ std::vector<std::string> ProcessGroupHandle::AllGatherBytes(const std::string& m
   torch::Tensor sizes = torch::zeros({w}, torch::kInt64);
   sizes[env_.rank] = int64_t(mine.size());
   std::vector<torch::Tensor> t = {sizes.to(device)};
-  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  impl_->Wait(impl_->pg->allreduce(t, c10d::AllreduceOptions{}), "exchange between the ranks");
   sizes = t[0].to(torch::kCPU);
   std::vector<int64_t> offset(size_t(w) + 1, 0);
   for (int64_t r = 0; r < w; ++r)
@@ -294,7 +349,7 @@ std::vector<std::string> ProcessGroupHandle::AllGatherBytes(const std::string& m
   torch::Tensor bytes = torch::zeros({std::max<int64_t>(offset.back(), 1)}, torch::kUInt8);
   std::memcpy(bytes.data_ptr<uint8_t>() + offset[size_t(env_.rank)], mine.data(), mine.size());
   t = {bytes.to(device)};
-  impl_->pg->allreduce(t, c10d::AllreduceOptions{})->wait();
+  impl_->Wait(impl_->pg->allreduce(t, c10d::AllreduceOptions{}), "exchange between the ranks");
   bytes = t[0].to(torch::kCPU);
   std::vector<std::string> out;
   for (int64_t r = 0; r < w; ++r) {
@@ -306,7 +361,7 @@ std::vector<std::string> ProcessGroupHandle::AllGatherBytes(const std::string& m
 
 void ProcessGroupHandle::Barrier() {
   if (env_.world_size == 1) return;
-  impl_->pg->barrier()->wait();
+  impl_->Wait(impl_->pg->barrier(), "barrier");
 }
 
 }  // namespace baton

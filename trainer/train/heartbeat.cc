@@ -11,21 +11,35 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
+#include "schema/file_kind.h"
 #include "schema/run_folder.h"
+#include "trainer/ckpt/transfer_progress.h"
 
 namespace baton {
 namespace fs = std::filesystem;
 
 namespace {
 
+// How often a beat checks that the path still names this rank's own file, in seconds.
+constexpr double kIdentityCheckS = 1.0;
+// Least seconds between two progress beats inside a load or save.
+constexpr double kProgressEveryS = 0.5;
+
 struct State {
+  std::mutex mu;  // the background saver's writes report progress from their own thread
   int fd = -1;
   bool failed = false;
+  bool recreated_said = false;
   std::string path;
+  dev_t dev = 0;
+  ino_t ino = 0;
   HeartbeatRecord record;
   double rate_bytes_per_s = 0;  // 0: not measured yet
+  double checked_at = 0;        // monotonic seconds of the last identity check
+  double written_at = 0;        // monotonic seconds of the last write
 };
 
 State& S() {
@@ -33,8 +47,15 @@ State& S() {
   return s;
 }
 
-void WarnOnce(const std::string& what) {
-  State& s = S();
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double Monotonic() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void WarnOnce(State& s, const std::string& what) {
   if (s.failed) return;
   s.failed = true;
   if (s.fd >= 0) ::close(s.fd);
@@ -45,8 +66,82 @@ void WarnOnce(const std::string& what) {
                s.path.c_str(), what.c_str());
 }
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+std::string KindOf(mode_t mode) { return S_ISLNK(mode) ? "a symbolic link" : FileKind(mode); }
+
+// Opens the rank's file: never through a symbolic link, never anything but a regular file (a
+// FIFO would block, a device or another file would be overwritten). `fresh`: the path must not
+// exist (O_EXCL), after the caller removed a file that replaced ours.
+bool OpenOwn(State& s, bool fresh) {
+  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (fresh ? O_EXCL : 0);
+  const int fd = ::open(s.path.c_str(), flags, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    WarnOnce(s, err == ELOOP   ? "it is a symbolic link; not following it"
+                : err == ENXIO ? "it is a FIFO, not a regular file"
+                               : std::string("cannot open: ") + std::strerror(err));
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    WarnOnce(s, "it is " + KindOf(st.st_mode) + ", not a regular file");
+    return false;
+  }
+  s.fd = fd;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  return true;
+}
+
+// The path no longer names the file this rank writes (a rename over it, a restore, an unlink):
+// a regular file there is removed and a new one of ours takes its place; anything else is
+// refused as at the start. The heartbeat folder itself is never recreated.
+void KeepOwnFile(State& s) {
+  const double now = Monotonic();
+  if (now - s.checked_at < kIdentityCheckS) return;
+  s.checked_at = now;
+  struct stat st {};
+  const bool there = ::lstat(s.path.c_str(), &st) == 0;
+  if (there && st.st_dev == s.dev && st.st_ino == s.ino) return;
+  if (there && !S_ISREG(st.st_mode)) {
+    WarnOnce(s, "it was replaced by " + KindOf(st.st_mode) + "; not writing through it");
+    return;
+  }
+  if (there && ::unlink(s.path.c_str()) != 0 && errno != ENOENT) {
+    WarnOnce(s, std::string("it was replaced and cannot be removed: ") + std::strerror(errno));
+    return;
+  }
+  ::close(s.fd);
+  s.fd = -1;
+  if (!OpenOwn(s, /*fresh=*/true)) return;
+  if (!s.recreated_said) {
+    s.recreated_said = true;
+    std::fprintf(stderr, "baton-train: heartbeat %s was %s; writing a new one\n", s.path.c_str(),
+                 there ? "replaced by another file" : "removed");
+  }
+}
+
+void Write(State& s) {
+  s.record.wall = WallNow();
+  s.written_at = Monotonic();
+  const std::string text = FormatHeartbeat(s.record);
+  const ssize_t n = ::pwrite(s.fd, text.data(), text.size(), 0);
+  if (n != ssize_t(text.size())) {
+    WarnOnce(s, n < 0 ? std::string("cannot write: ") + std::strerror(errno) : "short write");
+  }
+}
+
+// The transfer sink (trainer/ckpt/transfer_progress.h): inside a load or save, bytes moved are a
+// beat, at most every kProgressEveryS.
+void OnTransferred(uint64_t bytes) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const HeartbeatPhase p = s.record.phase;
+  if (s.fd < 0 || (p != HeartbeatPhase::kLoad && p != HeartbeatPhase::kSave)) return;
+  s.record.done += int64_t(bytes);
+  if (Monotonic() - s.written_at < kProgressEveryS) return;
+  KeepOwnFile(s);
+  if (s.fd >= 0) Write(s);
 }
 
 double EnvDouble(const char* name, double fallback) {
@@ -61,41 +156,49 @@ double EnvDouble(const char* name, double fallback) {
 
 void StartHeartbeat(const std::string& run_dir, int64_t rank) {
   State& s = S();
-  const RunFolder folder{run_dir};
-  s.path = folder.HeartbeatFile(rank);
-  std::error_code ec;
-  fs::create_directories(folder.HeartbeatDir(), ec);
-  s.fd = ::open(s.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (s.fd < 0) {
-    WarnOnce(std::string("cannot open: ") + std::strerror(errno));
-    return;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.fd >= 0) ::close(s.fd);
+    s.fd = -1;
+    s.failed = false;
+    s.recreated_said = false;
+    const RunFolder folder{run_dir};
+    s.path = folder.HeartbeatFile(rank);
+    std::error_code ec;
+    fs::create_directories(folder.HeartbeatDir(), ec);
+    if (!OpenOwn(s, /*fresh=*/false)) return;
+    s.checked_at = Monotonic();
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    const char* node = std::getenv("SLURMD_NODENAME");
+    s.record = HeartbeatRecord{};
+    s.record.rank = rank;
+    s.record.pid = ::getpid();
+    s.record.host = host;
+    s.record.node = (node && *node) ? node : host;
   }
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  const char* node = std::getenv("SLURMD_NODENAME");
-  s.record.rank = rank;
-  s.record.pid = ::getpid();
-  s.record.host = host;
-  s.record.node = (node && *node) ? node : host;
+  SetTransferSink(&OnTransferred);
   Beat(HeartbeatPhase::kInit, 0, 0);
 }
 
 void Beat(HeartbeatPhase phase, int64_t step, int64_t micro, double budget_s) {
   State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.fd < 0) return;
+  KeepOwnFile(s);
   if (s.fd < 0) return;
   s.record.phase = phase;
   s.record.step = step;
   s.record.micro = micro;
   s.record.budget_s = budget_s;
-  s.record.wall = WallNow();
-  const std::string text = FormatHeartbeat(s.record);
-  const ssize_t n = ::pwrite(s.fd, text.data(), text.size(), 0);
-  if (n != ssize_t(text.size())) {
-    WarnOnce(n < 0 ? std::string("cannot write: ") + std::strerror(errno) : "short write");
-  }
+  s.record.done = 0;
+  Write(s);
 }
 
-void HeartbeatStepDone(double seconds) { S().record.step_s = seconds; }
+void HeartbeatStepDone(double seconds) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().record.step_s = seconds;
+}
 
 double TransferBudgetS(int64_t bytes) {
   constexpr double kDefaultRate = 50e6;  // bytes/s before this rank measured one

@@ -1,4 +1,5 @@
 #include "trainer/train/stop_signal.h"
+#include "trainer/train/stop_state.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +17,7 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 volatile std::sig_atomic_t g_saving = 0;
+volatile std::sig_atomic_t g_stop_count = 0;
 std::atomic<int> g_agreed{0};
 
 constexpr int kStopSignals[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT};
@@ -53,6 +55,7 @@ void OnSignal(int sig) {
     g_landed_signal.store(sig, std::memory_order_release);
   }
   g_stop_signal = sig;
+  g_stop_count = g_stop_count + 1;
 }
 
 sigset_t StopSet() {
@@ -87,6 +90,10 @@ void InstallStopSignalHandlers() {
 }
 
 int StopSignal() { return g_stop_signal; }
+
+int StopSignalCount() { return int(g_stop_count); }
+
+bool InStopSave() { return g_saving != 0; }
 
 std::optional<Signal> StopSignalWord(int sig) {
   switch (sig) {

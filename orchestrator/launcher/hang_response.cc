@@ -1,0 +1,73 @@
+#include "orchestrator/launcher/hang_response.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace baton {
+
+namespace {
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
+std::string Cut(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
+}
+
+}  // namespace
+
+double MonotonicNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool HangResponse::operator()(int child_pid) {
+  std::optional<HangReport> r = watch_.Poll(MonotonicNow(), log_);
+  if (!r) return false;
+  scope_.child_pid = child_pid;
+  std::vector<VerifiedRank> ranks;
+  std::vector<StaleRank> proved;
+  for (const StaleRank& s : r->stale) {
+    if (refused_.count({s.beat.rank, s.changed_at})) continue;
+    Result<VerifiedRank> v = VerifyRank(s.beat, scope_);
+    if (!v.ok()) {
+      refused_.insert({s.beat.rank, s.changed_at});
+      log_ << "baton launch: not acting on rank " << s.beat.rank
+           << "'s heartbeat: " << v.status().message()
+           << "; no process is attached to or signalled for it\n"
+           << std::flush;
+      continue;
+    }
+    ranks.push_back(*v);
+    proved.push_back(s);
+  }
+  if (ranks.empty()) return false;
+  // The record keeps Unix times; the watch's clock is this host's monotonic one.
+  const double wall = WallNow();
+  double newest = proved.front().changed_at;
+  for (const StaleRank& s : proved) newest = std::max(newest, s.changed_at);
+  r->stale = proved;
+  r->last_heartbeat_at = wall - (r->detected_at - newest);
+  r->detected_at = wall;
+  report = r;
+  for (const VerifiedRank& v : ranks) {
+    const HeartbeatRecord& b = v.beat;
+    log_ << "baton launch: stacks of rank " << b.rank << " (pid " << b.pid << " on " << b.host
+         << "):\n"
+         << std::flush;
+    const std::string text = CaptureStacks(v, scope_);
+    stacks += "=== rank " + std::to_string(b.rank) + " pid " + std::to_string(b.pid) + " on " +
+              b.host + " (" + HeartbeatPhaseName(b.phase) + ")\n" +
+              Cut(text, kHangStackBytes / ranks.size()) + "\n";
+    log_ << text << "\n" << std::flush;
+  }
+  log_ << "baton launch: ending the job step: " << EndStep(ranks, scope_) << "\n" << std::flush;
+  return true;
+}
+
+}  // namespace baton
