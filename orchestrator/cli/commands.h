@@ -15,5 +15,6 @@ void AddResumeCommand(CLI::App& app, int* rc);    // resume_cmd.cc
 void AddWatchCommand(CLI::App& app, int* rc);     // watch_cmd.cc
 void AddManifestCommand(CLI::App& app, int* rc);  // manifest_cmd.cc (hidden; test helper)
 void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + background sync
+void AddStoreCommand(CLI::App& app, int* rc);     // store_check_cmd.cc: store check [--repair]
 
 }  // namespace baton
