@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kAttempts = 300;
 
-// Attempt i (1-based job restarts) ran 2 steps of (i + 1) / 100 s each and saved once.
+// Attempt i (1-based job restarts) ran 2 steps of (i + 1) / 1000 s each and saved once.
 RunRecord ManyAttempts(Store& store, const std::string& run_dir) {
   const RunRecord run = test::MakeRun(store, run_dir, "many", 1000);
   EXPECT_TRUE(store
@@ -36,7 +36,7 @@ RunRecord ManyAttempts(Store& store, const std::string& run_dir) {
                         s.attempt_id = id;
                         s.step = 2 * i + k;
                         s.time = a.started_at.value() + 1 + k;
-                        s.step_time_s = (i + 1) / 100.0;
+                        s.step_time_s = (i + 1) / 1000.0;
                         BATON_RETURN_IF_ERROR(store.InsertStepInTx(s));
                       }
                       CheckpointRecord c;
@@ -79,7 +79,7 @@ TEST(TimeBucketReads, ComputeWhileAnotherProcessHoldsTheWriteLock) {
   for (int i = 0; i < kAttempts; ++i) {
     const AttemptTimeBuckets& a = computed->attempts[size_t(i)];
     EXPECT_EQ(a.attempt_id, attempts[size_t(i)].id);
-    EXPECT_NEAR(a.buckets[TimeBucket::kProductive], 2 * (i + 1) / 100.0, 1e-9) << i;
+    EXPECT_NEAR(a.buckets[TimeBucket::kProductive], 2 * (i + 1) / 1000.0, 1e-9) << i;
     EXPECT_EQ(a.buckets.productive_steps, 2) << i;
     EXPECT_EQ(a.buckets.saves, 1) << i;
   }
