@@ -4,7 +4,7 @@
 # series rollups (the same fill twice), the series endpoint's latency on the rollup path side by
 # side with the row path (source=rows, what every request did before) after checking both give
 # the same points, the run page's other requests, a zoomed range, and the runs page over 1000
-# runs.
+# runs, and a real request answered while many idle connections are open (slow clients).
 #   bench/web_bench.sh [BUILD_DIR]     (default build/; needs baton and baton_web_fixture built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,3 +83,5 @@ python3 bench/web/measure.py "$url" "$repeats" \
   "/api/runs?limit=50&sort=last_loss&order=asc" \
   "/api/runs?limit=50&offset=950&sort=progress" \
   "/api/runs?limit=1000"
+echo "== slow clients: idle connections from one address (127.0.0.2) while a real request comes"
+for n in 64 256; do python3 bench/web/slow_clients.py "$url" "$n" "/api/runs?limit=50"; done

@@ -10,6 +10,7 @@
 #include "schema/exit_codes.h"
 #include "trainer/fail.h"
 #include "trainer/tools/commands.h"
+#include "trainer/tools/version_text.h"
 #include "trainer/train/stop_signal.h"
 
 namespace {
@@ -22,6 +23,8 @@ __attribute__((section(".preinit_array"),
 
 int main(int argc, char** argv) {
   CLI::App app{"baton-train: the packed video-action trainer of baton"};
+  // Version, source revision, libtorch and CUDA: computed only when asked (CUDA is probed).
+  app.set_version_flag("--version", std::function<std::string()>(baton::TrainerVersionText));
   app.require_subcommand(1);
   baton::CommandFn run;
   baton::RegisterSynthData(app, &run);

@@ -129,7 +129,8 @@ function jobRestartCell(a) {
     seq ? el('span', { class: 'in-job-restart' }, ` · in-job #${seq} (${a.restart_cause})`) : null);
 }
 
-// One row per attempt. Its number carries the log button, its step range the count of steps
+// One row per attempt. Step ranges are the API's step numbers (1-based, as the CLI's), shown as
+// they come. Its number carries the log button, its step range the count of steps
 // skipped as non-finite: fewer columns, so the table fits the page (app.css).
 function attemptsTable(attempts, openLog) {
   const rows = attempts.map((a) => [
@@ -143,7 +144,7 @@ function attemptsTable(attempts, openLog) {
     a.summary.nonfinite_steps
       ? el('span', { class: 'skipped' }, ` · ${fmt.int(a.summary.nonfinite_steps)} skipped`) : null),
     a.resume_mode ?? '–',
-    a.warmup_from === null ? '–' : `${a.warmup_from}–${a.warmup_until} (${a.warmup_kind.replace('_', ' ')})`,
+    a.warmup_first_step === null ? '–' : `${a.warmup_first_step}–${a.warmup_last_step} (${a.warmup_kind.replace('_', ' ')})`,
     el('td', { class: 'end', title: a.hold_release_error || null }, a.end_reason ?? (a.ended_at ? '–' : 'running'),
       holdNote(a)),
     el('td', { class: 'trainer-end' }, trainerEnd(a)),
@@ -172,7 +173,7 @@ function nonfiniteSection(nf) {
       `${fmt.int(nf.steps)} steps not applied: their loss or gradient norm was NaN/Inf, so weights and ` +
       `optimizer state were left as they were${redone}${listed}.`),
     table(['Step', 'Attempt', 'Loss', 'Grad norm', 'Episodes'], nf.listed.map((s) => [
-      fmt.int(s.step), `#${s.attempt}`, s.loss === null ? 'NaN/Inf' : fmt.num(s.loss),
+      fmt.int(s.step_number), `#${s.attempt}`, s.loss === null ? 'NaN/Inf' : fmt.num(s.loss),
       s.grad_norm === null ? 'NaN/Inf' : fmt.num(s.grad_norm),
       el('td', { class: 'episodes' }, s.episodes.length ? s.episodes.join(', ') : '–'),
     ]), { id: 'nonfinite-table', class: 'data' }),

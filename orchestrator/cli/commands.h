@@ -16,5 +16,6 @@ void AddWatchCommand(CLI::App& app, int* rc);     // watch_cmd.cc
 void AddManifestCommand(CLI::App& app, int* rc);  // manifest_cmd.cc (hidden; test helper)
 void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + background sync
 void AddTokenCommands(CLI::App& app, int* rc);    // token_cmd.cc: token add, list, revoke
+void AddStoreCommand(CLI::App& app, int* rc);     // store_check_cmd.cc: store check [--repair]
 
 }  // namespace baton

@@ -8,11 +8,13 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/history/attempt_log.h"
+#include "orchestrator/history/duration_text.h"
 #include "orchestrator/history/run_timeline.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/attempt_evidence.h"
 #include "schema/event_records.h"
 #include "schema/events.h"
+#include "schema/step_numbers.h"
 
 using nlohmann::json;
 
@@ -23,18 +25,20 @@ namespace {
 // Episode ids shown per skipped step in text.
 inline constexpr size_t kShownEpisodeIds = 8;
 
-// Steps and ranges show 1-based like the trainer's progress line: indices s0..n-1 are s0+1..n.
+// Steps and ranges show as step numbers (schema/step_numbers.h): indices s0..n-1 are s0+1..n.
 std::string StepRange(const AttemptRecord& a) {
   const int64_t s0 = a.step0.value_or(0);
-  if (!a.last_step || *a.last_step <= s0) return "(none) @" + std::to_string(s0);
-  return std::to_string(s0 + 1) + ".." + std::to_string(*a.last_step);
+  const StepNumberRange r = StepNumbersOf(s0, a.last_step.value_or(s0));
+  if (r.empty()) return "(none) @" + std::to_string(s0);
+  return std::to_string(r.first) + ".." + std::to_string(r.last);
 }
 
 std::string WarmupColumn(const AttemptRecord& a, const ExpectedSchedule& schedule) {
   const WarmupRange w = AttemptWarmup(
       a, schedule, a.last_step ? std::optional<int64_t>(*a.last_step - 1) : std::nullopt);
-  if (w.empty()) return "-";
-  return std::to_string(w.from + 1) + ".." + std::to_string(w.until);
+  const StepNumberRange r = StepNumbersOf(w.from, w.until);
+  if (r.empty()) return "-";
+  return std::to_string(r.first) + ".." + std::to_string(r.last);
 }
 
 // "3003.0", and "3003.0.2" for the second restart of the trainer inside that job start.
@@ -116,20 +120,6 @@ std::string AttemptOutcome(const AttemptRecord& a) {
   return out;
 }
 
-// "1h 2m", "3m 4s", "5.2 s": a span of seconds for the time lines.
-std::string Span(double s) {
-  char buf[48];
-  if (!(s >= 0)) return "-";
-  if (s < 60) {
-    std::snprintf(buf, sizeof buf, "%.1f s", s);
-  } else if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "%dm %ds", int(s / 60), int(s) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%dh %dm", int(s / 3600), int(s / 60) % 60);
-  }
-  return buf;
-}
-
 std::string Percent(std::optional<double> v) {
   if (!v) return "-";
   char buf[32];
@@ -185,13 +175,13 @@ void PrintLogTail(const std::string& run_dir, const AttemptRecord& a, size_t lin
 void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
                        const ExpectedSchedule& schedule) {
   std::vector<std::vector<std::string>> rows;
-  int i = 0;
+  int64_t i = 0;
   for (const AttemptRecord& a : attempts) {
-    rows.push_back({std::to_string(i++), AttemptLabel(a), InJobColumn(a), StepRange(a),
-                    a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
-                    a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
-                    a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes,
-                    FormatTime(a.started_at)});
+    rows.push_back(
+        {std::to_string(AttemptNumber(i++)), AttemptLabel(a), InJobColumn(a), StepRange(a),
+         a.resume_mode.empty() ? "-" : a.resume_mode, WarmupColumn(a, schedule),
+         a.end_reason.empty() ? (a.ended_at ? "-" : "(running)") : a.end_reason,
+         a.exit_code ? std::to_string(*a.exit_code) : "-", a.nodes, FormatTime(a.started_at)});
   }
   PrintTable(std::cout,
              {"ATTEMPT", "JOB.RESTART", "IN-JOB", "STEPS", "RESUME", "WARMUP", "END", "EXIT",
@@ -201,7 +191,8 @@ void PrintAttemptTable(const std::vector<AttemptRecord>& attempts,
   std::cout << "\nhow each attempt ended:\n";
   for (size_t i = 0; i < attempts.size(); ++i) {
     const AttemptRecord& a = attempts[i];
-    std::cout << "  " << i << " (" << AttemptLabel(a) << "): " << AttemptOutcome(a);
+    std::cout << "  " << AttemptNumber(static_cast<int64_t>(i)) << " (" << AttemptLabel(a)
+              << "): " << AttemptOutcome(a);
     if (!a.init_from.empty()) std::cout << "; weights from " << PrintableText(a.init_from);
     std::cout << "\n";
   }
@@ -220,14 +211,14 @@ std::string EpisodeList(const std::vector<std::string>& ids) {
 }
 
 void PrintTimeBuckets(const RunTimeBuckets& t) {
-  std::cout << "  time     wall " << Span(t.run.wall_s) << ", ETTR " << Percent(Ettr(t.run)) << " ("
-            << Percent(EttrWithoutQueue(t.run)) << " without queue)\n           ";
+  std::cout << "  time     wall " << DurationText(t.run.wall_s) << ", ETTR " << Percent(Ettr(t.run))
+            << " (" << Percent(EttrWithoutQueue(t.run)) << " without queue)\n           ";
   std::string parts;
   for (TimeBucket b : AllTimeBuckets()) {
     if (!(t.run[b] > 0.05)) continue;
     std::string name = TimeBucketName(b);
     std::replace(name.begin(), name.end(), '_', ' ');
-    parts += (parts.empty() ? "" : " · ") + name + " " + Span(t.run[b]);
+    parts += (parts.empty() ? "" : " · ") + name + " " + DurationText(t.run[b]);
   }
   std::cout << (parts.empty() ? "(nothing yet)" : parts) << "\n";
   const CheckpointIntervalAdvice a = AdviseCheckpointInterval(t);
@@ -237,18 +228,22 @@ void PrintTimeBuckets(const RunTimeBuckets& t) {
     return;
   }
   char save[32];
-  std::snprintf(save, sizeof save, "%.2f s", a.mean_save_s);
-  std::cout << (a.steps ? "every " + std::to_string(std::llround(*a.steps)) + " steps, " : "")
-            << Span(*a.seconds) << " (Young/Daly: save " << save << ", " << a.interruptions
+  if (std::fabs(a.mean_save_s) < 1e6) {
+    std::snprintf(save, sizeof save, "%.2f s", a.mean_save_s);
+  } else {
+    std::snprintf(save, sizeof save, "%.3g s", a.mean_save_s);  // never a 300-digit figure
+  }
+  std::cout << (a.steps ? "every " + CountText(*a.steps) + " steps, " : "")
+            << DurationText(*a.seconds) << " (Young/Daly: save " << save << ", " << a.interruptions
             << " interruption" << (a.interruptions == 1 ? "" : "s") << ", one per "
-            << Span(*a.mean_time_between_interruptions_s) << ")\n";
+            << DurationText(*a.mean_time_between_interruptions_s) << ")\n";
 }
 
-int64_t AttemptIndex(const std::vector<AttemptRecord>& attempts, int64_t attempt_id) {
+int64_t AttemptNumberOf(const std::vector<AttemptRecord>& attempts, int64_t attempt_id) {
   for (size_t i = 0; i < attempts.size(); ++i) {
-    if (attempts[i].id == attempt_id) return static_cast<int64_t>(i);
+    if (attempts[i].id == attempt_id) return AttemptNumber(static_cast<int64_t>(i));
   }
-  return -1;
+  return 0;
 }
 
 }  // namespace baton

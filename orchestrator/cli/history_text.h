@@ -5,7 +5,8 @@
 //
 // Text the trainer or the data wrote (messages, episode ids, the run's reason) reaches the
 // terminal through PrintableText: control characters are shown as escapes, never sent raw.
-// Step numbers are 1-based like the trainer's progress line and messages. Writes to std::cout;
+// Step and attempt numbers are 1-based like the trainer's progress line and messages, and the
+// web UI's (schema/step_numbers.h). Writes to std::cout;
 // single-threaded.
 #pragma once
 
@@ -41,7 +42,8 @@ void PrintTimeBuckets(const RunTimeBuckets& t);
 // opened.
 void PrintLogTail(const std::string& run_dir, const AttemptRecord& a, size_t lines);
 
-// Index of an attempt id in `attempts` (the ATTEMPT column), -1 when unknown.
-int64_t AttemptIndex(const std::vector<AttemptRecord>& attempts, int64_t attempt_id);
+// The attempt number (1-based, the ATTEMPT column) of an attempt id in `attempts`, 0 when
+// unknown.
+int64_t AttemptNumberOf(const std::vector<AttemptRecord>& attempts, int64_t attempt_id);
 
 }  // namespace baton

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "orchestrator/cli/commands.h"
+#include "schema/build_info.h"
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
 
@@ -31,7 +32,8 @@ int Validate(const std::string& path, bool print) {
 
 int main(int argc, char** argv) {
   CLI::App app{"baton: SLURM-native orchestrator for preemptible training runs"};
-  app.set_version_flag("--version", "baton 0.1.0");
+  // Version and source revision, what a bug report needs (schema/build_info.h).
+  app.set_version_flag("--version", baton::VersionText("baton"));
   app.require_subcommand(1);
 
   int rc = baton::kExitUsage;
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   baton::AddManifestCommand(app, &rc);
   baton::AddServeCommand(app, &rc);
   baton::AddTokenCommands(app, &rc);
+  baton::AddStoreCommand(app, &rc);
 
   try {
     app.parse(argc, argv);

@@ -28,6 +28,7 @@
 #include "schema/event_records.h"
 #include "schema/events.h"
 #include "schema/run_folder.h"
+#include "schema/step_numbers.h"
 
 using nlohmann::json;
 
@@ -71,12 +72,12 @@ json CliRunJson(const RunRecord& r) {
   return j;
 }
 
-// The attempt list of `show` and `attempts`: each attempt numbered from 0 like the table.
+// The attempt list of `show` and `attempts`: each attempt numbered from 1 like the table.
 json CliAttemptsJson(const std::vector<AttemptRecord>& attempts) {
   json list = json::array();
   for (size_t i = 0; i < attempts.size(); ++i) {
     json j = AttemptJson(attempts[i]);
-    j["attempt"] = i;
+    j["attempt"] = AttemptNumber(static_cast<int64_t>(i));
     const char* kind = SlurmStateKindName(ClassifySlurmState(attempts[i]));
     j["slurm_state_kind"] = kind ? json(kind) : json(nullptr);
     list.push_back(std::move(j));
@@ -147,7 +148,7 @@ int RunShow(const QueryOptions& o) {
   if (!time.ok()) return ReportError(time.status());
   if (o.json) {
     json j = CliRunJson(*run);
-    j["time"] = TimeBucketsJson(*time, /*first_attempt=*/0);
+    j["time"] = TimeBucketsJson(*time, /*first_attempt=*/AttemptNumber(0));
     j["last_step"] = last;
     j["steps"] = *steps;
     j["superseded_steps"] = *all_steps - *steps;
@@ -157,7 +158,7 @@ int RunShow(const QueryOptions& o) {
     for (const StepRecord& s : *skipped) {
       // The CLI has always listed fewer fields per skipped step than the web API.
       skipped_list.push_back(
-          WithoutKeys(NonfiniteStepJson(s, AttemptIndex(*attempts, s.attempt_id)),
+          WithoutKeys(NonfiniteStepJson(s, AttemptNumberOf(*attempts, s.attempt_id)),
                       {"loss_video", "loss_action", "time"}));
     }
     j["nonfinite"] = skipped_list;
@@ -181,8 +182,8 @@ int RunShow(const QueryOptions& o) {
     }
     std::cout << "\n";
     for (const StepRecord& s : *skipped) {
-      std::cout << "           step " << s.step + 1 << " (attempt "
-                << AttemptIndex(*attempts, s.attempt_id)
+      std::cout << "           step " << StepNumber(s.step) << " (attempt "
+                << AttemptNumberOf(*attempts, s.attempt_id)
                 << "): " << EpisodeList(s.nonfinite_episodes) << "\n";
     }
     if (nonfinite->effective > static_cast<int64_t>(skipped->size())) {

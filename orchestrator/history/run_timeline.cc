@@ -4,6 +4,7 @@
 
 #include "schema/resume_decision.h"
 #include "schema/run_config.h"
+#include "schema/step_numbers.h"
 
 namespace baton {
 
@@ -42,7 +43,7 @@ std::vector<TimelineSegment> BuildTimeline(const std::vector<AttemptRecord>& att
   std::vector<TimelineSegment> out;
   for (size_t i = 0; i < attempts.size(); ++i) {
     TimelineSegment seg;
-    seg.index = static_cast<int>(i + 1);
+    seg.index = static_cast<int>(AttemptNumber(static_cast<int64_t>(i)));
     seg.attempt = attempts[i];
     seg.stats.attempt_id = attempts[i].id;
     for (const AttemptStepStats& st : stats) {

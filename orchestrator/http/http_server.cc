@@ -168,8 +168,7 @@ HttpServer::HttpServer(RunHistoryService* service, ServerOptions options)
       options_(std::move(options)),
       static_files_(options_.ui_dir),
       gate_(std::make_unique<RequestGate>(kHttpReadConnections)),
-      server_(MakeBoundedServer()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpConnectionThreads); };
+      server_(MakeBoundedServer(kHttpConnectionThreads)) {
   server_->set_read_timeout(kReadTimeoutS);
   server_->set_keep_alive_timeout(kKeepAliveTimeoutS);
   server_->set_write_timeout(kWriteTimeoutS);

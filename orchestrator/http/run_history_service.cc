@@ -11,6 +11,7 @@
 #include "orchestrator/store/stop_save_summary.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "orchestrator/store/time_buckets_json.h"
+#include "schema/step_numbers.h"
 
 using nlohmann::json;
 
@@ -74,7 +75,8 @@ json PageJson(const PageRequest& p, int64_t total) {
 }
 
 // One attempt: the record's JSON (record_json.h, as the CLI's) with the timeline's numbering
-// (1-based), step0 and warmup range, and the summary of its step rows.
+// (1-based), step0 and warmup range, and the summary of its step rows. The ranges a person
+// reads are step numbers (schema/step_numbers.h), as the CLI's STEPS and WARMUP columns.
 json SegmentJson(const TimelineSegment& s) {
   const AttemptRecord& a = s.attempt;
   const AttemptStepStats& st = s.stats;
@@ -85,14 +87,23 @@ json SegmentJson(const TimelineSegment& s) {
   const double padding = st.tokens + st.padded_tokens > 0
                              ? double(st.padded_tokens) / double(st.tokens + st.padded_tokens)
                              : std::nan("");
+  // The warmup as step numbers for the tables; warmup_from/until stay the index bounds the
+  // charts shade.
+  std::optional<int64_t> warmup_first, warmup_last;
+  if (s.warmup_from && s.warmup_until) {
+    const StepNumberRange w = StepNumbersOf(*s.warmup_from, *s.warmup_until);
+    if (!w.empty()) warmup_first = w.first, warmup_last = w.last;
+  }
   json out = AttemptJson(a);
   const char* slurm_kind = SlurmStateKindName(ClassifySlurmState(a));
   out.update(json{{"attempt", s.index},
                   {"slurm_state_kind", slurm_kind ? json(slurm_kind) : json(nullptr)},
                   {"label", s.label},
                   {"step0", s.step0},
-                  {"effective_first_step", JsonNumber(st.first_step)},
-                  {"effective_last_step", JsonNumber(st.last_step)},
+                  {"effective_first_step", JsonNumber(StepNumber(st.first_step))},
+                  {"effective_last_step", JsonNumber(StepNumber(st.last_step))},
+                  {"warmup_first_step", JsonNumber(warmup_first)},
+                  {"warmup_last_step", JsonNumber(warmup_last)},
                   {"warmup_from", JsonNumber(s.warmup_from)},
                   {"warmup_until", JsonNumber(s.warmup_until)},
                   {"warmup_kind", JsonTextOrNull(s.warmup_kind)},
@@ -151,7 +162,9 @@ Result<json> NonfiniteJson(Store& store, int64_t run_id,
   json listed = json::array();
   for (const StepRecord& r : rows) {
     auto it = attempt_index.find(r.attempt_id);
-    listed.push_back(NonfiniteStepJson(r, it == attempt_index.end() ? 0 : it->second));
+    json step = NonfiniteStepJson(r, it == attempt_index.end() ? 0 : it->second);
+    step["step_number"] = StepNumber(r.step);  // what the page's table shows, as the CLI's text
+    listed.push_back(std::move(step));
   }
   return json{{"steps", counts.effective},
               {"superseded", counts.superseded},
@@ -191,7 +204,7 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   out["stop_save"] = StopSaveJson(stop_save);
   BATON_ASSIGN_OR_RETURN(const RunTimeBuckets time,
                          TimeBucketsOf(lease.store(), d.summary.run, now));
-  out["time"] = TimeBucketsJson(time, /*first_attempt=*/1);
+  out["time"] = TimeBucketsJson(time, /*first_attempt=*/AttemptNumber(0));
   out["now"] = now;
   return out;
 }

@@ -26,11 +26,19 @@ std::string StrOr(const json& j, const char* key, const std::string& fallback = 
   return it->get<std::string>();
 }
 
-// The record's time: when it was written, else now (a record from a writer that left it out).
-double RecordTime(const json& j) {
+// The record's time: when it was written, else now (a record from a writer that left it out,
+// or wrote null). A time outside [0, kMaxEventTime] is no clock's reading: the record is a bad
+// line, so no duration is ever computed from it.
+Result<double> RecordTime(const json& j) {
   auto it = j.find("time");
-  if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) return UnixTimeNow();
-  return it->get<double>();
+  if (it == j.end() || it->is_null()) return UnixTimeNow();
+  if (!it->is_number()) return Status::Data("\"time\" is not a number");
+  const double t = it->get<double>();
+  if (!(t >= 0 && t <= kMaxEventTime)) {
+    return Status::Data("\"time\" " + it->dump() +
+                        " is not a plausible Unix time (0 to 4102444800, the year 2100)");
+  }
+  return t;
 }
 
 // `text` cut to at most `max_bytes` without splitting a UTF-8 sequence (the parser only hands
@@ -66,7 +74,7 @@ class RecordApplier {
     if (!r.is_object()) return Status::Data("not a JSON object");
     const std::string type = StrOr(r, "type");
     if (type.empty()) return Status::Data("no \"type\"");
-    const double time = RecordTime(r);
+    BATON_ASSIGN_OR_RETURN(const double time, RecordTime(r));
     Result<int64_t> attempt_id = AttemptId();
     if (!attempt_id.ok()) return attempt_id.status();
 

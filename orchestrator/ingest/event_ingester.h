@@ -14,6 +14,7 @@
 // superseded marking relies on. A record whose type is unknown, or whose fields do not parse, is
 // a bad line like invalid JSON.
 //
+// Times: a record's "time" must lie in [0, kMaxEventTime]; outside, the record is a bad line.
 // Values: a number that is null (how the trainer's JSON writer spells NaN and Inf), missing or
 // not finite is stored as NULL, never as NaN; a step flagged "nonfinite" keeps its row with the
 // flag and the step's episode ids. A step row takes its figures from the event through one field
@@ -38,6 +39,10 @@ namespace baton {
 // Longest trainer message (segment_end "message") kept, in bytes: it is one line; a longer one
 // is cut at a UTF-8 boundary and marked with "…".
 inline constexpr size_t kMaxTrainerMessageBytes = 4096;
+
+// Latest event time accepted, Unix seconds (2100-01-01): a record whose "time" is negative or
+// later is a bad line (a broken clock, or a hand-written file), never a row.
+inline constexpr double kMaxEventTime = 4102444800.0;
 
 struct IngestStats {
   int64_t files = 0;                  // event files looked at

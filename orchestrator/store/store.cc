@@ -6,6 +6,7 @@
 
 #include "orchestrator/embedded/embedded_files.h"
 #include "orchestrator/store/record_columns.h"
+#include "orchestrator/store/store_check.h"
 
 namespace fs = std::filesystem;
 
@@ -143,10 +144,18 @@ Status Store::ApplyMigration(const EmbeddedFile& f, int64_t number, bool check_f
     BATON_ASSIGN_OR_RETURN(Statement * check, db_->Prepare("PRAGMA foreign_key_check"));
     BATON_ASSIGN_OR_RETURN(const bool broken, check->Step());
     if (broken) {
+      // Rows that already dangled before the migration (foreign keys were off when their parent
+      // went): named, and the way out said, rather than a bare internal error on every command.
       const std::string table = check->Text(0);
       check->Reset();
-      return Status::Internal(std::string("migration ") + f.name +
-                              " left a broken foreign key in table " + table);
+      BATON_ASSIGN_OR_RETURN(const std::vector<DanglingReference> dangling, FindDanglingRows(*db_));
+      const std::string rows =
+          dangling.empty() ? "rows of table " + table : DanglingRowsText(dangling, /*max=*/5);
+      return Status::Data(std::string("migration ") + f.name +
+                          " stopped: rows point at rows that are not there (" + rows +
+                          "); the database stays at version " + std::to_string(number - 1) +
+                          ". `baton store check` lists them, `baton store check --repair` "
+                          "deletes them");
     }
   }
   // PRAGMA takes no bound parameters; `number` is parsed from our own embedded file name.

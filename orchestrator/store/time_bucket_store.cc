@@ -87,15 +87,22 @@ Status FillStepEnds(Store& store, BucketAttempt* a) {
   return Status::Ok();
 }
 
-Result<double> NonfiniteStepTime(Store& store, int64_t run_id, int64_t attempt_id) {
+// Step time of each attempt's effective skipped (non-finite) steps, in one grouped read.
+using SecondsByAttempt = std::map<int64_t, double>;
+
+Result<SecondsByAttempt> NonfiniteStepTimes(Store& store, int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s, StoreInternal::Db(store).Prepare(
-                         "SELECT COALESCE(SUM(step_time_s), 0) FROM steps INDEXED BY "
+                         "SELECT attempt_id, COALESCE(SUM(step_time_s), 0) FROM steps INDEXED BY "
                          "steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND superseded = 0 "
-                         "AND attempt_id = ?2"));
-  s->Bind(1, run_id).Bind(2, attempt_id);
-  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-  return row ? s->Double(0) : 0.0;
+                         "GROUP BY attempt_id"));
+  s->Bind(1, run_id);
+  SecondsByAttempt out;
+  while (true) {
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    if (!row) return out;
+    out[s->Int(0)] = s->Double(1);
+  }
 }
 
 Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuckets& b,
@@ -123,6 +130,31 @@ Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuck
 
 }  // namespace
 
+Result<std::vector<std::string>> TimeBucketInputStamp(Store& store, int64_t run_id) {
+  static const std::pair<const char*, int> kSql[] = {
+      {"SELECT status, updated_at FROM runs WHERE id = ?1", 2},
+      {"SELECT COUNT(*), MAX(id), SUM(COALESCE(started_at, 0)), SUM(COALESCE(ended_at, 0)), "
+       "SUM(COALESCE(hold_released_at, 0)), SUM(COALESCE(last_step, 0)), "
+       "SUM(LENGTH(end_reason) + LENGTH(action) + LENGTH(slurm_state)) FROM attempts "
+       "WHERE run_id = ?1",
+       7},
+      {"SELECT COUNT(*), SUM(step), SUM(COALESCE(seconds, 0)) FROM checkpoints WHERE run_id = ?1",
+       3},
+      {"SELECT COUNT(*), SUM(offset) FROM ingest_cursors WHERE run_id = ?1", 2},
+  };
+  std::vector<std::string> out;
+  for (const auto& [sql, columns] : kSql) {
+    BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(sql));
+    s->Bind(1, run_id);
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    for (int col = 0; row && col < columns; ++col) {
+      out.push_back(s->IsNull(col) ? "null" : s->Text(col));
+    }
+    s->Reset();
+  }
+  return out;
+}
+
 Result<BucketInput> LoadBucketInput(Store& store, const RunRecord& run, double now) {
   BucketInput in;
   in.submitted_at = run.created_at;
@@ -132,20 +164,30 @@ Result<BucketInput> LoadBucketInput(Store& store, const RunRecord& run, double n
   BATON_ASSIGN_OR_RETURN(const std::vector<AttemptStepStats> stats,
                          ReadAttemptStepStats(store, run.id));
   BATON_ASSIGN_OR_RETURN(const std::vector<CheckpointRecord> saves, store.ListCheckpoints(run.id));
+  BATON_ASSIGN_OR_RETURN(const SecondsByAttempt nonfinite_s, NonfiniteStepTimes(store, run.id));
+  // Matched by attempt id through maps: linear in attempts, stats and saves (a run of 400,000
+  // attempts must not be a loop over attempts inside a loop over attempts).
+  std::map<int64_t, const AttemptStepStats*> stats_of;
+  for (const AttemptStepStats& st : stats) stats_of[st.attempt_id] = &st;
+  std::map<int64_t, std::vector<const CheckpointRecord*>> saves_of;
+  for (const CheckpointRecord& c : saves) {
+    if (c.attempt_id) saves_of[*c.attempt_id].push_back(&c);
+  }
+  in.attempts.reserve(attempts.size());
   for (const AttemptRecord& r : attempts) {
     BucketAttempt a = BucketAttemptFrom(r);
-    for (const AttemptStepStats& st : stats) {
-      if (st.attempt_id != r.id) continue;
-      BATON_ASSIGN_OR_RETURN(const double nonfinite_s, NonfiniteStepTime(store, run.id, r.id));
-      a.skipped_s = nonfinite_s;
-      a.productive_s = std::max(0.0, st.step_time_s - nonfinite_s);
-      a.productive_steps = st.effective_steps - st.nonfinite_steps;
-      a.rolled_back_s = st.superseded_step_time_s;
-      if (st.effective_steps + st.superseded_steps > 0)
+    if (const auto st = stats_of.find(r.id); st != stats_of.end()) {
+      const auto nf = nonfinite_s.find(r.id);
+      const double skipped = nf == nonfinite_s.end() ? 0.0 : nf->second;
+      a.skipped_s = skipped;
+      a.productive_s = std::max(0.0, st->second->step_time_s - skipped);
+      a.productive_steps = st->second->effective_steps - st->second->nonfinite_steps;
+      a.rolled_back_s = st->second->superseded_step_time_s;
+      if (st->second->effective_steps + st->second->superseded_steps > 0)
         BATON_RETURN_IF_ERROR(FillStepEnds(store, &a));
     }
-    for (const CheckpointRecord& c : saves) {
-      if (c.attempt_id && *c.attempt_id == r.id) AddSave(&a, c);
+    if (const auto sv = saves_of.find(r.id); sv != saves_of.end()) {
+      for (const CheckpointRecord* c : sv->second) AddSave(&a, *c);
     }
     in.attempts.push_back(std::move(a));
   }
@@ -153,23 +195,53 @@ Result<BucketInput> LoadBucketInput(Store& store, const RunRecord& run, double n
   return in;
 }
 
-Status RefreshTimeBucketsInTx(Store& store, const RunRecord& run, double now) {
-  BATON_ASSIGN_OR_RETURN(const BucketInput in, LoadBucketInput(store, run, now));
-  const RunTimeBuckets b = ComputeTimeBuckets(in);
+namespace {
+
+Status WriteBucketRows(Store& store, int64_t run_id, const RunTimeBuckets& b) {
   BATON_ASSIGN_OR_RETURN(Statement * del, StoreInternal::Db(store).Prepare(
                                               "DELETE FROM time_buckets WHERE run_id = ?1"));
-  BATON_RETURN_IF_ERROR(del->Bind(1, run.id).Run());
+  BATON_RETURN_IF_ERROR(del->Bind(1, run_id).Run());
   BATON_RETURN_IF_ERROR(
-      WriteRow(store, run.id, kRunRow, b.run, b.interruptions, b.running_s, b.as_of));
+      WriteRow(store, run_id, kRunRow, b.run, b.interruptions, b.running_s, b.as_of));
   for (const AttemptTimeBuckets& a : b.attempts) {
     BATON_RETURN_IF_ERROR(
-        WriteRow(store, run.id, a.attempt_id, a.buckets, a.interrupted ? 1 : 0, 0.0, b.as_of));
+        WriteRow(store, run_id, a.attempt_id, a.buckets, a.interrupted ? 1 : 0, 0.0, b.as_of));
   }
   return Status::Ok();
 }
 
+}  // namespace
+
+Status RefreshTimeBucketsInTx(Store& store, const RunRecord& run, double now) {
+  BATON_ASSIGN_OR_RETURN(const BucketInput in, LoadBucketInput(store, run, now));
+  return WriteBucketRows(store, run.id, ComputeTimeBuckets(in));
+}
+
+Result<RunTimeBuckets> ComputeTimeBucketsUnlocked(Store& store, const RunRecord& run, double now,
+                                                  std::vector<std::string>* stamp) {
+  if (StoreInternal::Db(store).InTransaction()) {
+    return Status::Internal("time buckets: computed outside a transaction only");
+  }
+  // The stamp first: inputs read after it are at least as new, so an unchanged stamp under the
+  // write lock later means they are still current.
+  BATON_ASSIGN_OR_RETURN(*stamp, TimeBucketInputStamp(store, run.id));
+  BATON_ASSIGN_OR_RETURN(const BucketInput in, LoadBucketInput(store, run, now));
+  ReleaseReadSnapshot(store);
+  return ComputeTimeBuckets(in);
+}
+
 Status RefreshTimeBuckets(Store& store, const RunRecord& run, double now) {
-  return store.Write([&] { return RefreshTimeBucketsInTx(store, run, now); });
+  // Read and compute with no lock held (readers and the writer go on meanwhile); take the write
+  // lock only to replace the rows, after checking that nothing they come from changed.
+  std::vector<std::string> stamp;
+  BATON_ASSIGN_OR_RETURN(const RunTimeBuckets b,
+                         ComputeTimeBucketsUnlocked(store, run, now, &stamp));
+  return store.Write([&]() -> Status {
+    BATON_ASSIGN_OR_RETURN(const std::vector<std::string> now_stamp,
+                           TimeBucketInputStamp(store, run.id));
+    if (now_stamp != stamp) return RefreshTimeBucketsInTx(store, run, now);  // changed: again
+    return WriteBucketRows(store, run.id, b);
+  });
 }
 
 Result<std::optional<RunTimeBuckets>> ReadTimeBuckets(Store& store, int64_t run_id) {

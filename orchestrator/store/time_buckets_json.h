@@ -15,8 +15,8 @@
 
 namespace baton {
 
-// `first_attempt` is the number the answer gives its first attempt (the CLI counts from 0, the
-// API from 1).
+// `first_attempt` is the number the answer gives its first attempt: 1 for the CLI and the API
+// alike (schema/step_numbers.h).
 nlohmann::json TimeBucketsJson(const RunTimeBuckets& r, int64_t first_attempt);
 
 }  // namespace baton

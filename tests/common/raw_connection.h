@@ -23,7 +23,19 @@ class RawConnection {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  // `from`: the local address to connect from (another loopback address, "127.0.0.2", is
+  // another client to the server); the system's choice when null.
+  explicit RawConnection(int port, const char* from = nullptr)
+      : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (fd_ >= 0 && from != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      if (::inet_pton(AF_INET, from, &local.sin_addr) != 1 ||
+          ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));

@@ -122,6 +122,36 @@ TEST(Ingest, SkipsAndCountsBadLinesWithoutBlocking) {
   EXPECT_EQ(IngestRun(*store, run).value().bad_lines, 0);  // not retried
 }
 
+// A time no clock gives (negative, 1e308, past the year 2100) makes the record a bad line, named
+// by its value; a missing or null time is still "now", and a plausible one is kept.
+TEST(Ingest, RefusesImplausibleEventTimes) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord run = MakeRun(*store, tmp / "run");
+  auto step_at = [](int64_t step, const std::string& time) {
+    return "{\"type\":\"step\",\"time\":" + time +
+           ",\"source\":\"trainer\",\"step\":" + std::to_string(step) + ",\"loss\":1}\n";
+  };
+  Append(tmp / "run/events/7.0.jsonl",
+         StartLine("fresh", 0) + step_at(0, "1e308") + step_at(1, "-5") + step_at(2, "4102444801") +
+             step_at(3, "\"soon\"") + step_at(4, "1710000000.5") + step_at(5, "null"));
+  IngestStats s = IngestRun(*store, run).value();
+  EXPECT_EQ(s.bad_lines, 4);
+  EXPECT_EQ(s.steps, 2);
+  ASSERT_EQ(s.warnings.size(), 4u);
+  EXPECT_NE(s.warnings[0].find("\"time\" 1e+308 is not a plausible Unix time"), std::string::npos)
+      << s.warnings[0];
+  EXPECT_NE(s.warnings[1].find("\"time\" -5 is not a plausible"), std::string::npos)
+      << s.warnings[1];
+  const std::vector<StepRecord> steps =
+      store->ListSteps(run.id, {0, INT64_MAX, true, 100, 0}).value();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].step, 4);
+  EXPECT_DOUBLE_EQ(steps[0].time, 1710000000.5);
+  EXPECT_EQ(steps[1].step, 5);
+  EXPECT_GT(steps[1].time, 1.7e9);  // null: the time of ingest
+}
+
 // A line longer than a chunk is skipped with a warning, found without reading it whole; the
 // records around it are applied. A valid record padded that long is skipped all the same (no
 // event record is that long), and a long line still being written waits for its end.

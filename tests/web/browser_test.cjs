@@ -30,6 +30,38 @@ function check(ok, what) {
   if (!ok) failures.push(what);
 }
 
+// One numbering: the run page's attempts table, /api/runs/N/attempts and `baton attempts`
+// (CLI_ATTEMPTS, its text) give each attempt the same number (#1 is the first) and the same
+// 1-based steps: its first step, its last (the effective range plus the steps redone after it)
+// and its warmup range.
+async function checkOneNumbering(page, runId) {
+  const cli = process.env.CLI_ATTEMPTS.split('\n').map((l) => l.trim().split(/\s+/))
+    .filter((t) => /^[0-9]+$/.test(t[0]) && /^[0-9]+\.\./.test(t[3]))
+    .map((t) => ({ attempt: Number(t[0]), steps: t[3].split('..').map(Number), warmup: t[5] }));
+  const pageRows = await page.$$eval('#attempts-table tbody tr', (rs) => rs.map((r) => {
+    const c = [...r.children].map((td) => td.textContent);
+    return { attempt: c[0], steps: c[3], warmup: c[5] };
+  }));
+  const api = await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}/attempts`)).json()).attempts, runId);
+  check(cli.length === 3 && pageRows.length === 3 && api.length === 3,
+    `the CLI, the page and the API list 3 attempts (${cli.length}, ${pageRows.length}, ${api.length})`);
+  for (let i = 0; i < Math.min(cli.length, pageRows.length, api.length); i++) {
+    const c = cli[i], p = pageRows[i], a = api[i];
+    const m = /^([0-9]+)–([0-9]+)(?: \(\+([0-9]+) redone\))?/.exec(p.steps);
+    const redone = m && m[3] ? Number(m[3]) : 0;
+    check(p.attempt.startsWith(`#${c.attempt} `) || p.attempt === `#${c.attempt}`, `attempt ${c.attempt}: the page says ${p.attempt}`);
+    check(a.attempt === c.attempt, `attempt ${c.attempt}: the API says ${a.attempt}`);
+    check(m && Number(m[1]) === c.steps[0] && Number(m[2]) + redone === c.steps[1],
+      `attempt ${c.attempt}: the page's steps ${p.steps} are the CLI's ${c.steps.join('..')}`);
+    check(a.effective_first_step === c.steps[0] && a.effective_last_step + a.summary.superseded_steps === c.steps[1],
+      `attempt ${c.attempt}: the API's steps ${a.effective_first_step}–${a.effective_last_step} are the CLI's`);
+    const warmup = c.warmup === '-' ? '–' : c.warmup.replace('..', '–');
+    check(p.warmup.split(' ')[0] === warmup, `attempt ${c.attempt}: the page's warmup ${p.warmup} is the CLI's ${c.warmup}`);
+    check(c.warmup === '-' ? a.warmup_first_step === null : `${a.warmup_first_step}..${a.warmup_last_step}` === c.warmup,
+      `attempt ${c.attempt}: the API's warmup ${a.warmup_first_step}–${a.warmup_last_step} is the CLI's ${c.warmup}`);
+  }
+}
+
 // Text nodes of the page (but the config and the log, which are data) that hold a JavaScript
 // null, undefined or NaN: a value that reached the page as text instead of being left out.
 async function strayText(page) {
@@ -133,6 +165,7 @@ async function checkTableFits(page, what) {
     check(/19\.8 %/.test(audit) && /100 steps redone/.test(audit) && /4m 0s lost to requeue holds/.test(audit), `audit line (${audit})`);
     const attemptRows = await page.$$eval('#attempts-table tbody tr', (r) => r.length);
     check(attemptRows === 3, 'attempts table has 3 rows');
+    await checkOneNumbering(page, ids.demo_run_id);
     check(await page.$$eval('#checkpoints-table tbody tr', (r) => r.length) === 5, 'checkpoints table has 5 rows');
     // Where the time went: one stacked bar per attempt whose parts are the API's buckets, and the
     // ETTR the API gives, as the page shows it.
@@ -223,9 +256,9 @@ async function checkTableFits(page, what) {
       `skipped steps have no loss point (${nf.lossSteps.length} points)`);
     const nfRows = await page.$$eval('#nonfinite-table tbody tr', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
     check(nfRows.length === 4, `skipped-steps table lists 4 steps (${nfRows.length})`);
-    check(nfRows.length > 0 && nfRows[0][0] === '15' && nfRows[0][1] === '#1' && nfRows[0][3] === 'NaN/Inf' &&
+    check(nfRows.length > 0 && nfRows[0][0] === '16' && nfRows[0][1] === '#1' && nfRows[0][3] === 'NaN/Inf' &&
       nfRows[0][4] === `ep_000003, ${MARKUP_EPISODE}`, `first skipped step with its episode ids as text (${nfRows[0]})`);
-    check(nfRows.length > 1 && nfRows[1][0] === '42' && nfRows[1][2] === 'NaN/Inf', 'a NaN loss is shown as NaN/Inf');
+    check(nfRows.length > 1 && nfRows[1][0] === '43' && nfRows[1][2] === 'NaN/Inf', 'a NaN loss is shown as NaN/Inf');
     const nfAudit = await page.$eval('#audit', (e) => e.textContent);
     check(/4 steps skipped \(non-finite\)/.test(nfAudit), `audit counts the skipped steps (${nfAudit})`);
     const ends = await page.$$eval('#attempts-table tbody tr', (rs) => rs.map((r) => ({

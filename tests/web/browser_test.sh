@@ -25,6 +25,11 @@ ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs" --extra-run
   --big-scale "${BATON_BROWSER_BIG_SCALE:-1667}")
 echo "fixture: $ids"
 
+# The demo run's attempt table as the CLI prints it: the page and the API must number its
+# attempts and steps the same way (browser_test.cjs, "one numbering").
+demo_id=$(jq -r .demo_run_id <<<"$ids")
+cli_attempts=$("$baton" attempts "$demo_id" --no-sync)
+
 "$baton" serve --port 0 --no-reconcile --interval 1 >"$tmp/serve.log" 2>&1 &
 server_pid=$!
 url=""
@@ -37,5 +42,5 @@ done
 [ -n "$url" ] || { echo "browser_test: baton serve did not start"; cat "$tmp/serve.log"; exit 1; }
 echo "serving at $url"
 
-BASE_URL=$url FIXTURE_IDS=$ids PW_NODE_MODULES=$node_modules CHROMIUM=$chromium \
+BASE_URL=$url FIXTURE_IDS=$ids CLI_ATTEMPTS=$cli_attempts PW_NODE_MODULES=$node_modules CHROMIUM=$chromium \
   ARTIFACTS=$artifacts USER_DATA_DIR=$tmp/chromium-profile node "$here/browser_test.cjs"

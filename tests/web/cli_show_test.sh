@@ -29,25 +29,25 @@ show=$("$baton" show "$nf" --no-sync)
 echo "$show"
 expect "status and reason carry the message" "$show" "FAILED — diverged at step 45 (exit code 79): $message"
 expect "skipped-step count" "$show" "skipped  4 non-finite steps (not applied)"
-expect "first skipped step, 1-based, with its episodes as text" "$show" "step 16 (attempt 0): ep_000003, $markup"
-expect "a skipped step of the second attempt" "$show" "step 43 (attempt 1): ep_000011, ep_000012"
-expect "the diverged attempt, with the trainer's message" "$show" "1 (3003.1): failed: diverged — exit 79: $message"
-expect "the killed attempt says it left no segment_end" "$show" "0 (3003.0): requeued: crashed — exit 139 — signal SEGV (the trainer wrote no segment_end)"
+expect "first skipped step, 1-based, with its episodes as text" "$show" "step 16 (attempt 1): ep_000003, $markup"
+expect "a skipped step of the second attempt" "$show" "step 43 (attempt 2): ep_000011, ep_000012"
+expect "the diverged attempt, with the trainer's message" "$show" "2 (3003.1): failed: diverged — exit 79: $message"
+expect "the killed attempt says it left no segment_end" "$show" "1 (3003.0): requeued: crashed — exit 139 — signal SEGV (the trainer wrote no segment_end)"
 expect "a failed run's show ends with its job log's tail" "$show" "last lines of logs/3003.out (attempt 3003.1):"
 expect "the log tail holds the trainer's error line" "$show" "  | baton-train: error: 3 consecutive steps"
 
 attempts=$("$baton" attempts "$nf" --no-sync)
-expect "attempts: the same endings" "$attempts" "1 (3003.1): failed: diverged — exit 79: $message"
+expect "attempts: the same endings" "$attempts" "2 (3003.1): failed: diverged — exit 79: $message"
 
 demo_show=$("$baton" show "$demo" --no-sync)
 expect_not "a run without skipped steps has no skipped line" "$demo_show" "non-finite"
-expect "preempted attempts name the trainer's reason" "$demo_show" "0 (1001.0): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED (trainer: signal)"
-expect "a completed attempt" "$demo_show" "2 (1001.2): done: completed — exit 0"
+expect "preempted attempts name the trainer's reason" "$demo_show" "1 (1001.0): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED (trainer: signal)"
+expect "a completed attempt" "$demo_show" "3 (1001.2): done: completed — exit 0"
 # The sync pass saw attempt 2 RUNNING while it ran, and never after it ended: that is not the
 # attempt's final SLURM state, and show says so; the requeued ones have SLURM's REQUEUED.
 expect_not "an ended attempt's RUNNING is not shown as its SLURM state" "$demo_show" "SLURM RUNNING"
-expect "it is shown as the state last seen" "$demo_show" "2 (1001.2): done: completed — exit 0 — SLURM last seen RUNNING (final state not known)"
-expect "a requeued attempt has SLURM's REQUEUED" "$demo_show" "1 (1001.1): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED"
+expect "it is shown as the state last seen" "$demo_show" "3 (1001.2): done: completed — exit 0 — SLURM last seen RUNNING (final state not known)"
+expect "a requeued attempt has SLURM's REQUEUED" "$demo_show" "2 (1001.1): requeued: preempted — exit 75 — signal TERM — SLURM REQUEUED"
 demo_json=$("$baton" show "$demo" --no-sync --json)
 if jq -e '[.attempts[] | [.slurm_state, .slurm_state_kind]] == [["REQUEUED", "final"], ["REQUEUED", "final"], ["RUNNING", "last_seen"]]' >/dev/null <<<"$demo_json"; then
   ok "--json: slurm_state_kind says final or last_seen"
@@ -79,8 +79,8 @@ fi
 json=$("$baton" show "$nf" --no-sync --json)
 check_json() { if jq -e "$2" >/dev/null <<<"$json"; then ok "$1"; else fail "$1 ($2)"; fi; }
 check_json "--json: nonfinite_steps" '.nonfinite_steps == 4 and .nonfinite_superseded == 0'
-check_json "--json: skipped steps with 0-based index, attempt, null loss, episodes" \
-  ".nonfinite | length == 4 and .[0].step == 15 and .[0].attempt == 0 and .[0].grad_norm == null
+check_json "--json: skipped steps with 0-based index, attempt (1-based), null loss, episodes" \
+  ".nonfinite | length == 4 and .[0].step == 15 and .[0].attempt == 1 and .[0].grad_norm == null
    and .[0].episodes == [\"ep_000003\", \"$markup\"] and .[1].step == 42 and .[1].loss == null"
 check_json "--json: trainer end per attempt" \
   ".attempts[1].trainer_end_reason == \"diverged\" and .attempts[1].trainer_exit_code == 79

@@ -106,11 +106,19 @@ TEST_F(WebApi, RunTimelineLabelsAttemptsAndShadesWarmups) {
   EXPECT_EQ(s[2]["resume_mode"], "weights_only");
   EXPECT_EQ(s[0]["job_id"], "1001");
   EXPECT_EQ(s[1]["restart_count"], 1);
-  // Effective step ranges: [0, 300), [300, 400), [400, 600).
-  EXPECT_EQ(s[0]["effective_first_step"], 0);
-  EXPECT_EQ(s[0]["effective_last_step"], 299);
-  EXPECT_EQ(s[1]["effective_last_step"], 399);
-  EXPECT_EQ(s[2]["effective_last_step"], 599);
+  // Effective step ranges as step numbers (the CLI's): indices [0, 300), [300, 400), [400, 600)
+  // are steps 1..300, 301..400, 401..600; the warmups steps 1..100 and 401..419.
+  EXPECT_EQ(s[0]["effective_first_step"], 1);
+  EXPECT_EQ(s[0]["effective_last_step"], 300);
+  EXPECT_EQ(s[1]["effective_first_step"], 301);
+  EXPECT_EQ(s[1]["effective_last_step"], 400);
+  EXPECT_EQ(s[2]["effective_last_step"], 600);
+  EXPECT_EQ(s[0]["warmup_first_step"], 1);
+  EXPECT_EQ(s[0]["warmup_last_step"], 100);
+  EXPECT_TRUE(s[1]["warmup_first_step"].is_null());
+  EXPECT_EQ(s[2]["warmup_first_step"], 401);
+  EXPECT_EQ(s[2]["warmup_last_step"], 419);
+  EXPECT_EQ(s[0]["attempt"], 1);
   EXPECT_EQ(s[0]["summary"]["superseded_steps"], 50);
   EXPECT_NEAR(s[0]["summary"]["s_per_step"].get<double>(), 2.0, 1e-9);
   EXPECT_GT(s[0]["summary"]["tokens_per_s"].get<double>(), 10000);

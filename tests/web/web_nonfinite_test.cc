@@ -41,6 +41,7 @@ TEST_F(WebNonfinite, RunListsSkippedStepsAndTheTrainersWords) {
   EXPECT_TRUE(first["grad_norm"].is_null());
   EXPECT_EQ(first["episodes"], json({"ep_000003", webtest::kMarkupEpisode}));
   EXPECT_EQ(nf["listed"][1]["step"], 42);
+  EXPECT_EQ(nf["listed"][1]["step_number"], 43);  // the CLI's "step 43 (attempt 2)"
   EXPECT_EQ(nf["listed"][1]["attempt"], 2);
   EXPECT_TRUE(nf["listed"][1]["loss"].is_null());
   EXPECT_EQ(nf["listed"][3]["step"], 44);
