@@ -95,8 +95,12 @@ TEST(StoreCheck, ListsWithoutChangingThenRepairsInOneGo) {
   ASSERT_EQ(ckpts.size(), 2u);
   for (const CheckpointRecord& c : ckpts) {
     // Step 2's attempt is there; step 3's was set NULL, as deleting attempt 98 would.
-    if (c.step == 2) EXPECT_EQ(c.attempt_id, 1);
-    if (c.step == 3) EXPECT_FALSE(c.attempt_id.has_value());
+    if (c.step == 2) {
+      EXPECT_EQ(c.attempt_id, 1);
+    }
+    if (c.step == 3) {
+      EXPECT_FALSE(c.attempt_id.has_value());
+    }
   }
 }
 
