@@ -108,8 +108,8 @@ show=$("$baton" show "$run")
 echo "$show"
 table=$(sed -n '/^ATTEMPT/,$p' <<<"$show")
 [[ $(grep -c "^[0-9]" <<<"$table") == 3 ]] || fail "baton show does not list 3 attempts"
-grep -Eq "^1 +$job\.1 +- +$((e0 + 1))\.\.$e1 +exact +- +preempted" <<<"$table" || fail "attempt 1 row wrong"
-grep -Eq "^2 +$job\.2 +- +$((e1 + 1))\.\.$STEPS +exact +- +completed" <<<"$table" || fail "attempt 2 row wrong"
+grep -Eq "^2 +$job\.1 +- +$((e0 + 1))\.\.$e1 +exact +- +preempted" <<<"$table" || fail "attempt 2 (job.1) row wrong"
+grep -Eq "^3 +$job\.2 +- +$((e1 + 1))\.\.$STEPS +exact +- +completed" <<<"$table" || fail "attempt 3 (job.2) row wrong"
 json=$("$baton" show "$run" --json)
 [[ $(jq .steps <<<"$json") == "$STEPS" && $(jq .superseded_steps <<<"$json") == 0 ]] ||
   fail "store holds $(jq .steps <<<"$json") effective step rows ($(jq .superseded_steps <<<"$json") superseded), want $STEPS (0)"

@@ -9,6 +9,7 @@
 #include "orchestrator/ingest/event_ingester.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "schema/checkpoint_manifest.h"
 #include "test_util.h"
 
 namespace baton {
@@ -84,7 +85,13 @@ class OtherUsersJob : public ::testing::Test {
     run_ = store_->GetRun(run_.id).value();
     const std::string ckpt = tmp_ / "run/checkpoints/checkpoint_step_5";
     std::filesystem::create_directories(ckpt);
-    Append(ckpt + "/MANIFEST.json", "{}");
+    // A full checkpoint that verifies: the hold release checks it as the trainer would.
+    for (const char* f : {kWeightsFile, kModelConfigFile, kOptimizerFile})
+      Append(ckpt + "/" + f, std::string("bytes of ") + f);
+    Append(ckpt + "/" + kStateFile, "{\"step\": 5}");
+    CheckpointManifest m;
+    m.step = 5;
+    ASSERT_TRUE(WriteManifest(ckpt, m, RequiredFiles("full")).ok());
     std::string text = StartLine("fresh", 0);
     for (int s = 0; s < 5; ++s) text += StepLine(s);
     text += "{\"type\":\"checkpoint\",\"time\":1.5,\"source\":\"trainer\",\"step\":5,\"path\":\"" +
