@@ -26,7 +26,12 @@ FAILED=0
 
 cleanup() {
   local j
-  for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
+  # A plain scancel's TERM reads as a preemption to the launcher, whose requeue would leave the
+  # cluster busy for the next test: the job is made non-requeueable first.
+  for j in "${JOBS[@]}"; do
+    scontrol update jobid="$j" Requeue=0 2>/dev/null || true
+    scancel "$j" 2>/dev/null || true
+  done
   for j in "${REF_PIDS[@]}"; do kill "$j" 2>/dev/null || true; done
   if [[ ${BATON_KEEP_TMP:-0} == 1 || ($FAILED == 1 && ${BATON_KEEP_TMP_ON_FAIL:-0} == 1) ]]; then
     echo "kept $TMP" >&2
