@@ -65,8 +65,8 @@ expect_in "$err" "is on FUSE"
 # Local filesystems: no refusal and no warning, with or without the override.
 check_local() {
   local home=$1
-  echo "local: $home is $(stat -f -c %T "$(dirname "$home")")"
   BATON_HOME=$home expect_exit 0 "$baton" ls --no-sync
+  echo "local: $home is $(stat -f -c %T "$home")"
   [ -z "$err" ] || fail "a warning on a local filesystem ($home): $err"
   [ -f "$home/baton.db" ] || fail "no database at $home"
   BATON_HOME=$home BATON_STORE_ALLOW_SHARED_FS=yes expect_exit 0 "$baton" ls --no-sync
