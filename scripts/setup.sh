@@ -18,8 +18,8 @@ packages=(
   # shared contracts and orchestrator
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev
-  # tests
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # tests (bindfs: a FUSE mount, where the SQLite store must refuse to open)
+  googletest libgtest-dev libgmock-dev libbenchmark-dev bindfs
   # dev cluster and browser tests
   slurm-wlm munge chromium
   # the launcher's stacks of a hung rank (gdb; eu-stack when gdb is missing)

@@ -6,6 +6,7 @@
 
 #include "orchestrator/embedded/embedded_files.h"
 #include "orchestrator/store/record_columns.h"
+#include "orchestrator/store/shared_fs.h"
 #include "orchestrator/store/store_check.h"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
     if (ec) return Status::Io(parent.string() + ": cannot create the baton home: " + ec.message());
+    BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(path));  // NFS, Lustre, FUSE...: exit 78
   }
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, kBusyTimeoutMs));
   std::unique_ptr<Store> store(new Store(std::move(db)));

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 
+#include "orchestrator/store/shared_fs.h"
 #include "orchestrator/store/store.h"
 
 namespace baton {
@@ -159,6 +160,7 @@ Result<StoreCheckReport> CheckStoreFile(const std::string& path, bool repair) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::Io(path + ": no store there (a baton database file)");
   }
+  BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(path));
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, kBusyTimeoutMs));
   StoreCheckReport report;
   if (!repair) {
