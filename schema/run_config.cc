@@ -22,8 +22,8 @@ const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",       "slurm", "data",       "model",
-                                            "objective", "optim", "checkpoint", "train"};
+const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model", "objective",
+                                            "optim", "checkpoint", "train", "alerts"};
 
 template <class S>
 void WriteSection(YAML::Emitter& e, const char* name, const S& x,
@@ -91,7 +91,7 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
       if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
         ctx.Error(kv.first, key,
                   "unknown section (known: run, slurm, data, model, objective, optim, "
-                  "checkpoint, train)");
+                  "checkpoint, train, alerts)");
       }
     }
     ReadRun(ctx, root, c);
@@ -102,6 +102,7 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
     ReadOptim(ctx, root, c);
     ReadCheckpoint(ctx, root, c);
     ReadTrain(ctx, root, c);
+    ReadAlerts(ctx, root, c.alerts);
   } catch (const YAML::Exception& e) {
     ctx.Add(source + ": unreadable YAML structure: " + e.msg);
   }
@@ -123,6 +124,10 @@ std::string ToYaml(const RunConfig& c) {
   WriteSection(e, "optim", c.optim, OptimKeys());
   WriteSection(e, "checkpoint", c.checkpoint, CheckpointKeys());
   WriteSection(e, "train", c.train, TrainKeys());
+  if (c.alerts.present) {
+    e << YAML::Key << "alerts" << YAML::Value;
+    WriteAlerts(e, c.alerts);
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

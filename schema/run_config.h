@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/alerts_config.h"
 #include "schema/status.h"
 #include "schema/vocabularies.h"
 
@@ -176,6 +177,7 @@ struct RunConfig {
   OptimSection optim;
   CheckpointSection checkpoint;
   TrainSection train;
+  AlertsSection alerts;  // optional; written back only when given (schema/alerts_config.h)
 };
 
 const char* SamplerPlanName(SamplerPlan plan);

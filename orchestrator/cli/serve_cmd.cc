@@ -27,6 +27,7 @@
 #include <set>
 #include <thread>
 
+#include "orchestrator/alerts/alert_pass.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/http_server.h"
@@ -132,6 +133,8 @@ int RunServe(ServeOptions o) {
         "--host " + o.host + " is reachable from other machines: give --token T (or set " +
         kTokenEnv + "), or --auth tokens|proxy, so the API is not open to everyone"));
   }
+  Result<AlertsSection> lab_alerts = LoadLabAlertRules();
+  if (!lab_alerts.ok()) return ReportError(lab_alerts.status());
   // The writer connection creates and migrates the database before any reader opens it.
   Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
   if (!writer.ok()) return ReportError(writer.status());
@@ -198,6 +201,12 @@ int RunServe(ServeOptions o) {
       if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
+      if (Result<AlertPassReport> alerts = AlertPass(**writer, *lab_alerts, UnixTimeNow());
+          alerts.ok()) {
+        for (const std::string& line : alerts->lines) std::cout << line << std::endl;
+      } else {
+        std::cerr << "baton serve: warning: alerts: " << alerts.status().ToString() << "\n";
+      }
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
       first = false;
     } while (!stop.WaitFor(o.interval_s));
@@ -212,10 +221,16 @@ int RunServe(ServeOptions o) {
     server.Stop();
   });
 
+  // The outbox from its own thread and connection: a dead receiver never holds up ingest.
+  AlertDelivery delivery(DefaultDbPath(), std::min(1.0, o.interval_s), [](const std::string& line) {
+    std::cerr << "baton serve: " << line << std::endl;
+  });
+  delivery.Start();
   Status st = server.Listen();
   listen_returned = true;
   stop.Set();
   sync.join();
+  delivery.Stop();
   if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   if (!lost_store.ok()) return ReportError(lost_store);
