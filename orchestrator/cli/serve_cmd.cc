@@ -31,6 +31,7 @@
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/http_server.h"
+#include "orchestrator/http/metrics_text.h"
 #include "orchestrator/http/request_identity.h"
 #include "orchestrator/http/run_action_service.h"
 #include "orchestrator/http/run_history_service.h"
@@ -40,6 +41,7 @@
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/run_metrics.h"
 #include "orchestrator/store/store_tokens.h"
 #include "schema/clock.h"
 #include "schema/events.h"
@@ -114,6 +116,18 @@ Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const Acti
   return Status::Ok();
 }
 
+// GET /metrics: the runs' figures from a read connection, serve's own under their lock.
+std::function<Result<std::string>()> MetricsSource(StorePool* pool, std::mutex* mu,
+                                                   const ServeFigures* figures) {
+  return [=]() -> Result<std::string> {
+    BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool->Acquire());
+    BATON_ASSIGN_OR_RETURN(const std::vector<RunMetrics> runs,
+                           ReadRunMetrics(lease.store(), kMetricsRecentEndedRuns));
+    std::lock_guard<std::mutex> lock(*mu);
+    return MetricsText(runs, *figures, UnixTimeNow());
+  };
+}
+
 int RunServe(ServeOptions o) {
   if (o.token.empty()) {
     if (const char* env = std::getenv(kTokenEnv)) o.token = env;
@@ -156,6 +170,9 @@ int RunServe(ServeOptions o) {
                                          action_slurm.get(), SelfPath(), FindTrainerBinary(),
                                          [] { return UnixTimeNow(); }});
   ServerOptions server_options{o.host, o.port, o.token, o.ui_dir};
+  std::mutex figures_mu;  // the sync thread writes serve's own figures, /metrics reads them
+  ServeFigures figures;
+  server_options.metrics = MetricsSource(&pool, &figures_mu, &figures);
   if (identities) {
     service.set_write_actions(true);
     server_options.identity = &identity;
@@ -198,6 +215,7 @@ int RunServe(ServeOptions o) {
         }
         return;
       }
+      const double pass_start = UnixTimeNow();
       if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
@@ -208,6 +226,11 @@ int RunServe(ServeOptions o) {
         std::cerr << "baton serve: warning: alerts: " << alerts.status().ToString() << "\n";
       }
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
+      {
+        std::lock_guard<std::mutex> lock(figures_mu);
+        figures.last_pass_end = UnixTimeNow();
+        figures.last_pass_s = figures.last_pass_end - pass_start;
+      }
       first = false;
     } while (!stop.WaitFor(o.interval_s));
   });

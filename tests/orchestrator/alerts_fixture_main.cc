@@ -26,7 +26,7 @@ int Fail(const Status& st) {
 Status AddRun(Store& store, const std::string& name, const std::string& alerts_file) {
   NewRun n;
   n.name = name;
-  n.config = "run: {name: " + name + "}\n";
+  n.config = "run: {}\n";
   if (!alerts_file.empty()) {
     std::ifstream in(alerts_file);
     std::ostringstream text;
