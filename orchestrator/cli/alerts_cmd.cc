@@ -48,33 +48,6 @@ int RunAlertsTest(const std::string& config_path) {
   return failed == 0 ? kExitOk : last.exit_code();
 }
 
-nlohmann::json IncidentJson(const IncidentRecord& i, const std::vector<DeliveryRecord>& ds) {
-  nlohmann::json deliveries = nlohmann::json::array();
-  for (const DeliveryRecord& d : ds) {
-    deliveries.push_back({{"sink", d.sink_name},
-                          {"message_seq", d.message_seq},
-                          {"idempotency_key", d.idempotency_key},
-                          {"state", d.state},
-                          {"tries", d.tries},
-                          {"last_error", d.last_error},
-                          {"sent_at", d.sent_at ? nlohmann::json(*d.sent_at) : nlohmann::json()}});
-  }
-  return {{"id", i.id},
-          {"run_id", i.run_id},
-          {"kind", i.kind},
-          {"outcome", i.outcome},
-          {"cause", i.cause},
-          {"attempt", i.attempt_label},
-          {"step", i.step ? nlohmann::json(*i.step) : nlohmann::json()},
-          {"node", i.node},
-          {"rank", i.rank},
-          {"occurrences", i.occurrences},
-          {"excerpt", i.excerpt},
-          {"opened_at", i.opened_at},
-          {"updated_at", i.updated_at},
-          {"deliveries", deliveries}};
-}
-
 std::string DeliveryText(const std::vector<DeliveryRecord>& ds) {
   int64_t sent = 0;
   for (const DeliveryRecord& d : ds) sent += d.state == "sent" ? 1 : 0;

@@ -7,6 +7,8 @@
 //   GET /api/runs/{id}/attempts?limit&offset
 //   GET /api/runs/{id}/checkpoints?limit&offset
 //   GET /api/runs/{id}/actions?limit&offset  the audit of cancel/resume, newest first
+//   GET /api/runs/{id}/incidents          incidents and their alert deliveries, newest first
+//   GET /api/runs/{id}/incidents          incidents and their alert deliveries, newest first
 //   GET /api/runs/{id}/profile            the micro-step profile
 //   GET /api/runs/{id}/log?attempt&before&limit
 //   GET /api/runs/{id}/series?keys&max_points&superseded&from&to&source&format

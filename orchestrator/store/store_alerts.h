@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ struct DeliveryRecord {
   double created_at = 0;
   std::optional<double> sent_at;
 };
+
+// The JSON form `baton incidents --json` and GET /api/runs/{id}/incidents share.
+nlohmann::json IncidentJson(const IncidentRecord& i, const std::vector<DeliveryRecord>& deliveries);
 
 // "<incident id>.<message seq>": the Baton-Incident header and the body's idempotency_key.
 std::string IdempotencyKey(int64_t incident_id, int64_t message_seq);
