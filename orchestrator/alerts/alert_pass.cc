@@ -105,7 +105,9 @@ Status PassOneRun(Store& store, const RunRecord& run, const RuleSets& rules,
   BATON_ASSIGN_OR_RETURN(const RunView view, LoadView(store, run));
   const std::vector<IncidentRecord> seen = ObserveRun(view, now, rules.stall_s, LogTailOf(run));
   return store.Write([&]() -> Status {
-    for (const IncidentRecord& s : seen) {
+    for (IncidentRecord s : seen) {
+      // Seen first after the run ended: its outcome is known, one message says both.
+      if (s.outcome == "open" && IsTerminal(run.status)) s.outcome = *IncidentOutcome(s, view);
       BATON_ASSIGN_OR_RETURN(const IncidentUpsert up, RecordIncidentInTx(store, s, now));
       if (!up.opened) continue;
       ++report->opened;

@@ -5,6 +5,7 @@
 //   baton_alerts_fixture DB run NAME [ALERTS_YAML]   -> prints the new run's id (RUNNING)
 //   baton_alerts_fixture DB attempt RUN JOB REASON   -> an attempt that ended now with REASON
 //                                                       (REASON hang: a hang with a stack)
+//   baton_alerts_fixture DB resume RUN JOB           -> a new attempt started now (running)
 //   baton_alerts_fixture DB step RUN                 -> the last attempt finished a step now
 //   baton_alerts_fixture DB status RUN STATUS        -> the run's status (FAILED, COMPLETED, ...)
 #include <fstream>
@@ -70,6 +71,20 @@ Status AddAttempt(Store& store, int64_t run, const std::string& job, const std::
   });
 }
 
+Status AddRunningAttempt(Store& store, int64_t run, const std::string& job) {
+  return store.Write([&]() -> Status {
+    BATON_ASSIGN_OR_RETURN(std::vector<AttemptRecord> all, store.ListAttempts(run));
+    BATON_ASSIGN_OR_RETURN(const int64_t id,
+                           store.EnsureAttemptInTx(run, job, static_cast<int64_t>(all.size())));
+    BATON_ASSIGN_OR_RETURN(AttemptRecord a, store.GetAttempt(id));
+    a.nodes = "node9";
+    a.started_at = UnixTimeNow();
+    a.step0 = 12;
+    a.last_step = 12;
+    return store.UpdateAttemptInTx(a);
+  });
+}
+
 Status AddStep(Store& store, int64_t run) {
   return store.Write([&]() -> Status {
     BATON_ASSIGN_OR_RETURN(std::vector<AttemptRecord> all, store.ListAttempts(run));
@@ -101,6 +116,8 @@ int main(int argc, char** argv) {
     st = AddRun(**store, argv[3], argc > 4 ? argv[4] : "");
   } else if (what == "attempt" && argc == 6) {
     st = AddAttempt(**store, std::stoll(argv[3]), argv[4], argv[5]);
+  } else if (what == "resume" && argc == 5) {
+    st = AddRunningAttempt(**store, std::stoll(argv[3]), argv[4]);
   } else if (what == "step") {
     st = AddStep(**store, std::stoll(argv[3]));
   } else if (what == "status" && argc == 5) {
