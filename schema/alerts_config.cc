@@ -161,6 +161,25 @@ void WriteAlerts(YAML::Emitter& e, const AlertsSection& a) {
   e << YAML::EndMap;
 }
 
+std::string AppendAlerts(const std::string& frozen, const AlertsSection& a) {
+  if (!a.present) return frozen;
+  YAML::Emitter e;
+  e << YAML::BeginMap << YAML::Key << "alerts" << YAML::Value;
+  WriteAlerts(e, a);
+  e << YAML::EndMap;
+  std::string out = frozen;
+  if (!out.empty() && out.back() != '\n') out += "\n";
+  return out + e.c_str() + "\n";
+}
+
+Result<AlertsSection> LoadRunAlerts(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Config(path + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return RunAlertsFromConfig(text.str(), path);
+}
+
 Result<AlertsSection> ParseAlertsText(const std::string& text, const std::string& source,
                                       bool lab_file) {
   Context ctx;

@@ -1,5 +1,7 @@
 // The alert rules: who hears about which incidents of a run, and through which sink. One shape
-// for the run config's `alerts:` section and the lab default, $BATON_HOME/alerts.yaml
+// for the run config's `alerts:` section (checked by ParseRunConfig, kept out of RunConfig so the
+// trainer never sees it; submit appends it to the frozen run.yaml) and the lab default,
+// $BATON_HOME/alerts.yaml
 // (docs/alerts.md). A sink's URL (webhook, slack) is named by reference only, `env:NAME` or
 // `file:PATH`, so no secret is ever written into run.yaml, a row or a log; references are checked
 // to resolve at submit (CheckAlertReferences) and resolved again at delivery, by watch or serve.
@@ -53,8 +55,13 @@ struct Context;
 void ReadAlerts(Context& ctx, const YAML::Node& root, AlertsSection& out);
 }  // namespace config_reader
 
-// Writes the section back as a YAML map (ToYaml of the run config).
+// Writes the section back as a YAML map.
 void WriteAlerts(YAML::Emitter& e, const AlertsSection& a);
+// `frozen` (a run config's ToYaml text, which has no alerts section) with `a` appended as its
+// `alerts:` section when present: what submit and resume freeze into run.yaml and the store.
+std::string AppendAlerts(const std::string& frozen, const AlertsSection& a);
+// The `alerts:` section of the run config file at `path` (not present when it has none).
+[[nodiscard]] Result<AlertsSection> LoadRunAlerts(const std::string& path);
 
 // The lab default: $BATON_HOME/alerts.yaml parsed; an absent file gives an empty, not present
 // section. kConfig naming the file, line and key on any problem.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/alerts_config.h"
 #include "schema/run_config_keys.h"
 #include "schema/strict_yaml.h"
 
@@ -102,7 +103,8 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
     ReadOptim(ctx, root, c);
     ReadCheckpoint(ctx, root, c);
     ReadTrain(ctx, root, c);
-    ReadAlerts(ctx, root, c.alerts);
+    AlertsSection alerts;  // checked here; frozen beside ToYaml's text (AppendAlerts)
+    ReadAlerts(ctx, root, alerts);
   } catch (const YAML::Exception& e) {
     ctx.Add(source + ": unreadable YAML structure: " + e.msg);
   }
@@ -124,10 +126,6 @@ std::string ToYaml(const RunConfig& c) {
   WriteSection(e, "optim", c.optim, OptimKeys());
   WriteSection(e, "checkpoint", c.checkpoint, CheckpointKeys());
   WriteSection(e, "train", c.train, TrainKeys());
-  if (c.alerts.present) {
-    e << YAML::Key << "alerts" << YAML::Value;
-    WriteAlerts(e, c.alerts);
-  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

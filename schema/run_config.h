@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "schema/alerts_config.h"
 #include "schema/status.h"
 #include "schema/vocabularies.h"
 
@@ -177,7 +176,6 @@ struct RunConfig {
   OptimSection optim;
   CheckpointSection checkpoint;
   TrainSection train;
-  AlertsSection alerts;  // optional; written back only when given (schema/alerts_config.h)
 };
 
 const char* SamplerPlanName(SamplerPlan plan);

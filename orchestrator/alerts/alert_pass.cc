@@ -137,9 +137,10 @@ Status PassOneRun(Store& store, const RunRecord& run, const RuleSets& rules,
 
 Result<AlertsSection> LoadLabAlertRules() { return LoadLabAlerts(BatonHome() + "/alerts.yaml"); }
 
-Status CheckAlertsAtSubmit(const AlertsSection& run_alerts, const std::string& config_path) {
+Status CheckAlertsAtSubmit(const std::string& config_path) {
   BATON_ASSIGN_OR_RETURN(const AlertsSection lab, LoadLabAlertRules());
   BATON_RETURN_IF_ERROR(CheckAlertReferences(lab, BatonHome() + "/alerts.yaml"));
+  BATON_ASSIGN_OR_RETURN(const AlertsSection run_alerts, LoadRunAlerts(config_path));
   return CheckAlertReferences(run_alerts, config_path + ": alerts");
 }
 

@@ -33,10 +33,10 @@ inline constexpr double kAlertFollowEndedS = 86400;
 // The lab's rules: $BATON_HOME/alerts.yaml (kConfig naming the file and key when it is bad).
 [[nodiscard]] Result<AlertsSection> LoadLabAlertRules();
 
-// Submit's check: the lab's rules read, and every reference of them and of the run's `alerts:`
-// section (`config_path` names it) resolves here and now. kConfig naming the file and sink.
-[[nodiscard]] Status CheckAlertsAtSubmit(const AlertsSection& run_alerts,
-                                         const std::string& config_path);
+// Submit's check: the lab's rules read, and every reference of them and of the `alerts:`
+// section of the run config at `config_path` resolves here and now. kConfig naming the file and
+// sink.
+[[nodiscard]] Status CheckAlertsAtSubmit(const std::string& config_path);
 
 struct AlertPassReport {
   int64_t opened = 0;              // incidents opened this pass

@@ -24,7 +24,7 @@ int RunAlertsTest(const std::string& config_path) {
   if (!config_path.empty()) {
     Result<RunConfig> config = LoadRunConfig(config_path);
     if (!config.ok()) return ReportError(config.status());
-    rules = config->alerts;
+    rules = LoadRunAlerts(config_path);
   }
   if (!rules.ok()) return ReportError(rules.status());
   if (rules->sinks.empty()) {

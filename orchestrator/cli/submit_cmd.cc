@@ -41,7 +41,7 @@ int RunSubmit(const SubmitOptions& o) {
     if (!config.ok()) return ReportError(config.status());
     for (const std::string& w : config->warnings) std::cerr << "baton: warning: " << w << "\n";
     // A sink whose URL will not resolve is refused now, not found out at the first incident.
-    if (Status st = CheckAlertsAtSubmit(config->alerts, o.config); !st.ok()) return ReportError(st);
+    if (Status st = CheckAlertsAtSubmit(o.config); !st.ok()) return ReportError(st);
     Result<std::unique_ptr<Store>> opened = OpenDefaultStore();
     if (!opened.ok()) return ReportError(opened.status());
     store = std::move(opened).value();

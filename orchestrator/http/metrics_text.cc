@@ -60,16 +60,19 @@ std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures&
   std::string out;
   using M = const RunMetrics&;
   using O = std::optional<double>;
-  RunFamily(out, runs, "baton_run_last_step", "Steps the run has finished (its last effective step).",
+  RunFamily(out, runs, "baton_run_last_step",
+            "Steps the run has finished (its last effective step).",
             [](M m) { return m.last_step ? O(static_cast<double>(*m.last_step)) : O(); });
   RunFamily(out, runs, "baton_run_last_step_time_seconds", "Unix time of the run's last step.",
             [](M m) { return m.last_step_time; });
   RunFamily(out, runs, "baton_run_tokens_per_second", "Tokens per second of the run's last step.",
             [](M m) { return m.tokens_per_s; });
-  RunFamily(out, runs, "baton_run_loss", "Loss of the run's last step.", [](M m) { return m.loss; });
+  RunFamily(out, runs, "baton_run_loss", "Loss of the run's last step.",
+            [](M m) { return m.loss; });
   RunFamily(out, runs, "baton_run_hangs", "Attempts of the run that a hang ended.",
             [](M m) { return O(static_cast<double>(m.hangs)); });
-  RunFamily(out, runs, "baton_run_checkpoint_age_seconds", "Seconds since the newest valid checkpoint.",
+  RunFamily(out, runs, "baton_run_checkpoint_age_seconds",
+            "Seconds since the newest valid checkpoint.",
             [now](M m) { return m.checkpoint_time ? O(now - *m.checkpoint_time) : O(); });
   RunFamily(out, runs, "baton_run_requeue_hold_seconds",
             "Seconds between requeued attempts and the next start.",
@@ -83,7 +86,8 @@ std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures&
              std::to_string(n) + "\n";
     }
   }
-  Family(out, "baton_serve_pass_seconds", "Seconds the last ingest, reconcile and alerts pass took.");
+  Family(out, "baton_serve_pass_seconds",
+         "Seconds the last ingest, reconcile and alerts pass took.");
   out += "baton_serve_pass_seconds " + Number(serve.last_pass_s) + "\n";
   Family(out, "baton_serve_ingest_lag_seconds", "Seconds since the last pass ended.");
   out += "baton_serve_ingest_lag_seconds " +

@@ -18,11 +18,10 @@ inline constexpr const char* kOpenMetricsType =
 
 // What serve knows about its own sync passes.
 struct ServeFigures {
-  double last_pass_s = 0;      // how long the last ingest + reconcile + alerts pass took
-  double last_pass_end = 0;    // when it ended (Unix seconds; 0 = none yet)
+  double last_pass_s = 0;    // how long the last ingest + reconcile + alerts pass took
+  double last_pass_end = 0;  // when it ended (Unix seconds; 0 = none yet)
 };
 
-std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures& serve,
-                        double now);
+std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures& serve, double now);
 
 }  // namespace baton

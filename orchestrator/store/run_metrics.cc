@@ -30,9 +30,9 @@ Status ReadLastStep(SqliteDb& db, RunMetrics& m) {
 }
 
 Status ReadAttempts(SqliteDb& db, RunMetrics& m) {
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s, db.Prepare("SELECT end_reason, action, started_at, ended_at, "
-                                "hang_detected_at FROM attempts WHERE run_id = ? ORDER BY id"));
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         db.Prepare("SELECT end_reason, action, started_at, ended_at, "
+                                    "hang_detected_at FROM attempts WHERE run_id = ? ORDER BY id"));
   s->Bind(1, m.run.id);
   std::optional<double> requeued_at;
   while (true) {
@@ -40,7 +40,8 @@ Status ReadAttempts(SqliteDb& db, RunMetrics& m) {
     if (!row) break;
     ++m.attempts_by_reason[s->Text(0)];
     const std::optional<double> started = s->OptDouble(2);
-    if (requeued_at && started && *started > *requeued_at) m.requeue_hold_s += *started - *requeued_at;
+    if (requeued_at && started && *started > *requeued_at)
+      m.requeue_hold_s += *started - *requeued_at;
     requeued_at = s->Text(1) == "requeue" ? s->OptDouble(3) : std::nullopt;
     if (!s->IsNull(4)) ++m.hangs;
   }

@@ -21,54 +21,65 @@ using test::TempDir;
 
 const char* kBase = "run: {name: a, steps: 5}\n";
 
-Result<RunConfig> Parse(const std::string& alerts) {
+// The run config's checks, then the section itself, as submit reads it.
+Result<AlertsSection> Parse(const std::string& alerts) {
   RunConfigOptions o;
   o.check_filesystem = false;
-  return ParseRunConfig(std::string(kBase) + alerts, "cfg.yaml", o);
+  const std::string text = std::string(kBase) + alerts;
+  BATON_RETURN_IF_ERROR(ParseRunConfig(text, "cfg.yaml", o).status());
+  return RunAlertsFromConfig(text, "cfg.yaml");
 }
 
-TEST(AlertsConfig, ReadsSinksAndSubscriptionsAndWritesThemBack) {
-  Result<RunConfig> c = Parse(
+TEST(AlertsConfig, ReadsSinksAndSubscriptionsAndFreezesThem) {
+  Result<AlertsSection> c = Parse(
       "alerts:\n  sinks:\n    - {name: lab, type: webhook, url: env:LAB_URL}\n"
       "    - {name: mail, type: email, to: a@b.org, sendmail: /bin/true}\n"
       "  subscribe: [hang, failed]\n  stall_s: 600\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_EQ(c->alerts.sinks.size(), 2u);
-  EXPECT_EQ(c->alerts.sinks[0].url, "env:LAB_URL");
-  EXPECT_EQ(c->alerts.sinks[1].type, SinkType::kEmail);
-  EXPECT_EQ(c->alerts.subscribe, (std::vector<std::string>{"hang", "failed"}));
-  EXPECT_EQ(c->alerts.stall_s, 600);
+  ASSERT_EQ(c->sinks.size(), 2u);
+  EXPECT_EQ(c->sinks[0].url, "env:LAB_URL");
+  EXPECT_EQ(c->sinks[1].type, SinkType::kEmail);
+  EXPECT_EQ(c->subscribe, (std::vector<std::string>{"hang", "failed"}));
+  EXPECT_EQ(c->stall_s, 600);
+  // Frozen beside the run config's own text, and read back the same.
   RunConfigOptions o;
   o.check_filesystem = false;
-  Result<RunConfig> again = ParseRunConfig(ToYaml(*c), "again.yaml", o);
+  Result<RunConfig> base = ParseRunConfig(kBase, "cfg.yaml", o);
+  ASSERT_TRUE(base.ok());
+  const std::string frozen = AppendAlerts(ToYaml(*base), *c);
+  ASSERT_TRUE(ParseRunConfig(frozen, "run.yaml", o).ok()) << frozen;
+  Result<AlertsSection> again = RunAlertsFromConfig(frozen, "run.yaml");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->alerts.sinks.size(), 2u);
-  EXPECT_EQ(again->alerts.subscribe, c->alerts.subscribe);
-  // Without the section, ToYaml writes none (frozen configs stay as they were).
-  Result<RunConfig> none = Parse("");
+  EXPECT_EQ(again->sinks.size(), 2u);
+  EXPECT_EQ(again->sinks[1].to, "a@b.org");
+  EXPECT_EQ(again->subscribe, c->subscribe);
+  EXPECT_EQ(again->stall_s, 600);
+  // Without the section nothing is appended.
+  Result<AlertsSection> none = Parse("");
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(ToYaml(*none).find("alerts"), std::string::npos);
+  EXPECT_FALSE(none->present);
+  EXPECT_EQ(AppendAlerts("run: {}\n", *none), "run: {}\n");
 }
 
 TEST(AlertsConfig, RefusesInlineUrlsUnknownKindsAndTypesNamingThem) {
-  Result<RunConfig> inline_url =
+  Result<AlertsSection> inline_url =
       Parse("alerts:\n  sinks: [{name: x, type: slack, url: https://hooks.example/T0/secret}]\n");
   ASSERT_FALSE(inline_url.ok());
   EXPECT_EQ(inline_url.status().exit_code(), 78);
   EXPECT_NE(inline_url.status().message().find("alerts.sinks[0].url"), std::string::npos);
   EXPECT_EQ(inline_url.status().message().find("secret"), std::string::npos);
-  Result<RunConfig> kind = Parse("alerts:\n  subscribe: [hang, oom]\n");
+  Result<AlertsSection> kind = Parse("alerts:\n  subscribe: [hang, oom]\n");
   ASSERT_FALSE(kind.ok());
   EXPECT_NE(kind.status().message().find("unknown incident kind 'oom'"), std::string::npos);
-  Result<RunConfig> type = Parse("alerts:\n  sinks: [{name: x, type: pager, url: env:X}]\n");
+  Result<AlertsSection> type = Parse("alerts:\n  sinks: [{name: x, type: pager, url: env:X}]\n");
   ASSERT_FALSE(type.ok());
   EXPECT_NE(type.status().message().find("alerts.sinks[0].type"), std::string::npos);
-  Result<RunConfig> twice = Parse(
+  Result<AlertsSection> twice = Parse(
       "alerts:\n  sinks: [{name: x, type: webhook, url: env:X}, {name: x, type: webhook, "
       "url: env:Y}]\n");
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("named twice"), std::string::npos);
-  Result<RunConfig> no_to = Parse("alerts:\n  sinks: [{name: m, type: email}]\n");
+  Result<AlertsSection> no_to = Parse("alerts:\n  sinks: [{name: m, type: email}]\n");
   ASSERT_FALSE(no_to.ok());
   EXPECT_NE(no_to.status().message().find("alerts.sinks[0].to"), std::string::npos);
 }
