@@ -1,11 +1,13 @@
 """A webhook receiver for the alerts tests: records every POST (its Baton-Incident header, the
-body and what it answered) as one JSON line, answers 500 while FAIL_FLAG exists, 200 otherwise.
+body and what it answered) as one JSON line, answers 500 while FAIL_FLAG exists, 200 otherwise;
+while FAIL_FLAG.hang exists it records the request as "hung" and answers only 3 s later.
 
 usage: alert_receiver.py PORT_FILE LOG_FILE FAIL_FLAG
 """
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 port_file, log_file, fail_flag = sys.argv[1:4]
@@ -16,11 +18,14 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length).decode("utf-8", "replace")
         status = 500 if os.path.exists(fail_flag) else 200
+        hang = os.path.exists(fail_flag + ".hang")
         record = {"path": self.path, "key": self.headers.get("Baton-Incident"),
                   "content_type": self.headers.get("Content-Type"), "body": body,
-                  "status": status}
+                  "status": "hung" if hang else status}
         with open(log_file, "a") as f:
             f.write(json.dumps(record) + "\n")
+        if hang:
+            time.sleep(3)
         self.send_response(status)
         self.send_header("Content-Length", "2")
         self.end_headers()

@@ -145,6 +145,27 @@ if grep -rqa "$secret" "$BATON_HOME" "$tmp/serve.out" "$tmp/serve.err"; then
 fi
 checks=$((checks + 1))
 
+# serve SIGKILLed while a delivery is in flight: the message is not lost. It was never confirmed,
+# so the next serve sends it again (after its lease) and the receiver confirms it.
+r4=$("$fixture" "$db" run spent)
+"$fixture" "$db" attempt "$r4" 400 failure_budget
+"$fixture" "$db" status "$r4" FAILED
+touch "$tmp/fail.hang"
+"$baton" serve --port 0 --no-reconcile --interval 0.2 >>"$tmp/serve.out" 2>>"$tmp/serve.err" &
+serve_pid=$!
+in_flight() { jq -e --argjson r "$r4" 'select(.status == "hung" and (.body | fromjson | .run.id) == $r)' "$tmp/received" >/dev/null 2>&1; }
+wait_for 30 in_flight || fail "no delivery of run $r4 reached the receiver"
+kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
+rm -f "$tmp/fail.hang"
+"$baton" serve --port 0 --no-reconcile --interval 0.2 >>"$tmp/serve.out" 2>>"$tmp/serve.err" &
+serve_pid=$!
+confirmed_r4() {
+  [ "$(jq -c --argjson r "$r4" 'select(.status == 200 and (.body | fromjson | .run.id) == $r) | .key' "$tmp/received" | sort -u | wc -l)" -eq 2 ]
+}
+wait_for 90 confirmed_r4 || fail "run $r4's messages (budget_spent, failed) were not all confirmed after the kill: $(incidents)"
+kill "$serve_pid"; wait "$serve_pid" || true; serve_pid=
+checks=$((checks + 1))
+
 # `baton incidents` as text.
 expect_exit 0 "$baton" incidents hung
 expect_in "$out" "recovered"
