@@ -116,6 +116,16 @@ Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const Acti
   return Status::Ok();
 }
 
+// Incidents after the sync pass (alert_pass.h); a failed pass is a warning, tried again next time.
+void ServeAlertsPass(Store& store, const AlertsSection& lab) {
+  Result<AlertPassReport> alerts = AlertPass(store, lab, UnixTimeNow());
+  if (!alerts.ok()) {
+    std::cerr << "baton serve: warning: alerts: " << alerts.status().ToString() << "\n";
+    return;
+  }
+  for (const std::string& line : alerts->lines) std::cout << line << std::endl;
+}
+
 // GET /metrics: the runs' figures from a read connection, serve's own under their lock.
 std::function<Result<std::string>()> MetricsSource(StorePool* pool, std::mutex* mu,
                                                    const ServeFigures* figures) {
@@ -219,12 +229,7 @@ int RunServe(ServeOptions o) {
       if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
-      if (Result<AlertPassReport> alerts = AlertPass(**writer, *lab_alerts, UnixTimeNow());
-          alerts.ok()) {
-        for (const std::string& line : alerts->lines) std::cout << line << std::endl;
-      } else {
-        std::cerr << "baton serve: warning: alerts: " << alerts.status().ToString() << "\n";
-      }
+      ServeAlertsPass(**writer, *lab_alerts);
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
       {
         std::lock_guard<std::mutex> lock(figures_mu);
