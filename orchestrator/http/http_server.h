@@ -64,7 +64,7 @@ struct ServerOptions {
   const RequestIdentity* identity = nullptr;
   RunActionService* actions = nullptr;  // the write routes; needs `identity`
   // GET /metrics (metrics_text.h), authenticated like /api/; unset: no such route.
-  std::function<Result<std::string>()> metrics;
+  std::function<Result<std::string>()> metrics = nullptr;
 };
 
 // Threads that hold client connections. Mostly they wait on slow or idle clients (each for at
