@@ -45,7 +45,9 @@ int RunAlertsTest(const std::string& config_path) {
       last = st;
     }
   }
-  return failed == 0 ? kExitOk : last.exit_code();
+  if (failed == 0) return kExitOk;
+  return ReportError(last.Annotate(std::to_string(failed) + " of " +
+                                   std::to_string(rules->sinks.size()) + " sinks failed"));
 }
 
 std::string DeliveryText(const std::vector<DeliveryRecord>& ds) {
