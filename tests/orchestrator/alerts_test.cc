@@ -19,7 +19,7 @@ namespace {
 using test::OpenStore;
 using test::TempDir;
 
-const char* kBase = "run: {name: a, steps: 5}\n";
+const char* kBase = "run: {name: a, steps: 5}\ndata: {path: /nonexistent}\n";
 
 // The run config's checks, then the section itself, as submit reads it.
 Result<AlertsSection> Parse(const std::string& alerts) {
