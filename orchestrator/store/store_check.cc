@@ -116,6 +116,8 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"ingest_cursors", "run_id", "runs", "path", false},
       {"time_buckets", "run_id", "runs", "run_id, attempt_id", false},
       {"stop_save_budgets", "run_id", "runs", "run_id", false},
+      {"incidents", "run_id", "runs", "id", false},
+      {"alert_deliveries", "incident_id", "incidents", "id", false},
   };
   return refs;
 }
