@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/alerts_config.h"
 #include "schema/run_config_keys.h"
 #include "schema/strict_yaml.h"
 
@@ -22,8 +23,8 @@ const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",       "slurm", "data",       "model",
-                                            "objective", "optim", "checkpoint", "train"};
+const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model", "objective",
+                                            "optim", "checkpoint", "train", "alerts"};
 
 template <class S>
 void WriteSection(YAML::Emitter& e, const char* name, const S& x,
@@ -91,7 +92,7 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
       if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
         ctx.Error(kv.first, key,
                   "unknown section (known: run, slurm, data, model, objective, optim, "
-                  "checkpoint, train)");
+                  "checkpoint, train, alerts)");
       }
     }
     ReadRun(ctx, root, c);
@@ -102,6 +103,8 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
     ReadOptim(ctx, root, c);
     ReadCheckpoint(ctx, root, c);
     ReadTrain(ctx, root, c);
+    AlertsSection alerts;  // checked here; frozen beside ToYaml's text (AppendAlerts)
+    ReadAlerts(ctx, root, alerts);
   } catch (const YAML::Exception& e) {
     ctx.Add(source + ": unreadable YAML structure: " + e.msg);
   }

@@ -15,6 +15,7 @@ import { AXES, points, stepMapper, annotations, nonfiniteMarks, lineChart } from
 import { statusBadge } from './runs_page.js';
 import { ettrLine, checkpointAdvice, timeChartBox, renderTimeChart } from './time_buckets.js';
 import { actionsSection } from './run_actions.js';
+import { incidentsSection } from './run_incidents.js';
 
 const MAX_POINTS = 2000;  // per series: the server downsamples (min/max-preserving)
 const REFRESH_MS = 10000; // while the run is live
@@ -285,6 +286,7 @@ export async function showRun(root, id, state, isCurrent) {
     : null;
   const timeBox = timeChartBox();
   const actions = await actionsSection(run, () => { if (isCurrent()) showRun(root, id, state, isCurrent).catch(() => {}); });
+  const incidents = await incidentsSection(run);
   if (!isCurrent()) return;
   fill(root,
     el('p', {}, el('a', { href: '#/' }, '‹ all runs')),
@@ -297,6 +299,7 @@ export async function showRun(root, id, state, isCurrent) {
     stopSaveLine(run),
     ettrLine(run.time),
     actions,
+    incidents,
     el('div', { class: 'controls' }, el('label', {}, 'x axis ', axisSelect),
       el('label', {}, faintToggle, ` show superseded steps (${fmt.int(run.audit.steps_redone)} redone after resumes)`),
       zoom, csv, el('a', { href: `#/compare?runs=${id}` }, 'compare…')),

@@ -23,7 +23,10 @@ def main():
             size = len(body)
         times.sort()
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-        doc = json.loads(body)
+        try:
+            doc = json.loads(body)
+        except ValueError:  # /metrics is text
+            doc = {}
         extra = ""
         if "series" in doc:
             pts = sum(v["points"] for v in doc["series"].values())

@@ -27,9 +27,11 @@
 #include <set>
 #include <thread>
 
+#include "orchestrator/alerts/alert_pass.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/http_server.h"
+#include "orchestrator/http/metrics_text.h"
 #include "orchestrator/http/request_identity.h"
 #include "orchestrator/http/run_action_service.h"
 #include "orchestrator/http/run_history_service.h"
@@ -39,6 +41,7 @@
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/run_metrics.h"
 #include "orchestrator/store/store_tokens.h"
 #include "schema/clock.h"
 #include "schema/events.h"
@@ -113,6 +116,28 @@ Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const Acti
   return Status::Ok();
 }
 
+// Incidents after the sync pass (alert_pass.h); a failed pass is a warning, tried again next time.
+void ServeAlertsPass(Store& store, const AlertsSection& lab) {
+  Result<AlertPassReport> alerts = AlertPass(store, lab, UnixTimeNow());
+  if (!alerts.ok()) {
+    std::cerr << "baton serve: warning: alerts: " << alerts.status().ToString() << "\n";
+    return;
+  }
+  for (const std::string& line : alerts->lines) std::cout << line << std::endl;
+}
+
+// GET /metrics: the runs' figures from a read connection, serve's own under their lock.
+std::function<Result<std::string>()> MetricsSource(StorePool* pool, std::mutex* mu,
+                                                   const ServeFigures* figures) {
+  return [=]() -> Result<std::string> {
+    BATON_ASSIGN_OR_RETURN(StorePool::Lease lease, pool->Acquire());
+    BATON_ASSIGN_OR_RETURN(const std::vector<RunMetrics> runs,
+                           ReadRunMetrics(lease.store(), kMetricsRecentEndedRuns));
+    std::lock_guard<std::mutex> lock(*mu);
+    return MetricsText(runs, *figures, UnixTimeNow());
+  };
+}
+
 int RunServe(ServeOptions o) {
   if (o.token.empty()) {
     if (const char* env = std::getenv(kTokenEnv)) o.token = env;
@@ -132,6 +157,8 @@ int RunServe(ServeOptions o) {
         "--host " + o.host + " is reachable from other machines: give --token T (or set " +
         kTokenEnv + "), or --auth tokens|proxy, so the API is not open to everyone"));
   }
+  Result<AlertsSection> lab_alerts = LoadLabAlertRules();
+  if (!lab_alerts.ok()) return ReportError(lab_alerts.status());
   // The writer connection creates and migrates the database before any reader opens it.
   Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
   if (!writer.ok()) return ReportError(writer.status());
@@ -153,6 +180,9 @@ int RunServe(ServeOptions o) {
                                          action_slurm.get(), SelfPath(), FindTrainerBinary(),
                                          [] { return UnixTimeNow(); }});
   ServerOptions server_options{o.host, o.port, o.token, o.ui_dir};
+  std::mutex figures_mu;  // the sync thread writes serve's own figures, /metrics reads them
+  ServeFigures figures;
+  server_options.metrics = MetricsSource(&pool, &figures_mu, &figures);
   if (identities) {
     service.set_write_actions(true);
     server_options.identity = &identity;
@@ -195,10 +225,17 @@ int RunServe(ServeOptions o) {
         }
         return;
       }
+      const double pass_start = UnixTimeNow();
       if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
+      ServeAlertsPass(**writer, *lab_alerts);
       ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
+      {
+        std::lock_guard<std::mutex> lock(figures_mu);
+        figures.last_pass_end = UnixTimeNow();
+        figures.last_pass_s = figures.last_pass_end - pass_start;
+      }
       first = false;
     } while (!stop.WaitFor(o.interval_s));
   });
@@ -212,10 +249,16 @@ int RunServe(ServeOptions o) {
     server.Stop();
   });
 
+  // The outbox from its own thread and connection: a dead receiver never holds up ingest.
+  AlertDelivery delivery(DefaultDbPath(), std::min(1.0, o.interval_s), [](const std::string& line) {
+    std::cerr << "baton serve: " << line << std::endl;
+  });
+  delivery.Start();
   Status st = server.Listen();
   listen_returned = true;
   stop.Set();
   sync.join();
+  delivery.Stop();
   if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   if (!lost_store.ok()) return ReportError(lost_store);

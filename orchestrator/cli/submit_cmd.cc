@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "orchestrator/alerts/alert_pass.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/launcher/launcher.h"
@@ -39,6 +40,8 @@ int RunSubmit(const SubmitOptions& o) {
     Result<RunConfig> config = LoadRunConfig(o.config);
     if (!config.ok()) return ReportError(config.status());
     for (const std::string& w : config->warnings) std::cerr << "baton: warning: " << w << "\n";
+    // A sink whose URL will not resolve is refused now, not found out at the first incident.
+    if (Status st = CheckAlertsAtSubmit(o.config); !st.ok()) return ReportError(st);
     Result<std::unique_ptr<Store>> opened = OpenDefaultStore();
     if (!opened.ok()) return ReportError(opened.status());
     store = std::move(opened).value();

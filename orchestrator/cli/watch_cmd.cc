@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "orchestrator/alerts/alert_pass.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/reconcile/job_permission.h"
@@ -74,9 +75,27 @@ Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me, bool js
   return st;
 }
 
+// Incidents after the pass (alert_pass.h); a problem is a warning, the next pass tries again.
+void WatchAlerts(Store& store, const AlertsSection& lab) {
+  Result<AlertPassReport> report = AlertPass(store, lab, UnixTimeNow());
+  if (!report.ok()) {
+    std::cerr << "baton: warning: alerts: " << report.status().ToString() << "\n";
+    return;
+  }
+  for (const std::string& line : report->lines) std::cout << line << "\n";
+  std::cout << std::flush;
+}
+
+void LogAlert(const std::string& line) { std::cerr << "baton: " << line << std::endl; }
+
 int RunWatch(const WatchOptions& o) {
+  Result<AlertsSection> lab = LoadLabAlertRules();
+  if (!lab.ok()) return ReportError(lab.status());
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
+  // The outbox is sent from its own thread and connection: a dead receiver never slows a pass.
+  AlertDelivery delivery(DefaultDbPath(), 1.0, LogAlert);
+  if (!o.once) delivery.Start();
   RealSlurmClient slurm;
   // Whose jobs this watch may act on: its user's, or all of them for root and SLURM's operators.
   Result<std::map<std::string, std::string>> config = slurm.ShowConfig();
@@ -85,7 +104,12 @@ int RunWatch(const WatchOptions& o) {
   std::set<std::string> shown;
   while (true) {
     Status st = WatchPass(**store, slurm, me, o.json, &shown);
-    if (o.once) return st.ok() ? 0 : ReportError(st);
+    WatchAlerts(**store, *lab);
+    if (o.once) {
+      Result<int64_t> sent = DeliverDue(**store, UnixTimeNow(), 1000, LogAlert);
+      if (!sent.ok()) std::cerr << "baton: warning: alerts: " << sent.status().ToString() << "\n";
+      return st.ok() ? 0 : ReportError(st);
+    }
     if (!st.ok()) std::cerr << "baton: warning: " << st.ToString() << "\n";
     std::this_thread::sleep_for(
         std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000)));

@@ -91,6 +91,13 @@ std::vector<ApiRoute> ApiRoutes(RunHistoryService* svc) {
          BATON_ASSIGN_OR_RETURN(const PageRequest page, PageParams(req, /*default_limit=*/50));
          return svc->ListActions(id, page);
        }},
+      {R"(/api/runs/([^/]+)/incidents)",
+       "/api/runs/{id}/incidents",
+       {},
+       [svc](const httplib::Request& req) -> Result<json> {
+         BATON_ASSIGN_OR_RETURN(const int64_t id, RunIdParam(req));
+         return svc->ListIncidents(id);
+       }},
       {R"(/api/runs/([^/]+)/profile)",
        "/api/runs/{id}/profile",
        {},

@@ -13,6 +13,7 @@
 #include "orchestrator/http/api_error.h"
 #include "orchestrator/http/api_routes.h"
 #include "orchestrator/http/bounded_server.h"
+#include "orchestrator/http/metrics_text.h"
 #include "orchestrator/http/request_identity.h"
 #include "orchestrator/http/request_params.h"
 #include "orchestrator/store/record_json.h"
@@ -263,7 +264,10 @@ void HttpServer::InstallRoutes() {
       CloseAfterResponse();
       res.set_header("Connection", "close");
     }
-    if (req.path.rfind("/api/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    // /metrics is data too: authenticated like the API.
+    if (req.path.rfind("/api/", 0) != 0 && req.path != "/metrics") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     if (identity != nullptr) {
       return RefusedWithoutIdentity(*identity, req, res)
                  ? httplib::Server::HandlerResponse::Handled
@@ -307,6 +311,16 @@ void HttpServer::InstallRoutes() {
             res.set_header("Content-Disposition", "attachment; filename=\"series.csv\"");
             res.set_content(route.csv(*answer), "text/csv; charset=utf-8");
           });
+  }
+  if (options_.metrics) {
+    auto metrics = options_.metrics;
+    s.Get("/metrics", [metrics, gate](const httplib::Request&, httplib::Response& res) {
+      RequestGate::Turn turn(gate);
+      Result<std::string> text = metrics();
+      if (!text.ok()) return SendError(res, text.status());
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(*text, kOpenMetricsType);
+    });
   }
   s.Get(R"(/api/.*)", [](const httplib::Request& req, httplib::Response& res) {
     SendJson(res, 404, ErrorBody(404, "not_found", "no API route " + req.path));

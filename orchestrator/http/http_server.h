@@ -7,9 +7,12 @@
 //   GET /api/runs/{id}/attempts?limit&offset
 //   GET /api/runs/{id}/checkpoints?limit&offset
 //   GET /api/runs/{id}/actions?limit&offset  the audit of cancel/resume, newest first
+//   GET /api/runs/{id}/incidents          incidents and their alert deliveries, newest first
+//   GET /api/runs/{id}/incidents          incidents and their alert deliveries, newest first
 //   GET /api/runs/{id}/profile            the micro-step profile
 //   GET /api/runs/{id}/log?attempt&before&limit
 //   GET /api/runs/{id}/series?keys&max_points&superseded&from&to&source&format
+//   GET /metrics                          OpenMetrics text (when ServerOptions::metrics is set)
 //   GET /<file>                           the UI (StaticFiles)
 // (docs/http_api.md; the table is api_routes.cc, its parameters request_params.h). Read-only:
 // every other method is 405 with `Allow: GET, HEAD`. Each API route declares the query
@@ -32,6 +35,7 @@
 // thread pool) from one thread; Stop() from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -59,6 +63,8 @@ struct ServerOptions {
   // write routes (action_routes.h) answer. Null, or not enabled: as without --auth. Borrowed.
   const RequestIdentity* identity = nullptr;
   RunActionService* actions = nullptr;  // the write routes; needs `identity`
+  // GET /metrics (metrics_text.h), authenticated like /api/; unset: no such route.
+  std::function<Result<std::string>()> metrics = nullptr;
 };
 
 // Threads that hold client connections. Mostly they wait on slow or idle clients (each for at

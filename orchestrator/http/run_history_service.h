@@ -58,6 +58,8 @@ class RunHistoryService {
   [[nodiscard]] Result<nlohmann::json> ListCheckpoints(int64_t run_id, const PageRequest& page);
   // The audit of write actions on the run, newest first (run_audit_service.cc).
   [[nodiscard]] Result<nlohmann::json> ListActions(int64_t run_id, const PageRequest& page);
+  // The run's incidents with their alert deliveries, newest first (run_incidents_service.cc).
+  [[nodiscard]] Result<nlohmann::json> ListIncidents(int64_t run_id);
   // Whether the server answers the write routes (--auth): ListActions says so to the run page.
   void set_write_actions(bool on) { write_actions_ = on; }
   // run_series_service.cc

@@ -118,6 +118,8 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"time_buckets", "run_id", "runs", "run_id, attempt_id", false},
       {"stop_save_budgets", "run_id", "runs", "run_id", false},
       {"run_actions", "run_id", "runs", "id", false},
+      {"incidents", "run_id", "runs", "id", false},
+      {"alert_deliveries", "incident_id", "incidents", "id", false},
   };
   return refs;
 }

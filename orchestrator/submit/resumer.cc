@@ -9,6 +9,7 @@
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
+#include "schema/alerts_config.h"
 #include "schema/atomic_file.h"
 #include "schema/config_keys.h"
 #include "schema/run_config.h"
@@ -150,7 +151,11 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
       const std::string cluster,
       ResolveRunCluster(config.slurm, req.config_path.empty() ? folder.RunYaml() : req.config_path,
                         slurm));
-  const std::string frozen = ToYaml(config);
+  // The alerts section stays as frozen, or is the edited file's.
+  BATON_ASSIGN_OR_RETURN(const AlertsSection alerts,
+                         req.config_path.empty() ? RunAlertsFromConfig(old_yaml, folder.RunYaml())
+                                                 : LoadRunAlerts(req.config_path));
+  const std::string frozen = AppendAlerts(ToYaml(config), alerts);
   BATON_ASSIGN_OR_RETURN(const std::string script,
                          RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir,
                                                      req.baton_bin, GraceEnvValue(grace)}));

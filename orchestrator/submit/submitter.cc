@@ -10,6 +10,7 @@
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
+#include "schema/alerts_config.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
 #include "schema/run_folder.h"
@@ -162,7 +163,8 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   }
 
   // Freeze the resolved config and render the script.
-  const std::string frozen = ToYaml(config);
+  BATON_ASSIGN_OR_RETURN(const AlertsSection alerts, LoadRunAlerts(req.config_path));
+  const std::string frozen = AppendAlerts(ToYaml(config), alerts);
   BATON_ASSIGN_OR_RETURN(out.script,
                          RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
                                                      req.baton_bin, GraceEnvValue(grace)}));
