@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "orchestrator/store/db.h"
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/series_values.h"
-#include "orchestrator/store/sqlite_db.h"
 
 namespace baton {
 
@@ -198,7 +198,7 @@ class ColumnTable {
     for (size_t i : st.bound) columns_[i].bind(s, static_cast<int>(i + 1), r);
   }
   // Runs `st` (Insert() or Update()) for `r`.
-  [[nodiscard]] Status Write(SqliteDb& db, const TableStatement& st, const R& r) const {
+  [[nodiscard]] Status Write(Db& db, const TableStatement& st, const R& r) const {
     BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(st.sql));
     Bind(*s, st, r);
     return s->Run();

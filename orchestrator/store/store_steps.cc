@@ -61,7 +61,8 @@ Result<int64_t> Store::CountSteps(int64_t run_id, bool include_superseded) {
 Result<NonfiniteCounts> Store::CountNonfiniteSteps(int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      db_->Prepare("SELECT COALESCE(SUM(superseded = 0), 0), COALESCE(SUM(superseded = 1), 0) "
+      db_->Prepare("SELECT COALESCE(SUM(CASE WHEN superseded = 0 THEN 1 ELSE 0 END), 0), "
+                   "COALESCE(SUM(CASE WHEN superseded = 1 THEN 1 ELSE 0 END), 0) "
                    "FROM steps INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1"));
   s->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
@@ -78,7 +79,8 @@ Result<std::vector<StepRecord>> Store::ListNonfiniteSteps(int64_t run_id, bool i
   // The partial index, always: ORDER BY step would otherwise tempt the planner into walking
   // every row of the run through steps_run_step (a long run with no skipped step: 1 M rows).
   static const std::string kSql = StepTable().Select(
-      "INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND (?2 OR superseded = 0) "
+      "INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND (?2 <> 0 OR superseded = "
+      "0) "
       "ORDER BY step, attempt_id LIMIT ?3");
   BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
   s->Bind(1, run_id).Bind(2, static_cast<int64_t>(include_superseded)).Bind(3, limit);

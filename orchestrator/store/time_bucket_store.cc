@@ -140,7 +140,7 @@ Result<std::vector<std::string>> TimeBucketInputStamp(Store& store, int64_t run_
        7},
       {"SELECT COUNT(*), SUM(step), SUM(COALESCE(seconds, 0)) FROM checkpoints WHERE run_id = ?1",
        3},
-      {"SELECT COUNT(*), SUM(offset) FROM ingest_cursors WHERE run_id = ?1", 2},
+      {"SELECT COUNT(*), SUM(\"offset\") FROM ingest_cursors WHERE run_id = ?1", 2},
   };
   std::vector<std::string> out;
   for (const auto& [sql, columns] : kSql) {
