@@ -18,9 +18,18 @@ constexpr unsigned kFloat8Oid = 701;
 constexpr unsigned kByteaOid = 17;
 constexpr const char* kDefaultConnectTimeoutS = "5";
 
+// libpq's message on one line: its own line breaks become "; ".
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "; ";
+    } else if (c != '\t') {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::string Where(PGconn* conn) {
@@ -62,8 +71,8 @@ Status FromPg(PGconn* conn, const PGresult* res, const std::string& what) {
   if (code == "55P03") {
     return Status::Unavailable(text + " (the database is locked by another baton process)");
   }
-  if (code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0 || code == "40001" ||
-      code == "40P01" || code == "53300") {
+  if (code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0 || code == "40001" || code == "40P01" ||
+      code == "53300") {
     return Status::Unavailable(text);
   }
   if (code.rfind("53", 0) == 0 || code == "25006" || code.rfind("42501", 0) == 0) {
@@ -122,8 +131,8 @@ Result<bool> PgStatement::Step() {
       lengths[k] = static_cast<int>(params_[k].value.size());
       formats[k] = params_[k].binary ? 1 : 0;
     }
-    result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(),
-                           values.data(), lengths.data(), formats.data(), 0);
+    result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(), values.data(),
+                           lengths.data(), formats.data(), 0);
     const ExecStatusType st = PQresultStatus(result_);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
       Status err = FromPg(conn_, result_, "postgresql: " + sql_);
@@ -139,8 +148,8 @@ Result<bool> PgStatement::Step() {
 }
 
 bool PgStatement::IsNull(int col) const {
-  return result_ == nullptr || row_ < 0 || row_ >= PQntuples(result_) || col >= PQnfields(result_) ||
-         PQgetisnull(result_, row_, col) != 0;
+  return result_ == nullptr || row_ < 0 || row_ >= PQntuples(result_) ||
+         col >= PQnfields(result_) || PQgetisnull(result_, row_, col) != 0;
 }
 
 int64_t PgStatement::Int(int col) const {

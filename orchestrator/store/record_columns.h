@@ -75,6 +75,11 @@ void BindColumn(Statement& s, int param, RunStatus v);
 // NULL for no ids (the partial index and the docs rely on NULL for applied steps).
 void BindColumn(Statement& s, int param, const std::vector<std::string>& v);
 
+// " ON CONFLICT (<keys>) DO UPDATE SET c = excluded.c, ..." for every column of `columns` (both
+// comma-separated) that is not a key: the portable upsert, replacing a row whole as SQLite's
+// INSERT OR REPLACE did, on both backends.
+std::string OnConflictReplace(const std::string& keys, const std::string& columns);
+
 enum class ColumnRole {
   kValue,  // read, inserted and updated
   kKey,    // read and inserted; identifies the row, so an update never changes it
@@ -171,6 +176,15 @@ class ColumnTable {
       if (sql == computed.end()) st.bound.push_back(i);
     }
     st.sql = verb + " INTO " + table_ + " (" + names + ") VALUES (" + values + ")";
+    return st;
+  }
+
+  // Insert() that replaces the row whose `keys` (comma-separated) it repeats.
+  TableStatement Upsert(const std::string& keys,
+                        const std::map<std::string, std::string>& computed = {}) const {
+    TableStatement st = Insert("INSERT", computed);
+    const size_t open = st.sql.find(" (") + 2;
+    st.sql += OnConflictReplace(keys, st.sql.substr(open, st.sql.find(')') - open));
     return st;
   }
 

@@ -172,8 +172,8 @@ Result<std::vector<SeriesRow>> ReadSeriesRows(Store& store, int64_t run_id,
   attempts->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
                          attempts->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
-  static const std::string kSql =
-      SeriesRowTable().Select("WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step");
+  static const std::string kSql = SeriesRowTable().Select(
+      "WHERE attempt_id = ?1 AND (?2 <> 0 OR superseded = 0) ORDER BY step");
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
   std::vector<SeriesRow> rows;
   for (int64_t id : ids) {

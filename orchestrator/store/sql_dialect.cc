@@ -144,9 +144,10 @@ Result<std::vector<std::string>> PgForeignKeysInto(Db& db, const std::vector<std
                    "FROM pg_constraint c WHERE c.contype = 'f' AND c.confrelid = "
                    "to_regclass(?1)::oid AND c.conrelid <> c.confrelid ORDER BY c.conname"));
     s->Bind(1, table);
-    BATON_ASSIGN_OR_RETURN(const std::vector<std::string> sql, s->Collect<std::string>([](Statement& r) {
-      return "ALTER TABLE " + r.Text(0) + " ADD CONSTRAINT \"" + r.Text(1) + "\" " + r.Text(2);
-    }));
+    BATON_ASSIGN_OR_RETURN(
+        const std::vector<std::string> sql, s->Collect<std::string>([](Statement& r) {
+          return "ALTER TABLE " + r.Text(0) + " ADD CONSTRAINT \"" + r.Text(1) + "\" " + r.Text(2);
+        }));
     out.insert(out.end(), sql.begin(), sql.end());
   }
   return out;
@@ -161,10 +162,9 @@ Status PgAfterMigration(Db& db, const std::vector<std::string>& foreign_keys) {
       Statement * s,
       db.Prepare("SELECT table_name, column_name FROM information_schema.columns WHERE "
                  "table_schema = current_schema() AND is_identity = 'YES' ORDER BY table_name"));
-  BATON_ASSIGN_OR_RETURN(
-      const auto identities, (s->Collect<std::pair<std::string, std::string>>([](Statement& r) {
-        return std::make_pair(r.Text(0), r.Text(1));
-      })));
+  BATON_ASSIGN_OR_RETURN(const auto identities,
+                         (s->Collect<std::pair<std::string, std::string>>(
+                             [](Statement& r) { return std::make_pair(r.Text(0), r.Text(1)); })));
   for (const auto& [table, column] : identities) {
     // Names from the catalog, quoted: nothing here comes from a user.
     BATON_RETURN_IF_ERROR(db.Exec("SELECT setval(pg_get_serial_sequence('\"" + table + "\"', '" +

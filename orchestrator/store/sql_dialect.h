@@ -43,8 +43,8 @@ std::string SetSchemaVersionSql(Backend backend, int64_t version);
 
 // PostgreSQL, before a migration that drops `tables`: the SQL that re-adds every foreign key of
 // another table that points at one of them (the drop's CASCADE removes those keys).
-[[nodiscard]] Result<std::vector<std::string>> PgForeignKeysInto(Db& db,
-                                                                 const std::vector<std::string>& tables);
+[[nodiscard]] Result<std::vector<std::string>> PgForeignKeysInto(
+    Db& db, const std::vector<std::string>& tables);
 // PostgreSQL, after a migration: re-adds `foreign_keys` (each re-checks every row, so a dangling
 // row stops the migration) and moves every identity column's sequence past the largest id, so
 // rows copied with their ids by a rebuild never collide with new ones.

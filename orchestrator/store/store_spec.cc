@@ -18,8 +18,8 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 std::string SchemeOf(const std::string& spec) {
   if (spec.empty() || !std::isalpha(static_cast<unsigned char>(spec[0]))) return "";
   size_t i = 1;
-  while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) ||
-                             spec[i] == '+' || spec[i] == '.' || spec[i] == '-')) {
+  while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) || spec[i] == '+' ||
+                             spec[i] == '.' || spec[i] == '-')) {
     ++i;
   }
   return i < spec.size() && spec[i] == ':' ? spec.substr(0, i) : "";
@@ -47,8 +47,7 @@ Result<StoreSpec> ParseStoreSpec(const std::string& spec) {
   }
   const std::string scheme = SchemeOf(spec);
   if (!scheme.empty()) {
-    return Status::InvalidArgument("store " + ScrubPassword(spec) + ": unknown scheme '" +
-                                   scheme +
+    return Status::InvalidArgument("store " + ScrubPassword(spec) + ": unknown scheme '" + scheme +
                                    ":' (use sqlite:PATH, postgresql://... or postgres://...)");
   }
   return StoreSpec{Backend::kSqlite, spec};
@@ -59,7 +58,8 @@ Result<std::unique_ptr<Db>> OpenDb(const StoreSpec& spec, int busy_timeout_ms) {
     BATON_ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db, PgDb::Open(spec.target, busy_timeout_ms));
     return std::unique_ptr<Db>(std::move(db));
   }
-  BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(spec.target, busy_timeout_ms));
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                         SqliteDb::Open(spec.target, busy_timeout_ms));
   return std::unique_ptr<Db>(std::move(db));
 }
 

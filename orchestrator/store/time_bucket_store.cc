@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/run_history_queries.h"
 #include "orchestrator/store/store_internal.h"
 
@@ -111,8 +112,10 @@ Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuck
     std::string params;
     const int n = 3 + int(kTimeBucketCount) + kFixedTail;
     for (int i = 1; i <= n; ++i) params += (i > 1 ? ", ?" : "?") + std::to_string(i);
-    return "INSERT OR REPLACE INTO time_buckets (run_id, attempt_id, wall_s, " + BucketColumns() +
-           ", " + kTailColumns + ") VALUES (" + params + ")";
+    const std::string columns =
+        "run_id, attempt_id, wall_s, " + BucketColumns() + ", " + kTailColumns;
+    return "INSERT INTO time_buckets (" + columns + ") VALUES (" + params + ")" +
+           OnConflictReplace("run_id, attempt_id", columns);
   }();
   BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(kSql));
   int p = 0;

@@ -22,7 +22,7 @@ start() {
   local user
   user=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
   # trust on the socket only: the folder is private to the owner, and nothing listens on TCP.
-  as_owner "$PG_BIN/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --no-sync \
+  as_owner "$PG_BIN/initdb" -D "$dir/data" -U "$user" -A trust -E UTF8 --no-locale --no-sync \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
   # One role that must log in with a password, for the bad-credentials tests.
   sed -i '1i local all baton_pw scram-sha-256' "$dir/data/pg_hba.conf"

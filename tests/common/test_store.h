@@ -34,8 +34,8 @@ inline std::string TestStore(const std::string& path) {
   auto it = made.find(path);
   if (it != made.end()) return it->second;
   const std::string base = std::getenv("BATON_TEST_STORE");
-  const std::string name = "t" + std::to_string(std::hash<std::string>{}(path) % 1000000007) +
-                           "_" + std::to_string(made.size());
+  const std::string name = "t" + std::to_string(std::hash<std::string>{}(path) % 1000000007) + "_" +
+                           std::to_string(made.size());
   Result<StoreSpec> spec = ParseStoreSpec(base);
   if (!spec.ok()) std::abort();
   Result<std::unique_ptr<Db>> db = OpenDb(*spec, 10000);

@@ -109,7 +109,8 @@ TEST(PgStore, ANewerSchemaIsRefusedWith65) {
   TempDir tmp;
   {
     auto store = test::OpenStore(tmp / "baton.db");
-    ASSERT_TRUE(StoreInternal::Db(*store).Exec("UPDATE baton_schema_version SET version = 999").ok());
+    ASSERT_TRUE(
+        StoreInternal::Db(*store).Exec("UPDATE baton_schema_version SET version = 999").ok());
   }
   Result<std::unique_ptr<Store>> s = Store::Open(test::TestStore(tmp / "baton.db"));
   ASSERT_FALSE(s.ok());
@@ -132,8 +133,8 @@ TEST(PgStore, AConnectionLostMidTransactionLeavesNothingAndTheNextWriteReconnect
     NewRun n;
     n.name = "half";
     BATON_RETURN_IF_ERROR(store->CreateRunInTx(n, 1.0).status());
-    BATON_ASSIGN_OR_RETURN(Statement * k, StoreInternal::Db(*killer).Prepare(
-                                              "SELECT pg_terminate_backend(?1)"));
+    BATON_ASSIGN_OR_RETURN(Statement * k,
+                           StoreInternal::Db(*killer).Prepare("SELECT pg_terminate_backend(?1)"));
     BATON_RETURN_IF_ERROR(k->Bind(1, *pid).Run());
     NewRun m;
     m.name = "second";
