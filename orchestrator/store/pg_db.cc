@@ -83,8 +83,9 @@ Status FromPg(PGconn* conn, const PGresult* res, const std::string& what) {
 
 // ------------------------------------------------------------------------------ statement
 
-PgStatement::PgStatement(PGconn* conn, std::string sql, std::string pg_sql)
-    : conn_(conn), sql_(std::move(sql)), pg_sql_(std::move(pg_sql)) {}
+PgStatement::PgStatement(PGconn* conn, std::string sql) : conn_(conn), sql_(std::move(sql)) {
+  pg_sql_ = PgStatementText(sql_, &used_);
+}
 
 PgStatement::~PgStatement() { Reset(); }
 
@@ -121,15 +122,18 @@ Statement& PgStatement::BindBlob(int i, const std::string& bytes) {
 
 Result<bool> PgStatement::Step() {
   if (result_ == nullptr) {
-    const size_t n = params_.size();
+    const size_t n = used_.size();
     std::vector<unsigned> types(n);
     std::vector<const char*> values(n);
     std::vector<int> lengths(n), formats(n);
+    const Param unbound;  // a parameter never bound is NULL, as in SQLite
     for (size_t k = 0; k < n; ++k) {
-      types[k] = params_[k].type;
-      values[k] = params_[k].null ? nullptr : params_[k].value.data();
-      lengths[k] = static_cast<int>(params_[k].value.size());
-      formats[k] = params_[k].binary ? 1 : 0;
+      const size_t i = static_cast<size_t>(used_[k] - 1);
+      const Param& p = i < params_.size() ? params_[i] : unbound;
+      types[k] = p.type;
+      values[k] = p.null ? nullptr : p.value.data();
+      lengths[k] = static_cast<int>(p.value.size());
+      formats[k] = p.binary ? 1 : 0;
     }
     result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(), values.data(),
                            lengths.data(), formats.data(), 0);
@@ -290,7 +294,7 @@ Result<Statement*> PgDb::Prepare(const std::string& sql) {
   if (!in_write_) BATON_RETURN_IF_ERROR(Reconnect());
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
-    it = cache_.emplace(sql, std::make_unique<PgStatement>(conn_, sql, PgStatementText(sql))).first;
+    it = cache_.emplace(sql, std::make_unique<PgStatement>(conn_, sql)).first;
   }
   it->second->Reset();
   return it->second.get();

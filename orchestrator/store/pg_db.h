@@ -23,7 +23,7 @@ namespace baton {
 
 class PgStatement final : public Statement {
  public:
-  PgStatement(PGconn* conn, std::string sql, std::string pg_sql);
+  PgStatement(PGconn* conn, std::string sql);
   ~PgStatement() override;
   PgStatement(const PgStatement&) = delete;
   PgStatement& operator=(const PgStatement&) = delete;
@@ -53,8 +53,9 @@ class PgStatement final : public Statement {
   };
   Param& At(int i);
   PGconn* conn_;
-  std::string sql_;     // as the store wrote it
-  std::string pg_sql_;  // with $N placeholders
+  std::string sql_;        // as the store wrote it
+  std::string pg_sql_;     // with $N placeholders
+  std::vector<int> used_;  // $k binds the store's parameter used_[k-1]
   std::vector<Param> params_;
   PGresult* result_ = nullptr;
   int row_ = -1;

@@ -1,7 +1,9 @@
 #include "orchestrator/store/sql_dialect.h"
 
 #include <cctype>
+#include <map>
 #include <regex>
+#include <set>
 
 namespace baton {
 
@@ -69,11 +71,13 @@ std::string ReplaceWords(std::string text) {
 
 }  // namespace
 
-std::string PgPlaceholders(const std::string& sql) {
+std::string PgPlaceholders(const std::string& sql, std::vector<int>* used) {
+  // First SQLite's numbers, marked "\x01N\x02", then the dense renumbering.
   int next = 1;
-  return MapCode(
+  std::set<int> numbers;
+  const std::string marked = MapCode(
       sql,
-      [&next](const std::string& code) {
+      [&next, &numbers](const std::string& code) {
         std::string out;
         for (size_t i = 0; i < code.size(); ++i) {
           if (code[i] != '?') {
@@ -85,19 +89,42 @@ std::string PgPlaceholders(const std::string& sql) {
           int n = next;
           if (j > i + 1) n = std::stoi(code.substr(i + 1, j - i - 1));
           if (n >= next) next = n + 1;
-          out += "$" + std::to_string(n);
+          numbers.insert(n);
+          out += "\x01" + std::to_string(n) + "\x02";
           i = j - 1;
         }
         return out;
       },
       /*drop_comments=*/false);
+  std::map<int, int> dense;
+  for (int n : numbers) dense.emplace(n, static_cast<int>(dense.size()) + 1);
+  if (used != nullptr) used->assign(numbers.begin(), numbers.end());
+  std::string out;
+  for (size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i] != '\x01') {
+      out += marked[i];
+      continue;
+    }
+    const size_t end = marked.find('\x02', i);
+    out += "$" + std::to_string(dense.at(std::stoi(marked.substr(i + 1, end - i - 1))));
+    i = end;
+  }
+  return out;
 }
 
-std::string PgStatementText(const std::string& sql) {
+std::string PgStatementText(const std::string& sql, std::vector<int>* used) {
   static const std::regex kHint(R"(\b(INDEXED\s+BY\s+\w+|NOT\s+INDEXED)\b)", std::regex::icase);
+  // SQLite's instr(haystack, needle) is PostgreSQL's strpos: the 1-based place of an exact
+  // substring (LIKE would read % and _ in a user's text as wildcards).
+  static const std::regex kInstr(R"(\binstr\s*\()", std::regex::icase);
   return PgPlaceholders(MapCode(
-      sql, [](const std::string& code) { return std::regex_replace(code, kHint, ""); },
-      /*drop_comments=*/false));
+                            sql,
+                            [](const std::string& code) {
+                              return std::regex_replace(std::regex_replace(code, kHint, ""), kInstr,
+                                                        "strpos(");
+                            },
+                            /*drop_comments=*/false),
+                        used);
 }
 
 std::string MigrationText(Backend backend, const std::string& sql) {
@@ -119,13 +146,27 @@ std::vector<std::string> DroppedTables(const std::string& sql) {
 
 std::string HasSchemaVersionSql(Backend backend) {
   if (backend == Backend::kSqlite) return "SELECT 1";
-  // No table yet = a new, empty database (version 0).
-  return "SELECT CASE WHEN to_regclass('baton_schema_version') IS NULL THEN 0 ELSE 1 END";
+  // No table yet = a new, empty database (version 0). A scan of pg_class under the statement's
+  // own snapshot, not to_regclass(): that one reads the backend's catalog cache, which in a
+  // transaction that waited for the migration lock still says "no table" after the process
+  // that held the lock created it.
+  return "SELECT COUNT(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
+         "n.oid = c.relnamespace WHERE c.relname = 'baton_schema_version' AND "
+         "n.nspname = current_schema()";
 }
 
 std::string SchemaVersionSql(Backend backend) {
   if (backend == Backend::kSqlite) return "PRAGMA user_version";
   return "SELECT COALESCE(MAX(version), 0) FROM baton_schema_version";
+}
+
+std::string ColumnExistsSql(Backend backend, const std::string& table) {
+  if (backend == Backend::kSqlite) {
+    return "SELECT 1 FROM pragma_table_info('" + table + "') WHERE name = ?1";
+  }
+  return "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+         "table_name = '" +
+         table + "' AND column_name = ?1";
 }
 
 std::string SetSchemaVersionSql(Backend backend, int64_t version) {

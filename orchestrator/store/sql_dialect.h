@@ -22,11 +22,14 @@
 
 namespace baton {
 
-// `?N` -> `$N`, and `?` -> `$k` numbered as SQLite numbers it (one past the largest so far).
-std::string PgPlaceholders(const std::string& sql);
+// `?N` and `?` (numbered as SQLite numbers it: one past the largest so far) become `$1..$n`,
+// dense in the order of the numbers used (PostgreSQL refuses a gap, e.g. an INSERT that leaves
+// out ?1); `used`, when given, receives those SQLite numbers, so `$k` takes SQLite's used[k-1].
+std::string PgPlaceholders(const std::string& sql, std::vector<int>* used = nullptr);
 // A statement's text for PostgreSQL: placeholders as above, SQLite's index hints
-// (`INDEXED BY name`, `NOT INDEXED`) dropped — PostgreSQL's planner picks the partial index.
-std::string PgStatementText(const std::string& sql);
+// (`INDEXED BY name`, `NOT INDEXED`) dropped — PostgreSQL's planner picks the partial index —
+// and instr() spelled strpos().
+std::string PgStatementText(const std::string& sql, std::vector<int>* used = nullptr);
 
 // A migration's text for `backend` (unchanged for SQLite).
 std::string MigrationText(Backend backend, const std::string& sql);
@@ -38,6 +41,9 @@ std::vector<std::string> DroppedTables(const std::string& sql);
 std::string HasSchemaVersionSql(Backend backend);
 // SQL that reads the schema version as one row of one integer (no row = 0).
 std::string SchemaVersionSql(Backend backend);
+// SQL of one row when `table` (a name we own) has the column bound to ?1, none otherwise.
+std::string ColumnExistsSql(Backend backend, const std::string& table);
+
 // SQL that sets the schema version to `version` (a number we own, so spliced).
 std::string SetSchemaVersionSql(Backend backend, int64_t version);
 

@@ -30,7 +30,9 @@ Result<int64_t> Store::CreateRunInTx(const NewRun& run, double now) {
   RunTable().Bind(*s, kInsert, r);
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
   if (!row) return Status::Internal("INSERT INTO runs returned no id");
-  return s->Int(0);
+  const int64_t id = s->Int(0);
+  s->Reset();  // finished: an active statement would keep SQLite's COMMIT from completing
+  return id;
 }
 
 Status Store::SetRunDirInTx(int64_t run_id, const std::string& run_dir, const std::string& config) {

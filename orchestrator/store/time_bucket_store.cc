@@ -5,6 +5,7 @@
 
 #include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/sql_dialect.h"
 #include "orchestrator/store/store_internal.h"
 
 namespace baton {
@@ -29,9 +30,8 @@ constexpr const char* kTailColumns =
 constexpr int kFixedTail = 6;
 
 Result<bool> AttemptsHaveColumn(Store& store, const std::string& name) {
-  BATON_ASSIGN_OR_RETURN(Statement * s,
-                         StoreInternal::Db(store).Prepare(
-                             "SELECT 1 FROM pragma_table_info('attempts') WHERE name = ?1"));
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(ColumnExistsSql(
+                                            StoreInternal::Db(store).backend(), "attempts")));
   s->Bind(1, name);
   return s->Step();
 }

@@ -21,7 +21,10 @@ using test::TempDir;
 TEST(SqlDialect, PlaceholdersAreNumberedAsSqliteNumbersThem) {
   EXPECT_EQ(PgPlaceholders("SELECT ?1, ?2, ?1"), "SELECT $1, $2, $1");
   EXPECT_EQ(PgPlaceholders("UPDATE t SET a = ? WHERE b = ?"), "UPDATE t SET a = $1 WHERE b = $2");
-  EXPECT_EQ(PgPlaceholders("SELECT ?3, ?"), "SELECT $3, $4");
+  // Dense: PostgreSQL refuses a gap, so ?3 and ?4 alone are $1 and $2, and `used` maps back.
+  std::vector<int> used;
+  EXPECT_EQ(PgPlaceholders("SELECT ?3, ?", &used), "SELECT $1, $2");
+  EXPECT_EQ(used, (std::vector<int>{3, 4}));
   EXPECT_EQ(PgPlaceholders("SELECT '?', \"a?\" -- ?\n, ?"), "SELECT '?', \"a?\" -- ?\n, $1");
 }
 
@@ -133,8 +136,8 @@ TEST(PgStore, AConnectionLostMidTransactionLeavesNothingAndTheNextWriteReconnect
     NewRun n;
     n.name = "half";
     BATON_RETURN_IF_ERROR(store->CreateRunInTx(n, 1.0).status());
-    BATON_ASSIGN_OR_RETURN(Statement * k,
-                           StoreInternal::Db(*killer).Prepare("SELECT pg_terminate_backend(?1)"));
+    BATON_ASSIGN_OR_RETURN(Statement * k, StoreInternal::Db(*killer).Prepare(
+                                              "SELECT pg_terminate_backend(CAST(?1 AS INTEGER))"));
     BATON_RETURN_IF_ERROR(k->Bind(1, *pid).Run());
     NewRun m;
     m.name = "second";
