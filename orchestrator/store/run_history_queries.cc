@@ -11,11 +11,14 @@ namespace baton {
 namespace {
 
 // The runs page's filters (RunListQuery) over parameters ?1 and ?5..?10; fixed text, values bound.
+// A parameter that may be NULL is compared first, then tested: PostgreSQL takes its type from
+// its first use, and `? IS NULL` alone gives it none.
 std::string FilterSql(const std::string& t) {
   return "(?1 = '' OR " + t + "status = ?1) AND (?5 = '' OR instr(lower(" + t +
-         "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (?7 IS NULL OR " + t +
-         "created_at >= ?7) AND (?8 IS NULL OR " + t + "created_at < ?8) AND (?9 = '' OR " + t +
-         "owner = ?9) AND (?10 = '' OR " + t + "cluster = ?10)";
+         "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (" + t +
+         "created_at >= ?7 OR ?7 IS NULL) AND (" + t +
+         "created_at < ?8 OR ?8 IS NULL) AND (?9 = '' OR " + t + "owner = ?9) AND (?10 = '' OR " +
+         t + "cluster = ?10)";
 }
 
 void BindFilters(Statement* s, const RunListQuery& q) {

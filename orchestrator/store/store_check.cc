@@ -118,7 +118,6 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"ingest_cursors", "run_id", "runs", "path", false},
       {"time_buckets", "run_id", "runs", "run_id, attempt_id", false},
       {"stop_save_budgets", "run_id", "runs", "run_id", false},
-      {"run_actions", "run_id", "runs", "id", false},
   };
   return refs;
 }

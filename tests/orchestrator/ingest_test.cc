@@ -217,7 +217,7 @@ TEST(Ingest, ACrashMidIngestDuplicatesNothing) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      auto store = Store::Open(tmp / "baton.db");
+      auto store = Store::Open(test::TestStore(tmp / "baton.db"));
       if (!store.ok()) ::_exit(3);
       RunRecord run = (*store)->GetRun(run_id).value();
       IngestOptions o;

@@ -129,7 +129,7 @@ TEST(StoreCheck, KnowsEveryReferenceOfTheSchema) {
     for (std::string line; std::getline(lines, line);) {
       std::smatch m;
       if (std::regex_search(line, m, table_re))
-        table = std::regex_replace(m[1].str(), std::regex("^attempts_v[0-9]+$"), "attempts");
+        table = m[1].str() == "attempts_v8" ? "attempts" : m[1].str();
       if (std::regex_search(line, m, ref_re))
         in_sql.insert(table + "." + m[1].str() + "->" + m[2].str());
     }
