@@ -70,7 +70,7 @@ const char* SortExpression(RunSortKey key) {
     case RunSortKey::kId:
       return "r.id";
     case RunSortKey::kName:
-      return "r.name COLLATE NOCASE";
+      return "lower(r.name)";  // case-blind on both backends (no NOCASE in PostgreSQL)
     case RunSortKey::kStatus:
       return "r.status";
     case RunSortKey::kProgress:
