@@ -18,6 +18,8 @@ packages=(
   # shared contracts and orchestrator
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev
+  # the PostgreSQL store (libpq) and the throwaway servers of its tests
+  libpq-dev postgresql-15 postgresql-client-15
   # tests (bindfs: a FUSE mount, where the SQLite store must refuse to open)
   googletest libgtest-dev libgmock-dev libbenchmark-dev bindfs
   # dev cluster and browser tests

@@ -3,6 +3,7 @@
 // Each subcommand returns an exit code from a Status: 0 ok, 64 usage, 78 config, 66 unknown run,
 // 69 SLURM unavailable, ... (schema/exit_codes.h). Commands live in one file each (commands.h).
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "orchestrator/cli/commands.h"
@@ -35,6 +36,16 @@ int main(int argc, char** argv) {
   // Version and source revision, what a bug report needs (schema/build_info.h).
   app.set_version_flag("--version", baton::VersionText("baton"));
   app.require_subcommand(1);
+  // --store names the database for every command (as BATON_STORE does); options given after a
+  // subcommand fall through to here, so `baton ls --store X` works too. It goes into the
+  // environment at once, before any command opens the store, and on to the processes baton
+  // starts (watch, serve's writers).
+  app.fallthrough();
+  app.add_option_function<std::string>(
+         "--store", [](const std::string& spec) { ::setenv("BATON_STORE", spec.c_str(), 1); },
+         "The store: sqlite:PATH, postgresql://... or postgres://... (default: BATON_STORE, "
+         "else SQLite at $BATON_HOME/baton.db)")
+      ->trigger_on_parse();
 
   int rc = baton::kExitUsage;
   std::string config_path;

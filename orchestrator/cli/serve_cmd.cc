@@ -42,6 +42,7 @@
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "orchestrator/store/run_history_queries.h"
 #include "orchestrator/store/run_metrics.h"
+#include "orchestrator/store/store_spec.h"
 #include "orchestrator/store/store_tokens.h"
 #include "schema/clock.h"
 #include "schema/events.h"
@@ -199,7 +200,7 @@ int RunServe(ServeOptions o) {
 
   if (Status st = server.Bind(); !st.ok()) return ReportError(st);
   std::cout << "baton serve: http://" << o.host << ":" << server.port() << "/ (database "
-            << DefaultDbPath() << ")" << std::endl;
+            << ScrubPassword(DefaultDbPath()) << ")" << std::endl;
 
   StopFlag stop;
   Status lost_store;  // written by the sync thread before it stops the server, read after join

@@ -11,6 +11,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/store/store.h"
 #include "orchestrator/store/store_check.h"
+#include "orchestrator/store/store_spec.h"
 #include "schema/exit_codes.h"
 
 namespace baton {
@@ -30,8 +31,8 @@ void PrintDangling(const DanglingReference& d) {
 }
 
 int RunStoreCheck(bool repair) {
-  const std::string path = DefaultDbPath();
-  Result<StoreCheckReport> report = CheckStoreFile(path, repair);
+  const std::string path = ScrubPassword(DefaultDbPath());
+  Result<StoreCheckReport> report = CheckStoreFile(DefaultDbPath(), repair);
   if (!report.ok()) return ReportError(report.status());
   if (report->dangling.empty()) {
     std::cout << path << ": ok, every reference names a row that is there\n";

@@ -1,8 +1,34 @@
 #include "orchestrator/store/record_columns.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace baton {
+
+std::string OnConflictReplace(const std::string& keys, const std::string& columns) {
+  auto split = [](const std::string& csv) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < csv.size()) {
+      size_t comma = csv.find(',', start);
+      if (comma == std::string::npos) comma = csv.size();
+      std::string name = csv.substr(start, comma - start);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (!name.empty()) out.push_back(name);
+      start = comma + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> key = split(keys);
+  std::string sets;
+  for (const std::string& c : split(columns)) {
+    if (std::find(key.begin(), key.end(), c) != key.end()) continue;
+    sets += (sets.empty() ? "" : ", ") + c + " = excluded." + c;
+  }
+  return " ON CONFLICT (" + keys + ") DO " + (sets.empty() ? "NOTHING" : "UPDATE SET " + sets);
+}
 
 void ReadColumn(const Statement& s, int col, RunStatus* v) {
   *v = ParseRunStatus(s.Text(col)).value_or(RunStatus::kFailed);

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "orchestrator/store/db.h"
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/series_values.h"
-#include "orchestrator/store/sqlite_db.h"
 
 namespace baton {
 
@@ -74,6 +74,11 @@ void BindColumn(Statement& s, int param, const std::optional<E>& v) {
 void BindColumn(Statement& s, int param, RunStatus v);
 // NULL for no ids (the partial index and the docs rely on NULL for applied steps).
 void BindColumn(Statement& s, int param, const std::vector<std::string>& v);
+
+// " ON CONFLICT (<keys>) DO UPDATE SET c = excluded.c, ..." for every column of `columns` (both
+// comma-separated) that is not a key: the portable upsert, replacing a row whole as SQLite's
+// INSERT OR REPLACE did, on both backends.
+std::string OnConflictReplace(const std::string& keys, const std::string& columns);
 
 enum class ColumnRole {
   kValue,  // read, inserted and updated
@@ -174,6 +179,15 @@ class ColumnTable {
     return st;
   }
 
+  // Insert() that replaces the row whose `keys` (comma-separated) it repeats.
+  TableStatement Upsert(const std::string& keys,
+                        const std::map<std::string, std::string>& computed = {}) const {
+    TableStatement st = Insert("INSERT", computed);
+    const size_t open = st.sql.find(" (") + 2;
+    st.sql += OnConflictReplace(keys, st.sql.substr(open, st.sql.find(')') - open));
+    return st;
+  }
+
   // "UPDATE <table> SET <column> = ?N, ... WHERE <row id> = ?K": every value column, by row id.
   TableStatement Update() const {
     TableStatement st;
@@ -198,7 +212,7 @@ class ColumnTable {
     for (size_t i : st.bound) columns_[i].bind(s, static_cast<int>(i + 1), r);
   }
   // Runs `st` (Insert() or Update()) for `r`.
-  [[nodiscard]] Status Write(SqliteDb& db, const TableStatement& st, const R& r) const {
+  [[nodiscard]] Status Write(Db& db, const TableStatement& st, const R& r) const {
     BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(st.sql));
     Bind(*s, st, r);
     return s->Run();

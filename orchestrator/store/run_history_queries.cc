@@ -11,11 +11,14 @@ namespace baton {
 namespace {
 
 // The runs page's filters (RunListQuery) over parameters ?1 and ?5..?10; fixed text, values bound.
+// A parameter that may be NULL is compared first, then tested: PostgreSQL takes its type from
+// its first use, and `? IS NULL` alone gives it none.
 std::string FilterSql(const std::string& t) {
   return "(?1 = '' OR " + t + "status = ?1) AND (?5 = '' OR instr(lower(" + t +
-         "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (?7 IS NULL OR " + t +
-         "created_at >= ?7) AND (?8 IS NULL OR " + t + "created_at < ?8) AND (?9 = '' OR " + t +
-         "owner = ?9) AND (?10 = '' OR " + t + "cluster = ?10)";
+         "name), lower(?5)) > 0) AND (?6 = '' OR " + t + "partition = ?6) AND (" + t +
+         "created_at >= ?7 OR ?7 IS NULL) AND (" + t +
+         "created_at < ?8 OR ?8 IS NULL) AND (?9 = '' OR " + t + "owner = ?9) AND (?10 = '' OR " +
+         t + "cluster = ?10)";
 }
 
 void BindFilters(Statement* s, const RunListQuery& q) {
@@ -67,11 +70,12 @@ const char* SortExpression(RunSortKey key) {
     case RunSortKey::kId:
       return "r.id";
     case RunSortKey::kName:
-      return "r.name COLLATE NOCASE";
+      return "lower(r.name)";  // case-blind on both backends (no NOCASE in PostgreSQL)
     case RunSortKey::kStatus:
       return "r.status";
     case RunSortKey::kProgress:
-      return "(CAST(COALESCE(r.last_step + 1, 0) AS REAL) / MAX(r.target_steps, 1))";
+      return "(CAST(COALESCE(r.last_step + 1, 0) AS DOUBLE PRECISION) / "
+             "CASE WHEN r.target_steps > 1 THEN r.target_steps ELSE 1 END)";
     case RunSortKey::kLastLoss:
       return "ls.loss";
     case RunSortKey::kLastLr:
@@ -165,14 +169,14 @@ Result<std::vector<SeriesRow>> ReadSeriesRows(Store& store, int64_t run_id,
                                               bool include_superseded) {
   // Attempt by attempt through the steps primary key (attempt_id, step): a sequential range
   // scan per attempt, cheaper than the (run_id, step) index plus a lookup per row.
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   BATON_ASSIGN_OR_RETURN(Statement * attempts,
                          db.Prepare("SELECT id FROM attempts WHERE run_id = ?1 ORDER BY id"));
   attempts->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
                          attempts->Collect<int64_t>([](const Statement& r) { return r.Int(0); }));
-  static const std::string kSql =
-      SeriesRowTable().Select("WHERE attempt_id = ?1 AND (?2 OR superseded = 0) ORDER BY step");
+  static const std::string kSql = SeriesRowTable().Select(
+      "WHERE attempt_id = ?1 AND (?2 <> 0 OR superseded = 0) ORDER BY step");
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
   std::vector<SeriesRow> rows;
   for (int64_t id : ids) {
@@ -263,9 +267,9 @@ Result<std::vector<AttemptStepStats>> ReadAttemptStepStats(Store& store, int64_t
   if (covered) return ReadAttemptStepStatsFromRollups(store, run_id);
   BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(R"sql(
 SELECT a.id,
-       COALESCE(SUM(s.superseded = 0), 0),
-       COALESCE(SUM(s.superseded = 1), 0),
-       COALESCE(SUM(s.superseded = 0 AND s.in_warmup), 0),
+       COALESCE(SUM(CASE WHEN s.superseded = 0 THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN s.superseded = 1 THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN s.superseded = 0 AND s.in_warmup <> 0 THEN 1 ELSE 0 END), 0),
        COALESCE(SUM(CASE WHEN s.superseded = 0 THEN s.tokens END), 0),
        COALESCE(SUM(CASE WHEN s.superseded = 0 THEN s.padded_tokens END), 0),
        COALESCE(SUM(CASE WHEN s.superseded = 0 THEN s.step_time_s END), 0),
@@ -273,7 +277,7 @@ SELECT a.id,
        MIN(CASE WHEN s.superseded = 0 THEN s.step END),
        MAX(CASE WHEN s.superseded = 0 THEN s.step END),
        MIN(s.time), MAX(s.time),
-       COALESCE(SUM(s.superseded = 0 AND s.nonfinite), 0)
+       COALESCE(SUM(CASE WHEN s.superseded = 0 AND s.nonfinite <> 0 THEN 1 ELSE 0 END), 0)
 FROM attempts a LEFT JOIN steps s ON s.attempt_id = a.id
 WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql"));
   s->Bind(1, run_id);
@@ -296,12 +300,6 @@ WHERE a.run_id = ?1 GROUP BY a.id ORDER BY a.id)sql"));
   });
 }
 
-void ReleaseReadSnapshot(Store& store) {
-  sqlite3* db = StoreInternal::Db(store).raw();
-  for (sqlite3_stmt* s = sqlite3_next_stmt(db, nullptr); s != nullptr;
-       s = sqlite3_next_stmt(db, s)) {
-    sqlite3_reset(s);
-  }
-}
+void ReleaseReadSnapshot(Store& store) { StoreInternal::Db(store).ReleaseReadSnapshot(); }
 
 }  // namespace baton

@@ -6,7 +6,7 @@ namespace baton {
 
 namespace {
 
-Status ReadLastStep(SqliteDb& db, RunMetrics& m) {
+Status ReadLastStep(Db& db, RunMetrics& m) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("SELECT step, time, tokens_per_s, loss FROM steps WHERE "
                                     "run_id = ? AND superseded = 0 ORDER BY step DESC LIMIT 1"));
@@ -29,7 +29,7 @@ Status ReadLastStep(SqliteDb& db, RunMetrics& m) {
   return Status::Ok();
 }
 
-Status ReadAttempts(SqliteDb& db, RunMetrics& m) {
+Status ReadAttempts(Db& db, RunMetrics& m) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("SELECT end_reason, action, started_at, ended_at, "
                                     "hang_detected_at FROM attempts WHERE run_id = ? ORDER BY id"));
@@ -52,7 +52,7 @@ Status ReadAttempts(SqliteDb& db, RunMetrics& m) {
 }  // namespace
 
 Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap) {
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
       db.Prepare("SELECT id, name, status, owner, cluster, partition FROM runs WHERE status IN "

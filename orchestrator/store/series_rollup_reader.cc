@@ -16,7 +16,7 @@ int64_t LastStepOf(int64_t block, int level) { return RollupBlockFirstStep(block
 
 }  // namespace
 
-SqliteDb& RollupSeriesReader::db() { return StoreInternal::Db(store_); }
+Db& RollupSeriesReader::db() { return StoreInternal::Db(store_); }
 
 Status RollupSeriesReader::Load() {
   BATON_ASSIGN_OR_RETURN(const bool covered, RollupsCoverRun(db(), run_id_));

@@ -103,7 +103,7 @@ class RollupSeriesReader {
   // range where the schedule changes).
   bool NodeStats(QKey q, const RollupNode& n, RollupKeyStats* out) const;
   double RowValue(QKey q, const SeriesRow& r) const;
-  SqliteDb& db();
+  Db& db();
 
   Store& store_;
   int64_t run_id_;

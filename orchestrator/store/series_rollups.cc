@@ -9,7 +9,7 @@ namespace baton {
 namespace {
 
 // Every row of the run with step in [first, last], in step order.
-Result<std::vector<SeriesRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t first, int64_t last) {
+Result<std::vector<SeriesRow>> RunRows(Db& db, int64_t run_id, int64_t first, int64_t last) {
   static const std::string kSql = SeriesRowTable().Select(
       "WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step, attempt_id");
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(kSql));
@@ -18,7 +18,7 @@ Result<std::vector<SeriesRow>> RunRows(SqliteDb& db, int64_t run_id, int64_t fir
 }
 
 // Replaces the nodes of (run, level, block) with `nodes` (attempt id -> node).
-Status WriteBlock(SqliteDb& db, int64_t run_id, int level, int64_t block,
+Status WriteBlock(Db& db, int64_t run_id, int level, int64_t block,
                   const std::map<int64_t, RollupNode>& nodes) {
   BATON_ASSIGN_OR_RETURN(
       Statement * del,
@@ -40,7 +40,7 @@ Status WriteBlock(SqliteDb& db, int64_t run_id, int level, int64_t block,
 
 // Level-0 nodes of the given blocks, from the rows (rows in step order: each attempt's nodes
 // are built in step order too).
-Status RecomputeLeaves(SqliteDb& db, int64_t run_id, const std::set<int64_t>& blocks) {
+Status RecomputeLeaves(Db& db, int64_t run_id, const std::set<int64_t>& blocks) {
   // Neighbouring dirty blocks are read with one query (a chunk of ingest dirties a long run of
   // consecutive blocks).
   auto it = blocks.begin();
@@ -71,7 +71,7 @@ Status RecomputeLeaves(SqliteDb& db, int64_t run_id, const std::set<int64_t>& bl
 }
 
 // Nodes of `level` for the given blocks, merged from their children (level - 1).
-Status RecomputeParents(SqliteDb& db, int64_t run_id, int level, const std::set<int64_t>& blocks) {
+Status RecomputeParents(Db& db, int64_t run_id, int level, const std::set<int64_t>& blocks) {
   for (int64_t p : blocks) {
     const int64_t first_child = p << kRollupFanoutBits;
     const int64_t last_child = first_child + (int64_t(1) << kRollupFanoutBits) - 1;
@@ -84,7 +84,7 @@ Status RecomputeParents(SqliteDb& db, int64_t run_id, int level, const std::set<
   return Status::Ok();
 }
 
-Status RecomputeAncestors(SqliteDb& db, int64_t run_id, std::set<int64_t> blocks) {
+Status RecomputeAncestors(Db& db, int64_t run_id, std::set<int64_t> blocks) {
   for (int level = 1; level < kRollupLevels; ++level) {
     std::set<int64_t> parents;
     for (int64_t b : blocks) parents.insert(b >> kRollupFanoutBits);
@@ -94,7 +94,7 @@ Status RecomputeAncestors(SqliteDb& db, int64_t run_id, std::set<int64_t> blocks
   return Status::Ok();
 }
 
-Status MarkCovered(SqliteDb& db, int64_t run_id) {
+Status MarkCovered(Db& db, int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("INSERT INTO step_rollup_runs (run_id, layout) VALUES (?1, ?2) "
                                     "ON CONFLICT (run_id) DO UPDATE SET layout = excluded.layout"));
@@ -103,7 +103,7 @@ Status MarkCovered(SqliteDb& db, int64_t run_id) {
 
 }  // namespace
 
-Result<bool> RollupsCoverRun(SqliteDb& db, int64_t run_id) {
+Result<bool> RollupsCoverRun(Db& db, int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("SELECT layout FROM step_rollup_runs WHERE run_id = ?1"));
   s->Bind(1, run_id);
@@ -113,7 +113,7 @@ Result<bool> RollupsCoverRun(SqliteDb& db, int64_t run_id) {
   return covered;
 }
 
-Status RollupMaintainer::RebuildRun(SqliteDb& db, int64_t run_id) {
+Status RollupMaintainer::RebuildRun(Db& db, int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(Statement * del, db.Prepare("DELETE FROM step_rollups WHERE run_id = ?1"));
   BATON_RETURN_IF_ERROR(del->Bind(1, run_id).Run());
   BATON_ASSIGN_OR_RETURN(Statement * span,
@@ -136,7 +136,7 @@ Status RollupMaintainer::RebuildRun(SqliteDb& db, int64_t run_id) {
   return MarkCovered(db, run_id);
 }
 
-Status RollupMaintainer::Flush(SqliteDb& db) {
+Status RollupMaintainer::Flush(Db& db) {
   if (!enabled_) {
     for (const auto& [run_id, blocks] : dirty_) {
       BATON_ASSIGN_OR_RETURN(Statement * s,
@@ -159,7 +159,7 @@ Status RollupMaintainer::Flush(SqliteDb& db) {
   return Status::Ok();
 }
 
-Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_id, int level,
+Result<std::vector<StoredRollupNode>> ReadRollupNodes(Db& db, int64_t run_id, int level,
                                                       int64_t first_block, int64_t last_block) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
@@ -188,7 +188,7 @@ Result<std::vector<StoredRollupNode>> ReadRollupNodes(SqliteDb& db, int64_t run_
 namespace {
 
 // The step rows `where` selects, with ?1 an id and ?2..?3 a step range.
-Result<std::vector<SeriesRow>> ReadRowsWhere(SqliteDb& db, const std::string& sql, int64_t id,
+Result<std::vector<SeriesRow>> ReadRowsWhere(Db& db, const std::string& sql, int64_t id,
                                              int64_t first, int64_t last) {
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(sql));
   s->Bind(1, id).Bind(2, first).Bind(3, last);
@@ -197,7 +197,7 @@ Result<std::vector<SeriesRow>> ReadRowsWhere(SqliteDb& db, const std::string& sq
 
 }  // namespace
 
-Result<std::vector<SeriesRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_id, int64_t first,
+Result<std::vector<SeriesRow>> ReadEffectiveRows(Db& db, int64_t attempt_id, int64_t first,
                                                  int64_t last) {
   // The steps primary key (attempt_id, step): one sequential range.
   static const std::string kSql = SeriesRowTable().Select(
@@ -205,15 +205,14 @@ Result<std::vector<SeriesRow>> ReadEffectiveRows(SqliteDb& db, int64_t attempt_i
   return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
-Result<std::vector<SeriesRow>> ReadSupersededRowsOf(SqliteDb& db, int64_t attempt_id, int64_t first,
+Result<std::vector<SeriesRow>> ReadSupersededRowsOf(Db& db, int64_t attempt_id, int64_t first,
                                                     int64_t last) {
   static const std::string kSql = SeriesRowTable().Select(
       "WHERE attempt_id = ?1 AND step BETWEEN ?2 AND ?3 AND superseded = 1 ORDER BY step");
   return ReadRowsWhere(db, kSql, attempt_id, first, last);
 }
 
-Result<std::optional<int64_t>> ReadFirstEffectiveTokens(SqliteDb& db, int64_t run_id,
-                                                        int64_t step) {
+Result<std::optional<int64_t>> ReadFirstEffectiveTokens(Db& db, int64_t run_id, int64_t step) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("SELECT tokens FROM steps WHERE run_id = ?1 AND step >= ?2 AND "
                                     "superseded = 0 ORDER BY step LIMIT 1"));

@@ -35,51 +35,51 @@ Status FromSqlite(sqlite3* db, int rc, const std::string& what) {
 
 }  // namespace
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
-Statement& Statement::Bind(int i, int64_t v) {
+Statement& SqliteStatement::Bind(int i, int64_t v) {
   const int rc = sqlite3_bind_int64(stmt_, i, v);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
 
-Statement& Statement::Bind(int i, double v) {
+Statement& SqliteStatement::Bind(int i, double v) {
   if (std::isnan(v)) return BindNull(i);
   const int rc = sqlite3_bind_double(stmt_, i, v);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
 
-Statement& Statement::Bind(int i, const std::string& v) {
+Statement& SqliteStatement::Bind(int i, const std::string& v) {
   const int rc =
       sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
 
-Statement& Statement::BindBlob(int i, const std::string& bytes) {
+Statement& SqliteStatement::BindBlob(int i, const std::string& bytes) {
   const int rc =
       sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
 
-const void* Statement::BlobData(int col) const { return sqlite3_column_blob(stmt_, col); }
-size_t Statement::BlobSize(int col) const {
+const void* SqliteStatement::BlobData(int col) const { return sqlite3_column_blob(stmt_, col); }
+size_t SqliteStatement::BlobSize(int col) const {
   return static_cast<size_t>(sqlite3_column_bytes(stmt_, col));
 }
 
-Statement& Statement::BindNull(int i) {
+Statement& SqliteStatement::BindNull(int i) {
   const int rc = sqlite3_bind_null(stmt_, i);
   if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
   return *this;
 }
 
-Status Statement::Error(int rc) const {
+Status SqliteStatement::Error(int rc) const {
   return FromSqlite(db_, rc, std::string("sqlite: ") + sqlite3_sql(stmt_));
 }
 
-Result<bool> Statement::Step() {
+Result<bool> SqliteStatement::Step() {
   if (bind_error_ != SQLITE_OK) return Error(bind_error_);
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
@@ -87,34 +87,21 @@ Result<bool> Statement::Step() {
   return Error(rc);
 }
 
-Status Statement::Run() {
-  while (true) {
-    BATON_ASSIGN_OR_RETURN(const bool row, Step());
-    if (!row) return Status::Ok();
-  }
+bool SqliteStatement::IsNull(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }
-
-bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Statement::Double(int col) const {
+int64_t SqliteStatement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+double SqliteStatement::Double(int col) const {
   return IsNull(col) ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(stmt_, col);
 }
-std::string Statement::Text(int col) const {
+std::string SqliteStatement::Text(int col) const {
   const unsigned char* p = sqlite3_column_text(stmt_, col);
   return p ? std::string(reinterpret_cast<const char*>(p),
                          static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
            : std::string();
 }
-std::optional<int64_t> Statement::OptInt(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Int(col);
-}
-std::optional<double> Statement::OptDouble(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Double(col);
-}
 
-void Statement::Reset() {
+void SqliteStatement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
   bind_error_ = SQLITE_OK;
@@ -172,6 +159,13 @@ Status SqliteDb::CheckStillAtPath() const {
   return Status::Ok();
 }
 
+void SqliteDb::ReleaseReadSnapshot() {
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s != nullptr;
+       s = sqlite3_next_stmt(db_, s)) {
+    sqlite3_reset(s);
+  }
+}
+
 Status SqliteDb::Exec(const std::string& sql) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
@@ -191,36 +185,12 @@ Result<Statement*> SqliteDb::Prepare(const std::string& sql) {
     const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
                                       SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return FromSqlite(db_, rc, "sqlite: cannot prepare: " + sql);
-    it = cache_.emplace(sql, std::make_unique<Statement>(db_, stmt)).first;
+    it = cache_.emplace(sql, std::make_unique<SqliteStatement>(db_, stmt)).first;
   }
   // One statement in use at a time (see the header): rewinding the others ends their implicit
   // read transactions, so a single-row read never pins an old snapshot (or the WAL) afterwards.
   for (auto& [text, stmt] : cache_) stmt->Reset();
   return it->second.get();
 }
-
-Result<Transaction> Transaction::Begin(SqliteDb& db) {
-  BATON_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
-  return Transaction(&db);
-}
-
-Status Transaction::Commit() {
-  if (db_ == nullptr) return Status::Internal("sqlite: commit of a finished transaction");
-  if (db_->before_commit_) BATON_RETURN_IF_ERROR(db_->before_commit_());
-  Status st = db_->Exec("COMMIT");
-  if (!st.ok()) return st;  // still active: the destructor rolls back
-  if (db_->on_end_) db_->on_end_();
-  db_ = nullptr;
-  return Status::Ok();
-}
-
-void Transaction::Rollback() {
-  if (db_ == nullptr) return;
-  if (db_->InTransaction()) (void)db_->Exec("ROLLBACK");
-  if (db_->on_end_) db_->on_end_();
-  db_ = nullptr;
-}
-
-Transaction::~Transaction() { Rollback(); }
 
 }  // namespace baton

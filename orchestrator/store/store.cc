@@ -7,7 +7,9 @@
 #include "orchestrator/embedded/embedded_files.h"
 #include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/shared_fs.h"
+#include "orchestrator/store/sql_dialect.h"
 #include "orchestrator/store/store_check.h"
+#include "orchestrator/store/store_spec.h"
 
 namespace fs = std::filesystem;
 
@@ -66,7 +68,11 @@ std::string BatonHome() {
   return std::string(user_home != nullptr && *user_home != '\0' ? user_home : ".") + "/.baton";
 }
 
-std::string DefaultDbPath() { return BatonHome() + "/baton.db"; }
+std::string DefaultDbPath() {
+  const char* store = std::getenv("BATON_STORE");
+  if (store != nullptr && *store != '\0') return store;
+  return BatonHome() + "/baton.db";
+}
 
 int64_t Store::LatestSchemaVersion() {
   int64_t latest = 0;
@@ -75,25 +81,31 @@ int64_t Store::LatestSchemaVersion() {
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  if (path != ":memory:") {
+  BATON_ASSIGN_OR_RETURN(const StoreSpec spec, ParseStoreSpec(path));
+  if (spec.backend == Backend::kSqlite && spec.target != ":memory:") {
     std::error_code ec;
-    const fs::path parent = fs::path(path).parent_path();
+    const fs::path parent = fs::path(spec.target).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
     if (ec) return Status::Io(parent.string() + ": cannot create the baton home: " + ec.message());
-    BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(path));  // NFS, Lustre, FUSE...: exit 78
+    BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(spec.target));  // NFS, Lustre, FUSE...: exit 78
   }
-  BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, kBusyTimeoutMs));
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb(spec, kBusyTimeoutMs));
   std::unique_ptr<Store> store(new Store(std::move(db)));
   Store* raw = store.get();
   raw->db_->SetTransactionHooks([raw] { return raw->rollups_->Flush(*raw->db_); },
                                 [raw] { raw->rollups_->Forget(); });
   Status st = store->Migrate();
-  if (!st.ok()) return st.Annotate(path);
+  if (!st.ok()) return st.Annotate(raw->db_->path());
   return store;
 }
 
 Result<int64_t> Store::SchemaVersion() {
-  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare("PRAGMA user_version"));
+  BATON_ASSIGN_OR_RETURN(Statement * has, db_->Prepare(HasSchemaVersionSql(db_->backend())));
+  BATON_ASSIGN_OR_RETURN(const bool has_row, has->Step());
+  const bool kept = has_row && has->Int(0) != 0;
+  has->Reset();
+  if (!kept) return 0;
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(SchemaVersionSql(db_->backend())));
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
   const int64_t version = row ? s->Int(0) : 0;
   // Not left mid-result: an active statement makes a migration's DROP TABLE fail as locked.
@@ -116,9 +128,10 @@ Status Store::Migrate() {
     // would cascade), and is checked before it commits. The pragma is a no-op inside a
     // transaction, so it is set around it.
     const bool fk_off = std::string(f.text).rfind(kForeignKeysOffMarker, 0) == 0;
-    if (fk_off) BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys = OFF"));
+    const bool sqlite_fk_off = fk_off && db_->backend() == Backend::kSqlite;
+    if (sqlite_fk_off) BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys = OFF"));
     Status st = ApplyMigration(f, number, fk_off);
-    if (fk_off) {
+    if (sqlite_fk_off) {
       Status on = db_->Exec("PRAGMA foreign_keys = ON");
       if (st.ok() && !on.ok()) st = on;
     }
@@ -140,9 +153,15 @@ Status Store::ApplyMigration(const EmbeddedFile& f, int64_t number, bool check_f
   if (version != number - 1) {
     return Status::Internal("migrations out of order at " + std::string(f.name));
   }
-  Status st = db_->Exec(f.text);
+  const Backend backend = db_->backend();
+  std::vector<std::string> foreign_keys;  // PostgreSQL: re-added after a rebuild
+  if (backend == Backend::kPostgres && check_foreign_keys) {
+    BATON_ASSIGN_OR_RETURN(foreign_keys, PgForeignKeysInto(*db_, DroppedTables(f.text)));
+  }
+  Status st = db_->Exec(MigrationText(backend, f.text));
+  if (st.ok() && backend == Backend::kPostgres) st = PgAfterMigration(*db_, foreign_keys);
   if (!st.ok()) return st.Annotate(std::string("migration ") + f.name);
-  if (check_foreign_keys) {
+  if (check_foreign_keys && backend == Backend::kSqlite) {
     BATON_ASSIGN_OR_RETURN(Statement * check, db_->Prepare("PRAGMA foreign_key_check"));
     BATON_ASSIGN_OR_RETURN(const bool broken, check->Step());
     if (broken) {
@@ -161,7 +180,7 @@ Status Store::ApplyMigration(const EmbeddedFile& f, int64_t number, bool check_f
     }
   }
   // PRAGMA takes no bound parameters; `number` is parsed from our own embedded file name.
-  BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA user_version = " + std::to_string(number)));
+  BATON_RETURN_IF_ERROR(db_->Exec(SetSchemaVersionSql(backend, number)));
   return tx.Commit();
 }
 
@@ -175,7 +194,7 @@ Status Store::Write(const std::function<Status()>& body) {
 
 Result<int64_t> Store::CursorInTx(const std::string& path) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
-                         db_->Prepare("SELECT offset FROM ingest_cursors WHERE path = ?1"));
+                         db_->Prepare("SELECT \"offset\" FROM ingest_cursors WHERE path = ?1"));
   s->Bind(1, path);
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -185,9 +204,10 @@ Status Store::SetCursorInTx(const std::string& path, int64_t run_id, int64_t off
                             int64_t bad_lines_added, double now) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      db_->Prepare("INSERT INTO ingest_cursors (path, run_id, offset, bad_lines, updated_at) "
+      db_->Prepare("INSERT INTO ingest_cursors (path, run_id, \"offset\", bad_lines, updated_at) "
                    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (path) DO UPDATE SET "
-                   "offset = excluded.offset, bad_lines = bad_lines + excluded.bad_lines, "
+                   "\"offset\" = excluded.\"offset\", "
+                   "bad_lines = ingest_cursors.bad_lines + excluded.bad_lines, "
                    "updated_at = excluded.updated_at"));
   return s->Bind(1, path)
       .Bind(2, run_id)

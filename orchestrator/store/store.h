@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/store/db.h"
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/series_rollups.h"
-#include "orchestrator/store/sqlite_db.h"
 #include "schema/status.h"
 
 namespace baton {
@@ -161,7 +161,7 @@ class Store {
   // process, `baton serve`, stops rather than write into an unlinked file).
   [[nodiscard]] Status CheckStillAtPath() const { return db_->CheckStillAtPath(); }
   // Refuses every write on this connection from now on (the web server's read pool).
-  [[nodiscard]] Status SetQueryOnly() { return db_->Exec("PRAGMA query_only = ON"); }
+  [[nodiscard]] Status SetQueryOnly() { return db_->SetQueryOnly(); }
 
   // Keeps the series rollups with the steps (default). Off only to measure their cost.
   void set_series_rollups(bool on) { rollups_->set_enabled(on); }
@@ -170,13 +170,13 @@ class Store {
   // The connection, for the store's own modules only (store_internal.h): nothing outside
   // orchestrator/store/ writes SQL.
   friend class StoreInternal;
-  SqliteDb& db() { return *db_; }
+  Db& db() { return *db_; }
 
-  explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  explicit Store(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   [[nodiscard]] Status Migrate();
   [[nodiscard]] Status ApplyMigration(const EmbeddedFile& f, int64_t number,
                                       bool check_foreign_keys);
-  std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<Db> db_;
   // Series rollups of the steps written in the open transaction, flushed before its COMMIT.
   std::unique_ptr<RollupMaintainer> rollups_ = std::make_unique<RollupMaintainer>();
 };

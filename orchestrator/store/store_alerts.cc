@@ -94,7 +94,7 @@ std::string IdempotencyKey(int64_t incident_id, int64_t message_seq) {
 }
 
 Result<IncidentUpsert> RecordIncidentInTx(Store& store, const IncidentRecord& seen, double now) {
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   BATON_ASSIGN_OR_RETURN(
       Statement * open,
       db.Prepare(std::string("SELECT ") + kIncidentColumns +
@@ -225,7 +225,7 @@ Result<std::vector<DeliveryRecord>> ListDeliveries(Store& store, int64_t inciden
 }
 
 Result<std::optional<DeliveryRecord>> ClaimDueDelivery(Store& store, double now, double lease_s) {
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   std::optional<DeliveryRecord> out;
   BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     BATON_ASSIGN_OR_RETURN(

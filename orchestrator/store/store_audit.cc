@@ -5,7 +5,7 @@
 namespace baton {
 
 Result<int64_t> AppendRunAction(Store& store, const RunActionRecord& a) {
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   int64_t id = 0;
   BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     BATON_ASSIGN_OR_RETURN(

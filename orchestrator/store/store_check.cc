@@ -5,6 +5,7 @@
 
 #include "orchestrator/store/shared_fs.h"
 #include "orchestrator/store/store.h"
+#include "orchestrator/store/store_spec.h"
 
 namespace baton {
 
@@ -22,7 +23,8 @@ std::string DanglingWhere(const SchemaReference& r) {
 
 // True when `st` says the table is not in this database (an older schema version).
 bool NoSuchTable(const Status& st) {
-  return st.message().find("no such table") != std::string::npos;
+  return st.message().find("no such table") != std::string::npos ||  // SQLite
+         st.message().find("does not exist") != std::string::npos;   // PostgreSQL
 }
 
 // Splits "attempt_id, step" into its column names.
@@ -41,7 +43,7 @@ std::vector<std::string> KeyColumns(const char* key) {
   return out;
 }
 
-Result<int64_t> CountRows(SqliteDb& db, const std::string& table) {
+Result<int64_t> CountRows(Db& db, const std::string& table) {
   BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare("SELECT COUNT(*) FROM " + table));
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
   const int64_t n = row ? s->Int(0) : 0;
@@ -51,7 +53,7 @@ Result<int64_t> CountRows(SqliteDb& db, const std::string& table) {
 
 // One reference's dangling rows: counted, the first ones named. Nothing when the table is not
 // in this database's version.
-Result<std::optional<DanglingReference>> FindOne(SqliteDb& db, const SchemaReference& r) {
+Result<std::optional<DanglingReference>> FindOne(Db& db, const SchemaReference& r) {
   Result<Statement*> count =
       db.Prepare(std::string("SELECT COUNT(*) FROM ") + r.table + DanglingWhere(r));
   if (!count.ok() && NoSuchTable(count.status())) return std::optional<DanglingReference>();
@@ -80,7 +82,7 @@ Result<std::optional<DanglingReference>> FindOne(SqliteDb& db, const SchemaRefer
 }
 
 // Deletes (or, for a nullable reference, clears) every dangling row of `r`.
-Status RepairOne(SqliteDb& db, const SchemaReference& r) {
+Status RepairOne(Db& db, const SchemaReference& r) {
   const std::string sql = r.nullable ? std::string("UPDATE ") + r.table + " SET " + r.column +
                                            " = NULL" + DanglingWhere(r)
                                      : std::string("DELETE FROM ") + r.table + DanglingWhere(r);
@@ -91,7 +93,7 @@ Status RepairOne(SqliteDb& db, const SchemaReference& r) {
 }
 
 // Row counts of every table a reference names that this database has.
-Result<std::map<std::string, int64_t>> CountTables(SqliteDb& db) {
+Result<std::map<std::string, int64_t>> CountTables(Db& db) {
   std::map<std::string, int64_t> out;
   for (const SchemaReference& r : SchemaReferences()) {
     if (out.count(r.table)) continue;
@@ -130,7 +132,7 @@ int64_t StoreCheckReport::dangling_rows() const {
   return n;
 }
 
-Result<std::vector<DanglingReference>> FindDanglingRows(SqliteDb& db) {
+Result<std::vector<DanglingReference>> FindDanglingRows(Db& db) {
   std::vector<DanglingReference> out;
   for (const SchemaReference& r : SchemaReferences()) {
     BATON_ASSIGN_OR_RETURN(std::optional<DanglingReference> d, FindOne(db, r));
@@ -158,12 +160,15 @@ std::string DanglingRowsText(const std::vector<DanglingReference>& dangling, siz
 }
 
 Result<StoreCheckReport> CheckStoreFile(const std::string& path, bool repair) {
+  BATON_ASSIGN_OR_RETURN(const StoreSpec spec, ParseStoreSpec(path));
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::Io(path + ": no store there (a baton database file)");
+  if (spec.backend == Backend::kSqlite && !std::filesystem::is_regular_file(spec.target, ec)) {
+    return Status::Io(spec.target + ": no store there (a baton database file)");
   }
-  BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(path));
-  BATON_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, kBusyTimeoutMs));
+  if (spec.backend == Backend::kSqlite) {
+    BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(spec.target));
+  }
+  BATON_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb(spec, kBusyTimeoutMs));
   StoreCheckReport report;
   if (!repair) {
     BATON_ASSIGN_OR_RETURN(report.dangling, FindDanglingRows(*db));
@@ -190,7 +195,7 @@ Result<StoreCheckReport> CheckStoreFile(const std::string& path, bool repair) {
     }
   }
   return Status::Internal(
-      path + ": rows still dangle after " + std::to_string(kRepairPasses) +
+      db->path() + ": rows still dangle after " + std::to_string(kRepairPasses) +
       " repair passes (nothing changed): " + DanglingRowsText(report.dangling, 5));
 }
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/store/sqlite_db.h"
+#include "orchestrator/store/db.h"
 #include "schema/status.h"
 
 namespace baton {
@@ -57,7 +57,7 @@ struct SchemaReference {
 const std::vector<SchemaReference>& SchemaReferences();
 
 // The dangling rows of the open database `db`, read inside whatever transaction is open.
-[[nodiscard]] Result<std::vector<DanglingReference>> FindDanglingRows(SqliteDb& db);
+[[nodiscard]] Result<std::vector<DanglingReference>> FindDanglingRows(Db& db);
 
 // "steps (attempt_id 12, step 40) → attempts 12 is not there; ..." for the first `max` rows.
 std::string DanglingRowsText(const std::vector<DanglingReference>& dangling, size_t max);

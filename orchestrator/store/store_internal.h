@@ -1,4 +1,4 @@
-// StoreInternal: the store's own modules' way to a Store's SQLite connection.
+// StoreInternal: the store's own modules' way to a Store's connection (db.h).
 //
 // Only the store speaks SQL: Store keeps its connection private, and the read modules that sit
 // beside it in orchestrator/store/ (run-history queries, series rollups and their reader, time
@@ -6,14 +6,14 @@
 // header, except the store's own tests. Thread-compatible, like the Store it opens.
 #pragma once
 
-#include "orchestrator/store/sqlite_db.h"
+#include "orchestrator/store/db.h"
 #include "orchestrator/store/store.h"
 
 namespace baton {
 
 class StoreInternal {
  public:
-  static SqliteDb& Db(Store& store) { return store.db(); }
+  static ::baton::Db& Db(Store& store) { return store.db(); }
 };
 
 }  // namespace baton

@@ -21,9 +21,18 @@ Result<int64_t> Store::CreateRunInTx(const NewRun& run, double now) {
   r.cluster = run.cluster;
   r.created_at = now;
   r.updated_at = now;
-  static const TableStatement kInsert = RunTable().Insert("INSERT");
-  BATON_RETURN_IF_ERROR(RunTable().Write(*db_, kInsert, r));
-  return db_->LastInsertId();
+  static const TableStatement kInsert = [] {
+    TableStatement st = RunTable().Insert("INSERT");
+    st.sql += " RETURNING id";
+    return st;
+  }();
+  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kInsert.sql));
+  RunTable().Bind(*s, kInsert, r);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  if (!row) return Status::Internal("INSERT INTO runs returned no id");
+  const int64_t id = s->Int(0);
+  s->Reset();  // finished: an active statement would keep SQLite's COMMIT from completing
+  return id;
 }
 
 Status Store::SetRunDirInTx(int64_t run_id, const std::string& run_dir, const std::string& config) {

@@ -19,10 +19,11 @@ Status Store::InsertStepInTx(const StepRecord& r) {
   // later attempt has the step (a row ingested late).
   static const TableStatement kInsert = [] {
     const ColumnTable<StepRecord>& t = StepTable();
-    return t.Insert("INSERT OR REPLACE",
-                    {{"superseded", "EXISTS (SELECT 1 FROM steps WHERE run_id = " +
-                                        t.Param("run_id") + " AND step = " + t.Param("step") +
-                                        " AND attempt_id > " + t.Param("attempt_id") + ")"}});
+    return t.Upsert(
+        "attempt_id, step",
+        {{"superseded", "CASE WHEN EXISTS (SELECT 1 FROM steps WHERE run_id = " +
+                            t.Param("run_id") + " AND step = " + t.Param("step") +
+                            " AND attempt_id > " + t.Param("attempt_id") + ") THEN 1 ELSE 0 END"}});
   }();
   BATON_RETURN_IF_ERROR(StepTable().Write(*db_, kInsert, r));
 
@@ -37,7 +38,7 @@ Status Store::InsertStepInTx(const StepRecord& r) {
 
 Result<std::vector<StepRecord>> Store::ListSteps(int64_t run_id, const StepQuery& q) {
   static const std::string kSql = StepTable().Select(
-      "WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 AND (?4 OR superseded = 0) "
+      "WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 AND (?4 <> 0 OR superseded = 0) "
       "ORDER BY step, attempt_id LIMIT ?5 OFFSET ?6");
   BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
   s->Bind(1, run_id)
@@ -52,7 +53,7 @@ Result<std::vector<StepRecord>> Store::ListSteps(int64_t run_id, const StepQuery
 Result<int64_t> Store::CountSteps(int64_t run_id, bool include_superseded) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      db_->Prepare("SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND (?2 OR superseded = 0)"));
+      db_->Prepare("SELECT COUNT(*) FROM steps WHERE run_id = ?1 AND (?2 <> 0 OR superseded = 0)"));
   s->Bind(1, run_id).Bind(2, static_cast<int64_t>(include_superseded));
   BATON_RETURN_IF_ERROR(s->Step().status());
   return s->Int(0);
@@ -61,7 +62,8 @@ Result<int64_t> Store::CountSteps(int64_t run_id, bool include_superseded) {
 Result<NonfiniteCounts> Store::CountNonfiniteSteps(int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      db_->Prepare("SELECT COALESCE(SUM(superseded = 0), 0), COALESCE(SUM(superseded = 1), 0) "
+      db_->Prepare("SELECT COALESCE(SUM(CASE WHEN superseded = 0 THEN 1 ELSE 0 END), 0), "
+                   "COALESCE(SUM(CASE WHEN superseded = 1 THEN 1 ELSE 0 END), 0) "
                    "FROM steps INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1"));
   s->Bind(1, run_id);
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
@@ -78,7 +80,8 @@ Result<std::vector<StepRecord>> Store::ListNonfiniteSteps(int64_t run_id, bool i
   // The partial index, always: ORDER BY step would otherwise tempt the planner into walking
   // every row of the run through steps_run_step (a long run with no skipped step: 1 M rows).
   static const std::string kSql = StepTable().Select(
-      "INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND (?2 OR superseded = 0) "
+      "INDEXED BY steps_nonfinite WHERE run_id = ?1 AND nonfinite = 1 AND (?2 <> 0 OR superseded = "
+      "0) "
       "ORDER BY step, attempt_id LIMIT ?3");
   BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(kSql));
   s->Bind(1, run_id).Bind(2, static_cast<int64_t>(include_superseded)).Bind(3, limit);
@@ -86,7 +89,7 @@ Result<std::vector<StepRecord>> Store::ListNonfiniteSteps(int64_t run_id, bool i
 }
 
 Status Store::InsertMicrostepInTx(const MicrostepRecord& m) {
-  static const TableStatement kInsert = MicrostepTable().Insert("INSERT OR REPLACE");
+  static const TableStatement kInsert = MicrostepTable().Upsert("attempt_id, step, micro");
   return MicrostepTable().Write(*db_, kInsert, m);
 }
 
@@ -101,7 +104,7 @@ Result<std::vector<MicrostepRecord>> Store::ListMicrosteps(int64_t run_id) {
 // ----------------------------------------------------------------------------- checkpoints
 
 Status Store::UpsertCheckpointInTx(const CheckpointRecord& c) {
-  static const TableStatement kInsert = CheckpointTable().Insert("INSERT OR REPLACE");
+  static const TableStatement kInsert = CheckpointTable().Upsert("run_id, step");
   return CheckpointTable().Write(*db_, kInsert, c);
 }
 
@@ -115,7 +118,7 @@ Result<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id) {
 // ------------------------------------------------------- stop-save budgets and write probes
 
 Status Store::UpsertStopSaveBudgetInTx(const StopSaveBudgetRecord& b) {
-  static const TableStatement kInsert = StopSaveBudgetTable().Insert("INSERT OR REPLACE");
+  static const TableStatement kInsert = StopSaveBudgetTable().Upsert("run_id");
   return StopSaveBudgetTable().Write(*db_, kInsert, b);
 }
 
@@ -129,7 +132,7 @@ Result<std::optional<StopSaveBudgetRecord>> Store::GetStopSaveBudget(int64_t run
 }
 
 Status Store::PutWriteProbe(const WriteProbeRecord& p) {
-  static const TableStatement kInsert = WriteProbeTable().Insert("INSERT OR REPLACE");
+  static const TableStatement kInsert = WriteProbeTable().Upsert("folder");
   return Write([&] { return WriteProbeTable().Write(*db_, kInsert, p); });
 }
 

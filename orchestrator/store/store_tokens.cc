@@ -24,7 +24,7 @@ Result<std::string> AddApiToken(Store& store, const std::string& user, bool admi
   BATON_ASSIGN_OR_RETURN(const std::string salt, RandomHex(kTokenSaltBytes));
   const std::string hash = TokenHash(salt, token);
   if (hash.empty()) return Status::Internal("SHA-256 failed");
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
     BATON_ASSIGN_OR_RETURN(Statement * find,
                            db.Prepare("SELECT COUNT(*) FROM api_tokens WHERE username = ?"));
@@ -60,7 +60,7 @@ Result<std::vector<ApiTokenInfo>> ListApiTokens(Store& store) {
 }
 
 Status RevokeApiToken(Store& store, const std::string& user) {
-  SqliteDb& db = StoreInternal::Db(store);
+  Db& db = StoreInternal::Db(store);
   return store.Write([&]() -> Status {
     BATON_ASSIGN_OR_RETURN(Statement * del,
                            db.Prepare("DELETE FROM api_tokens WHERE username = ? RETURNING id"));

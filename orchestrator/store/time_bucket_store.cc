@@ -3,7 +3,9 @@
 #include <map>
 #include <string>
 
+#include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/sql_dialect.h"
 #include "orchestrator/store/store_internal.h"
 
 namespace baton {
@@ -28,9 +30,8 @@ constexpr const char* kTailColumns =
 constexpr int kFixedTail = 6;
 
 Result<bool> AttemptsHaveColumn(Store& store, const std::string& name) {
-  BATON_ASSIGN_OR_RETURN(Statement * s,
-                         StoreInternal::Db(store).Prepare(
-                             "SELECT 1 FROM pragma_table_info('attempts') WHERE name = ?1"));
+  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(ColumnExistsSql(
+                                            StoreInternal::Db(store).backend(), "attempts")));
   s->Bind(1, name);
   return s->Step();
 }
@@ -111,8 +112,10 @@ Status WriteRow(Store& store, int64_t run_id, int64_t attempt_id, const TimeBuck
     std::string params;
     const int n = 3 + int(kTimeBucketCount) + kFixedTail;
     for (int i = 1; i <= n; ++i) params += (i > 1 ? ", ?" : "?") + std::to_string(i);
-    return "INSERT OR REPLACE INTO time_buckets (run_id, attempt_id, wall_s, " + BucketColumns() +
-           ", " + kTailColumns + ") VALUES (" + params + ")";
+    const std::string columns =
+        "run_id, attempt_id, wall_s, " + BucketColumns() + ", " + kTailColumns;
+    return "INSERT INTO time_buckets (" + columns + ") VALUES (" + params + ")" +
+           OnConflictReplace("run_id, attempt_id", columns);
   }();
   BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(kSql));
   int p = 0;
@@ -140,7 +143,7 @@ Result<std::vector<std::string>> TimeBucketInputStamp(Store& store, int64_t run_
        7},
       {"SELECT COUNT(*), SUM(step), SUM(COALESCE(seconds, 0)) FROM checkpoints WHERE run_id = ?1",
        3},
-      {"SELECT COUNT(*), SUM(offset) FROM ingest_cursors WHERE run_id = ?1", 2},
+      {"SELECT COUNT(*), SUM(\"offset\") FROM ingest_cursors WHERE run_id = ?1", 2},
   };
   std::vector<std::string> out;
   for (const auto& [sql, columns] : kSql) {

@@ -10,6 +10,7 @@
 # usage: preempt_twice_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../common/store_sql.sh"
 STEPS=${BATON_IT_STEPS:-400}
 
 require_idle_cluster
@@ -118,7 +119,7 @@ ok "baton show: 3 attempts, step ranges $((e0 + 1))..$e1 and $((e1 + 1))..$STEPS
 # Where the time went: the buckets add up to the wall time since submit (the run's own record,
 # its last attempt's end) within 1 %, per attempt too; productive is the sum of the counted
 # steps' times in the store's rows; each preemption shows as a requeue hold and a stop.
-counted=$(sqlite3 "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $run AND superseded = 0 AND nonfinite = 0")
+counted=$(store_sql "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $run AND superseded = 0 AND nonfinite = 0")
 jq -e --argjson counted "$counted" '
   (.attempts[-1].ended_at - .created_at) as $wall | .time as $t
   | (($t.buckets | add) - $wall | fabs) <= 0.01 * $wall

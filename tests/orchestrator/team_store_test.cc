@@ -6,9 +6,11 @@
 
 #include "orchestrator/embedded/embedded_files.h"
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/sql_dialect.h"
 #include "orchestrator/store/store.h"
 #include "orchestrator/store/store_audit.h"
 #include "orchestrator/store/store_internal.h"
+#include "orchestrator/store/store_spec.h"
 #include "orchestrator/store/store_tokens.h"
 #include "orchestrator/store/token_hash.h"
 #include "test_util.h"
@@ -105,14 +107,28 @@ TEST(TeamStore, UpgradesAVersion10DatabaseKeepingEveryRow) {
   TempDir tmp;
   const std::string path = tmp / "baton.db";
   {
-    auto db = SqliteDb::Open(path, kBusyTimeoutMs);
+    // On either backend (under BATON_TEST_STORE a PostgreSQL database, where 008 and 011
+    // rebuild a referenced table through the dialect's CASCADE and re-added keys).
+    auto db = OpenDb(ParseStoreSpec(test::TestStore(path)).value(), kBusyTimeoutMs);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
-    ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys = OFF").ok());
+    const Backend backend = (*db)->backend();
+    const bool pg = backend == Backend::kPostgres;
+    if (!pg) {
+      ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys = OFF").ok());
+    }
     for (const EmbeddedFile& f : SqlMigrations()) {
       if (std::stoi(std::string(f.name).substr(0, 3)) > 10) continue;
-      ASSERT_TRUE((*db)->Exec(f.text).ok()) << f.name;
+      std::vector<std::string> keys;
+      if (pg) keys = PgForeignKeysInto(**db, DroppedTables(f.text)).value();
+      ASSERT_TRUE((*db)->Exec(MigrationText(backend, f.text)).ok()) << f.name;
+      if (pg) {
+        ASSERT_TRUE(PgAfterMigration(**db, keys).ok()) << f.name;
+      }
     }
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 10; PRAGMA foreign_keys = ON").ok());
+    ASSERT_TRUE((*db)->Exec(SetSchemaVersionSql(backend, 10)).ok());
+    if (!pg) {
+      ASSERT_TRUE((*db)->Exec("PRAGMA foreign_keys = ON").ok());
+    }
     ASSERT_TRUE(
         (*db)
             ->Exec("INSERT INTO runs (id, name, status, config, run_dir, target_steps, "

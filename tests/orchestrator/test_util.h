@@ -10,11 +10,12 @@
 
 #include "orchestrator/store/store.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_store.h"
 
 namespace baton::test {
 
 inline std::unique_ptr<Store> OpenStore(const std::string& path) {
-  Result<std::unique_ptr<Store>> s = Store::Open(path);
+  Result<std::unique_ptr<Store>> s = Store::Open(TestStore(path));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;
 }

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "orchestrator/store/sqlite_db.h"
+#include "orchestrator/store/store_spec.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "test_util.h"
 
@@ -61,7 +61,7 @@ TEST(TimeBucketReads, ComputeWhileAnotherProcessHoldsTheWriteLock) {
   const RunRecord run = ManyAttempts(*store, tmp / "run");
 
   // Another connection takes the write lock and keeps it.
-  auto other = SqliteDb::Open(path, kBusyTimeoutMs);
+  auto other = OpenDb(ParseStoreSpec(test::TestStore(path)).value(), kBusyTimeoutMs);
   ASSERT_TRUE(other.ok());
   Result<Transaction> held = Transaction::Begin(**other);
   ASSERT_TRUE(held.ok()) << held.status().ToString();

@@ -7,6 +7,7 @@
 # to its wall time, the Young/Daly interval). No SLURM (--no-sync).
 #   cli_show_test.sh BATON FIXTURE
 set -euo pipefail
+source "$(dirname "$0")/../common/store_sql.sh"
 baton=$1 fixture=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -19,7 +20,7 @@ fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 expect() { if grep -qF -- "$3" <<<"$2"; then ok "$1"; else fail "$1: no '$3' in:"; echo "$2"; fi; }
 expect_not() { if grep -qF -- "$3" <<<"$2"; then fail "$1: '$3' in:"; echo "$2"; else ok "$1"; fi; }
 
-ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs")
+ids=$("$fixture" --db "${BATON_STORE:-$BATON_HOME/baton.db}" --runs-root "$tmp/runs")
 nf=$(jq -r .nonfinite_run_id <<<"$ids")
 demo=$(jq -r .demo_run_id <<<"$ids")
 markup='ep_<img src=x onerror=alert(2)>'
@@ -60,7 +61,7 @@ fi
 # preemptions give a Young/Daly interval.
 expect "show: the run's ETTR" "$demo_show" "ETTR 71.5 % (72.8 % without queue)"
 expect "show: the checkpoint interval that minimises lost time" "$demo_show" "interval that minimises lost time: every 40 steps"
-counted=$(sqlite3 "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $demo AND superseded = 0 AND nonfinite = 0")
+counted=$(store_sql "$BATON_HOME/baton.db" "SELECT SUM(step_time_s) FROM steps WHERE run_id = $demo AND superseded = 0 AND nonfinite = 0")
 if jq -e --argjson counted "$counted" '
     (.attempts[-1].ended_at - .created_at) as $wall
     | (.time.buckets | add) as $sum

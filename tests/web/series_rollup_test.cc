@@ -19,6 +19,7 @@
 #include "orchestrator/store/store_internal.h"
 #include "run_fixture.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_store.h"
 
 using nlohmann::json;
 
@@ -46,7 +47,7 @@ std::vector<std::string> Nodes(Store& store, int64_t run_id) {
 class SeriesRollups : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_ = tmp_ / "baton.db";
+    db_ = test::TestStore(tmp_ / "baton.db");
     Result<std::unique_ptr<Store>> s = Store::Open(db_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();

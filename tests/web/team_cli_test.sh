@@ -8,16 +8,17 @@
 # --no-reconcile, --dry-run).
 # usage: team_cli_test.sh BATON FIXTURE
 source "$(dirname "$0")/../cli/lib.sh"
+source "$(dirname "$0")/../common/store_sql.sh"
 baton=$1 fixture=$2
 export BATON_HOME=$tmp/home
 mkdir -p "$BATON_HOME"
 db=$BATON_HOME/baton.db
-"$fixture" --db "$db" --runs-root "$tmp/runs" --extra-runs 2 --no-compare >/dev/null
+"$fixture" --db "${BATON_STORE:-$db}" --runs-root "$tmp/runs" --extra-runs 2 --no-compare >/dev/null
 # Owners and clusters as `baton submit` records them. Run 4 (the live one) is alice's and has no
 # job, so cancelling it never runs scancel.
-live=$(sqlite3 "$db" "SELECT id FROM runs WHERE status = 'RUNNING' ORDER BY id LIMIT 1")
+live=$(store_sql "$db" "SELECT id FROM runs WHERE status = 'RUNNING' ORDER BY id LIMIT 1")
 [ -n "$live" ] || fail "the fixture has no live run"
-sqlite3 "$db" "UPDATE runs SET owner = 'alice', cluster = 'north' WHERE id = 1;
+store_sql "$db" "UPDATE runs SET owner = 'alice', cluster = 'north' WHERE id = 1;
                UPDATE runs SET owner = 'bob', cluster = 'south' WHERE id = 2;
                UPDATE runs SET owner = 'alice', cluster = 'south', job_id = '' WHERE id = $live;"
 
@@ -131,7 +132,7 @@ expect_status 200 GET "/api/runs/$live/actions" -H "Authorization: Bearer $alice
 [ "$(jq -r '[.actions[] | "\(.user):\(.action):\(.result):\(.http_status)"] | join(" ")' "$tmp/body")" \
   = "alice:cancel:ok:200 bob:cancel:denied:403" ] || fail "audit: $(cat "$tmp/body")"
 stop_serve
-[ "$(sqlite3 "$db" "SELECT status FROM runs WHERE id = $live")" = CANCELLED ] || fail "not cancelled"
+[ "$(store_sql "$db" "SELECT status FROM runs WHERE id = $live")" = CANCELLED ] || fail "not cancelled"
 checks=$((checks + 2))
 
 # The proxy: its header from 127.0.0.1 (trusted) counts; from an untrusted address it does not.

@@ -23,13 +23,14 @@
 #include "run_fixture.h"
 #include "tests/common/raw_connection.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_store.h"
 
 namespace baton {
 
 class WebApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_ = tmp_ / "baton.db";
+    db_ = test::TestStore(tmp_ / "baton.db");
     Result<std::unique_ptr<Store>> s = Store::Open(db_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
