@@ -1,6 +1,8 @@
 // PrepareSweep and the array script (sweeper.h): every check of a sweep, nothing created.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 

@@ -12,6 +12,7 @@
 // was created: no run, no folder, no job. Thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
