@@ -58,9 +58,22 @@ Status FollowUpFinalState(Store& store, const RunRecord& run, const std::optiona
 
 }  // namespace
 
+Result<bool> WantsSlurmFinalState(Store& store, const RunRecord& run, double now) {
+  if (run.job_id.empty()) return false;
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
+  if (attempts.empty() || IsFinalSlurmState(attempts.back().slurm_state)) return false;
+  const AttemptRecord& last = attempts.back();
+  return last.job_id == run.job_id &&
+         now - last.ended_at.value_or(run.updated_at) <= kSlurmFinalStateFollowUpS;
+}
+
 Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run, double now,
                     std::vector<std::string>* changes, const ReconcileOptions& options) {
   if (run.job_id.empty()) return Status::Ok();
+  if (IsTerminal(run.status)) {
+    BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, run, now));
+    if (!ask) return Status::Ok();  // nothing SLURM could still tell
+  }
   BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run.job_id));
   return ReconcileRunWith(store, slurm, run, job, now, changes, options);
 }

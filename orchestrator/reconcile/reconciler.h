@@ -63,6 +63,10 @@ using JobTable = std::map<std::string, JobInfo>;
                                       std::vector<std::string>* changes = nullptr,
                                       const ReconcileOptions& options = {});
 
+// Whether a finished run's last start still waits for SLURM's final state (and is recent enough
+// to ask): the follow-up above. False for a run without a job.
+[[nodiscard]] Result<bool> WantsSlurmFinalState(Store& store, const RunRecord& run, double now);
+
 // The job ids of `runs` that have one, in order.
 std::vector<std::string> JobIdsOf(const std::vector<RunRecord>& runs);
 

@@ -1,6 +1,5 @@
 #include "orchestrator/reconcile/sync_pass.h"
 
-#include <algorithm>
 #include <set>
 
 #include "orchestrator/reconcile/reconciler.h"
@@ -60,9 +59,13 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     BATON_ASSIGN_OR_RETURN(ended, store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
     std::set<int64_t> given;
     for (const RunRecord& run : runs) given.insert(run.id);
-    ended.erase(std::remove_if(ended.begin(), ended.end(),
-                               [&](const RunRecord& r) { return given.count(r.id) > 0; }),
-                ended.end());
+    std::vector<RunRecord> asked;
+    for (RunRecord& r : ended) {
+      if (given.count(r.id) > 0) continue;
+      BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, r, now));
+      if (ask) asked.push_back(std::move(r));
+    }
+    ended = std::move(asked);
   }
   // One question to SLURM for every job of the pass, the followed-up ones included.
   std::vector<std::string> ids = JobIdsOf(report.runs);

@@ -116,6 +116,8 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"ingest_cursors", "run_id", "runs", "path", false},
       {"time_buckets", "run_id", "runs", "run_id, attempt_id", false},
       {"stop_save_budgets", "run_id", "runs", "run_id", false},
+      {"sweep_members", "run_id", "runs", "sweep_id, member_index", false},
+      {"sweep_members", "sweep_id", "sweeps", "sweep_id, member_index", false},
   };
   return refs;
 }
