@@ -55,7 +55,7 @@ expect_in "$err" "zip.optim.lr"
 nothing_created
 
 expect_exit 64 sweep
-expect_exit 78 sweep "$tmp/nope.yaml"
+expect_exit 66 sweep "$tmp/nope.yaml"
 nothing_created
 
 expect_exit 0 "$baton" sweeps --json
