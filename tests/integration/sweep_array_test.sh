@@ -7,6 +7,10 @@
 # configs trained uninterrupted; once watch runs again the store has every attempt; and one sync
 # pass with 16 live tasks runs at most 2 SLURM query commands. The members preempted are the
 # first 4 (they start at once, so each is surely running when its signal comes).
+# Not registered with ctest yet: on the dev cluster its first checks pass (1 sbatch call, 1
+# SLURM query per sync pass with 16 live tasks, a member preempted and requeued as
+# <array>_<task>), but the side-by-side preemption of the 4 members does not land on every one
+# (a member COMPLETES before its signal takes effect).
 # usage: sweep_array_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the two-node cluster is not up.
 source "$(dirname "$0")/lib.sh"
@@ -79,10 +83,12 @@ preempt_round() {
       if [[ $(job_field "$t" JobState) == COMPLETED ]]; then
         fail "member $i COMPLETED before preemption $r landed: raise BATON_IT_STEPS"
       elif [[ -z ${signalled[$i]:-} ]]; then
-        if attempt_advanced "${dirs[$i]}" "$t" $((r - 1)) 3; then
-          # scancel may say "Job can not be altered now" for a signal it delivered; the requeue
-          # is the check.
-          scancel --batch --signal=USR1 "$t" 2>/dev/null || true
+        # scancel refuses ("Job can not be altered now") a task that is still starting: sent
+        # again on the next poll unless the trainer's segment_end shows it landed.
+        if grep -q '"type":"segment_end"' "${dirs[$i]}/events/$t.$((r - 1)).jsonl" 2>/dev/null; then
+          signalled[$i]=1
+        elif attempt_advanced "${dirs[$i]}" "$t" $((r - 1)) 3 &&
+          scancel --batch --signal=USR1 "$t" 2>/dev/null; then
           signalled[$i]=1
         fi
         next+=("$i")
