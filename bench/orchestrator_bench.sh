@@ -25,6 +25,8 @@
 #    `baton show RUN --no-sync` (the same ingest `baton watch` runs): step rows per second, and
 #    an incremental pass.
 #
+# 0. SLURM command runs per sync pass with 1, 32 and 256 live jobs (fake client, no cluster).
+#
 # usage: bash bench/orchestrator_bench.sh   (after scripts/build.sh; brings the cluster up)
 #   BENCH_SIGNAL_CYCLES (3)  BENCH_URGENT_CYCLES (2)  BENCH_NO_SHORTCUT (1: one cycle with the
 #   full hold, ~2.5 min; 0 skips it)  BENCH_INGEST_STEPS (200000)  BENCH_MODEL_DIM (64)
@@ -66,6 +68,12 @@ wait_for() { # wait_for TIMEOUT_S WHAT COMMAND...: polls every 0.1 s
     sleep 0.1
   done
 }
+
+# ------------------------------------------------------------------ 0. SLURM calls per sync pass
+# One batched query per pass, whatever the number of live jobs (the fake client's batch
+# interface; BENCH_ONLY_SYNC_CALLS=1 prints only this line, without the cluster).
+"$src/$build/bench/baton-bench-sync-calls" || die "the sync calls bench failed"
+[[ ${BENCH_ONLY_SYNC_CALLS:-0} == 1 ]] && exit 0
 
 # ------------------------------------------------------------------ 1. preemption
 bash slurm/dev_cluster.sh up >/dev/null

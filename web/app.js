@@ -1,4 +1,4 @@
-// The single-page app: #/ (runs, with ?sort=&order=&offset= and the filters), #/runs/<id> (one
+// The single-page app: #/sweeps and #/sweeps/<id> (sweeps_page.js), #/ (runs, with ?sort=&order=&offset= and the filters), #/runs/<id> (one
 // run, with ?axis=&superseded=&from=&to=&log=) and #/compare?runs=1,4,7 (&axis=). Every view's
 // state is in its URL, so a URL shared is the same view. Each navigation bumps a generation
 // counter so a slow response for an old page never draws over a new one.
@@ -6,6 +6,7 @@ import { el, fill } from './dom.js';
 import { showRuns } from './runs_page.js';
 import { showRun, destroyCharts } from './run_page.js';
 import { showCompare, destroyCompareCharts } from './compare_page.js';
+import { showSweeps, showSweep, destroySweepCharts } from './sweeps_page.js';
 
 let generation = 0;
 
@@ -21,6 +22,7 @@ async function route() {
   const root = document.getElementById('app');
   destroyCharts();
   destroyCompareCharts();
+  destroySweepCharts();
   delete document.body.dataset.ready;
   document.getElementById('refresh-note').textContent = '';
   const hash = location.hash || '#/';
@@ -29,6 +31,10 @@ async function route() {
     const m = path.match(/^#\/runs\/(\d+)$/);
     if (m) {
       await showRun(root, m[1], hashQuery(hash), isCurrent);
+    } else if (path.match(/^#\/sweeps\/(\d+)$/)) {
+      await showSweep(root, path.match(/^#\/sweeps\/(\d+)$/)[1], hashQuery(hash), isCurrent);
+    } else if (path === '#/sweeps') {
+      await showSweeps(root, hashQuery(hash), isCurrent);
     } else if (path === '#/compare') {
       await showCompare(root, hashQuery(hash), isCurrent);
     } else {

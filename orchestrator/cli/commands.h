@@ -18,5 +18,7 @@ void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + back
 void AddTokenCommands(CLI::App& app, int* rc);    // token_cmd.cc: token add, list, revoke
 void AddStoreCommand(CLI::App& app, int* rc);     // store_check_cmd.cc: store check [--repair]
 void AddAlertsCommands(CLI::App& app, int* rc);   // alerts_cmd.cc: alerts test, incidents
+void AddSweepCommands(CLI::App& app,
+                      int* rc);  // sweep_cmd.cc: sweep, sweeps, sweep show/cancel/resume
 
 }  // namespace baton

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   baton::AddTokenCommands(app, &rc);
   baton::AddStoreCommand(app, &rc);
   baton::AddAlertsCommands(app, &rc);
+  baton::AddSweepCommands(app, &rc);
 
   try {
     app.parse(argc, argv);

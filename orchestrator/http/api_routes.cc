@@ -132,6 +132,18 @@ std::vector<ApiRoute> ApiRoutes(RunHistoryService* svc) {
          return svc->GetSeries(id, r);
        },
        SeriesCsv},
+      {"/api/sweeps",
+       "/api/sweeps",
+       {},
+       [svc](const httplib::Request&) -> Result<json> { return svc->ListSweeps(); }},
+      {R"(/api/sweeps/([^/]+))",
+       "/api/sweeps/{id}",
+       {},
+       [svc](const httplib::Request& req) -> Result<json> {
+         Result<int64_t> id = RunIdParam(req);
+         if (!id.ok()) return Status::NotFound("no sweep with id " + std::string(req.matches[1]));
+         return svc->GetSweep(*id);
+       }},
   };
 }
 

@@ -69,6 +69,9 @@ class RunHistoryService {
   // A page of attempt `attempt`'s (1-based) log file, read backwards from its end.
   [[nodiscard]] Result<nlohmann::json> GetAttemptLog(int64_t run_id, int64_t attempt,
                                                      const LogPageRequest& req);
+  // sweep_service.cc: the sweeps, newest first, with status counts; one sweep with its members.
+  [[nodiscard]] Result<nlohmann::json> ListSweeps();
+  [[nodiscard]] Result<nlohmann::json> GetSweep(int64_t sweep_id);
 
  private:
   StorePool* pool_;

@@ -41,6 +41,11 @@ LaunchEnvironment LaunchEnvironmentFromProcess() {
   LaunchEnvironment env;
   env.job_id = Env("SLURM_JOB_ID");
   env.in_allocation = !env.job_id.empty();
+  // A sweep member is an array task: "<array>_<task>" is the id baton stored for it, the one
+  // scontrol requeue and the hold release take, and it stays the same across requeues.
+  const std::string array = Env("SLURM_ARRAY_JOB_ID");
+  const std::string task = Env("SLURM_ARRAY_TASK_ID");
+  if (env.in_allocation && !array.empty() && !task.empty()) env.job_id = array + "_" + task;
   if (!env.in_allocation) env.job_id = "local-" + std::to_string(std::time(nullptr));
   const std::string restart = Env("SLURM_RESTART_COUNT");
   env.restart_count = restart.empty() ? 0 : std::atoll(restart.c_str());

@@ -22,7 +22,7 @@
 namespace baton {
 
 struct LaunchEnvironment {
-  std::string job_id;          // SLURM_JOB_ID, or "local-<unix seconds>" outside SLURM
+  std::string job_id;          // SLURM_JOB_ID ("<array>_<task>" in an array), or "local-<unix s>"
   int64_t restart_count = 0;   // SLURM_RESTART_COUNT
   std::string nodes;           // SLURM_JOB_NODELIST
   bool in_allocation = false;  // SLURM_JOB_ID is set

@@ -29,14 +29,13 @@ std::string WithTrainerMessage(std::string reason, const AttemptRecord* a) {
 // A finished run's last attempt whose recorded SLURM state is not final yet (slurm_state_kind.h):
 // SLURM's final state of that start, once SLURM reports it, within kSlurmFinalStateFollowUpS of
 // the run's end. The run's status and the attempt's end stay as ingest or reconcile left them.
-Status FollowUpFinalState(Store& store, SlurmClient& slurm, const RunRecord& run, double now,
-                          std::vector<std::string>* changes) {
+Status FollowUpFinalState(Store& store, const RunRecord& run, const std::optional<JobInfo>& job,
+                          double now, std::vector<std::string>* changes) {
   BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
   if (attempts.empty() || IsFinalSlurmState(attempts.back().slurm_state)) return Status::Ok();
   const AttemptRecord& last = attempts.back();
   const double ended = last.ended_at.value_or(run.updated_at);
   if (last.job_id != run.job_id || now - ended > kSlurmFinalStateFollowUpS) return Status::Ok();
-  BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run.job_id));
   // Gone (aged out of scontrol), a later start, or not over yet (COMPLETING): nothing to learn
   // now; what was recorded stays, and says it is only the state last seen.
   if (!job || job->job_id != last.job_id || job->restarts != last.restart_count ||
@@ -59,11 +58,31 @@ Status FollowUpFinalState(Store& store, SlurmClient& slurm, const RunRecord& run
 
 }  // namespace
 
-Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, double now,
+Result<bool> WantsSlurmFinalState(Store& store, const RunRecord& run, double now) {
+  if (run.job_id.empty()) return false;
+  BATON_ASSIGN_OR_RETURN(const std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
+  if (attempts.empty() || IsFinalSlurmState(attempts.back().slurm_state)) return false;
+  const AttemptRecord& last = attempts.back();
+  return last.job_id == run.job_id &&
+         now - last.ended_at.value_or(run.updated_at) <= kSlurmFinalStateFollowUpS;
+}
+
+Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run, double now,
                     std::vector<std::string>* changes, const ReconcileOptions& options) {
+  if (run.job_id.empty()) return Status::Ok();
+  if (IsTerminal(run.status)) {
+    BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, run, now));
+    if (!ask) return Status::Ok();  // nothing SLURM could still tell
+  }
+  BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run.job_id));
+  return ReconcileRunWith(store, slurm, run, job, now, changes, options);
+}
+
+Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_in,
+                        const std::optional<JobInfo>& job, double now,
+                        std::vector<std::string>* changes, const ReconcileOptions& options) {
   if (run_in.job_id.empty()) return Status::Ok();
-  if (IsTerminal(run_in.status)) return FollowUpFinalState(store, slurm, run_in, now, changes);
-  BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, slurm.GetJob(run_in.job_id));
+  if (IsTerminal(run_in.status)) return FollowUpFinalState(store, run_in, job, now, changes);
   if (job && options.acting_user) {
     if (const std::optional<std::string> why = NotYours(*options.acting_user, *job)) {
       if (changes) changes->push_back("run " + std::to_string(run_in.id) + ": " + *why);
@@ -214,12 +233,32 @@ Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run_in, d
   return Status::Ok();
 }
 
+std::vector<std::string> JobIdsOf(const std::vector<RunRecord>& runs) {
+  std::vector<std::string> ids;
+  for (const RunRecord& run : runs) {
+    if (!run.job_id.empty()) ids.push_back(run.job_id);
+  }
+  return ids;
+}
+
 Status ReconcileRuns(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
                      double now, std::vector<std::string>* changes,
                      const ReconcileOptions& options) {
+  const std::vector<std::string> ids = JobIdsOf(runs);
+  if (ids.empty()) return Status::Ok();
+  BATON_ASSIGN_OR_RETURN(const JobTable jobs, slurm.GetJobs(ids));
+  return ReconcileRunsWith(store, slurm, runs, jobs, now, changes, options);
+}
+
+Status ReconcileRunsWith(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
+                         const JobTable& jobs, double now, std::vector<std::string>* changes,
+                         const ReconcileOptions& options) {
   Status first;
   for (const RunRecord& run : runs) {
-    Status st = ReconcileRun(store, slurm, run, now, changes, options);
+    const auto it = jobs.find(run.job_id);
+    const std::optional<JobInfo> job =
+        it == jobs.end() ? std::nullopt : std::optional<JobInfo>(it->second);
+    Status st = ReconcileRunWith(store, slurm, run, job, now, changes, options);
     if (st.code() == Code::kUnavailable) return st;
     if (!st.ok() && first.ok()) first = st.Annotate("run " + std::to_string(run.id));
   }

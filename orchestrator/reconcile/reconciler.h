@@ -1,6 +1,7 @@
-// Reconcile: SLURM's view of a run's job (scontrol show job) into attempt end reasons and the
-// run's status, for what the event files cannot say (a job killed before its launcher wrote
-// attempt_end, a job cancelled from outside, a job SLURM requeued on its own, a job gone).
+// Reconcile: SLURM's view of a run's job (scontrol -o show job, one run for all jobs) into attempt
+// end reasons and the run's status, for what the event files cannot say (a job killed before its
+// launcher wrote attempt_end, a job cancelled from outside, a job SLURM requeued on its own, a job
+// gone).
 //
 // Ingest first, then reconcile: events are the source of truth for what the trainer and the
 // launcher did; reconcile only fills gaps and never moves a run out of a terminal status.
@@ -25,6 +26,8 @@
 // released (hold_release.h). Stateless functions; thread-compatible.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,18 +46,43 @@ struct ReconcileOptions {
   const ActingUser* acting_user = nullptr;
 };
 
-// Reconciles one run (follows up a terminal one, skips a run without a job). Appends a line per
-// change to `changes` when given.
+// What one batched query said (SlurmClient::GetJobs): job id -> SLURM's record; an id absent
+// from it is a job SLURM no longer knows.
+using JobTable = std::map<std::string, JobInfo>;
+
+// Reconciles one run (follows up a terminal one, skips a run without a job), asking SLURM about
+// its job. Appends a line per change to `changes` when given.
 [[nodiscard]] Status ReconcileRun(Store& store, SlurmClient& slurm, const RunRecord& run,
                                   double now, std::vector<std::string>* changes = nullptr,
                                   const ReconcileOptions& options = {});
 
-// Each of `runs`, in order (terminal ones are followed up). Stops at the first kUnavailable (SLURM
-// down: asking again for every run would only wait out the timeout again); other per-run errors
-// are collected and the first returned, naming its run, after trying all runs.
+// The same with SLURM's record of the run's job already in hand (nullopt: SLURM does not know
+// it); `slurm` is used only to release a requeue hold.
+[[nodiscard]] Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run,
+                                      const std::optional<JobInfo>& job, double now,
+                                      std::vector<std::string>* changes = nullptr,
+                                      const ReconcileOptions& options = {});
+
+// Whether a finished run's last start still waits for SLURM's final state (and is recent enough
+// to ask): the follow-up above. False for a run without a job.
+[[nodiscard]] Result<bool> WantsSlurmFinalState(Store& store, const RunRecord& run, double now);
+
+// The job ids of `runs` that have one, in order.
+std::vector<std::string> JobIdsOf(const std::vector<RunRecord>& runs);
+
+// Each of `runs`, in order (terminal ones are followed up), after ONE GetJobs for all their jobs.
+// SLURM not answering it is the kUnavailable returned (no run is reconciled); per-run errors are
+// collected and the first returned, naming its run, after trying all runs.
 [[nodiscard]] Status ReconcileRuns(Store& store, SlurmClient& slurm,
                                    const std::vector<RunRecord>& runs, double now,
                                    std::vector<std::string>* changes = nullptr,
                                    const ReconcileOptions& options = {});
+
+// ReconcileRuns with the batched answer already in hand. Stops at the first kUnavailable (a hold
+// release that could not reach SLURM).
+[[nodiscard]] Status ReconcileRunsWith(Store& store, SlurmClient& slurm,
+                                       const std::vector<RunRecord>& runs, const JobTable& jobs,
+                                       double now, std::vector<std::string>* changes = nullptr,
+                                       const ReconcileOptions& options = {});
 
 }  // namespace baton

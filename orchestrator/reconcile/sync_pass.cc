@@ -1,6 +1,5 @@
 #include "orchestrator/reconcile/sync_pass.h"
 
-#include <algorithm>
 #include <set>
 
 #include "orchestrator/reconcile/reconciler.h"
@@ -55,18 +54,32 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   ReconcileOptions reconcile;
   reconcile.release_requeue_holds = options.release_requeue_holds;
   reconcile.acting_user = options.acting_user;
-  report.reconcile =
-      ReconcileRuns(store, *options.slurm, report.runs, now, &report.changes, reconcile);
-  if (options.follow_up_ended_runs && report.reconcile.code() != Code::kUnavailable) {
-    BATON_ASSIGN_OR_RETURN(std::vector<RunRecord> ended,
-                           store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
+  std::vector<RunRecord> ended;
+  if (options.follow_up_ended_runs) {
+    BATON_ASSIGN_OR_RETURN(ended, store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
     std::set<int64_t> given;
     for (const RunRecord& run : runs) given.insert(run.id);
-    ended.erase(std::remove_if(ended.begin(), ended.end(),
-                               [&](const RunRecord& r) { return given.count(r.id) > 0; }),
-                ended.end());
-    Status st = ReconcileRuns(store, *options.slurm, ended, now, &report.changes);
-    if (report.reconcile.ok()) report.reconcile = st;
+    std::vector<RunRecord> asked;
+    for (RunRecord& r : ended) {
+      if (given.count(r.id) > 0) continue;
+      BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, r, now));
+      if (ask) asked.push_back(std::move(r));
+    }
+    ended = std::move(asked);
+  }
+  // One question to SLURM for every job of the pass, the followed-up ones included.
+  std::vector<std::string> ids = JobIdsOf(report.runs);
+  for (const std::string& id : JobIdsOf(ended)) ids.push_back(id);
+  Result<JobTable> jobs = ids.empty() ? Result<JobTable>(JobTable{}) : options.slurm->GetJobs(ids);
+  if (!jobs.ok()) {
+    report.reconcile = jobs.status();
+  } else {
+    report.reconcile = ReconcileRunsWith(store, *options.slurm, report.runs, *jobs, now,
+                                         &report.changes, reconcile);
+    if (report.reconcile.code() != Code::kUnavailable) {
+      Status st = ReconcileRunsWith(store, *options.slurm, ended, *jobs, now, &report.changes);
+      if (report.reconcile.ok()) report.reconcile = st;
+    }
   }
   BATON_RETURN_IF_ERROR(reread());
   BATON_RETURN_IF_ERROR(refresh());

@@ -2,9 +2,10 @@
 // background loop of `baton serve` and the query commands (ls, show, attempts, checkpoints).
 //
 // Ingest first, then reconcile (reconciler.h says why). Every given run's event files are
-// ingested, finished runs too (their last lines, attempt_end, may still be unread); then each run
-// still active after that is reconciled with SLURM, in the order given (a finished one is only
-// followed up for SLURM's final state, reconciler.h). SLURM being down stops
+// ingested, finished runs too (their last lines, attempt_end, may still be unread); then SLURM is
+// asked about all their jobs in one batched query (SlurmClient::GetJobs: one command run, however
+// many jobs), and each run still active is reconciled with that answer, in the order given (a
+// finished one is only followed up for SLURM's final state, reconciler.h). SLURM being down stops
 // asking it for the rest of the pass and is reported, not returned: what is already ingested is
 // still worth showing. Last, each run's time buckets are brought up to `now`
 // (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.

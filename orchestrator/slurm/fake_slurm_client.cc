@@ -22,8 +22,32 @@ Result<std::string> FakeSlurmClient::Submit(const std::string& script_path) {
   return id;
 }
 
+Result<std::string> FakeSlurmClient::SubmitArray(const std::string& script_path,
+                                                 const std::string& array_spec) {
+  const std::vector<int64_t> tasks = ArrayTaskIds(array_spec);
+  if (!down && reject_message.empty() && tasks.empty())
+    return Status::Config("sbatch rejected " + script_path + ": invalid --array=" + array_spec);
+  BATON_ASSIGN_OR_RETURN(const std::string id, Submit(script_path));
+  jobs_.erase(id);  // the array is its tasks
+  for (const int64_t t : tasks) SetState(id + "_" + std::to_string(t), "PENDING", "None");
+  arrays.push_back(array_spec);
+  return id;
+}
+
+Result<std::map<std::string, JobInfo>> FakeSlurmClient::GetJobs(
+    const std::vector<std::string>& job_ids) {
+  if (down) return DownError("scontrol -o show job");
+  ++job_queries;
+  std::map<std::string, JobInfo> out;
+  for (const std::string& id : job_ids) {
+    if (const auto it = jobs_.find(id); it != jobs_.end()) out.emplace(id, it->second);
+  }
+  return out;
+}
+
 Result<std::optional<JobInfo>> FakeSlurmClient::GetJob(const std::string& job_id) {
   if (down) return DownError("scontrol show job");
+  ++job_queries;
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return std::optional<JobInfo>();
   return std::optional<JobInfo>(it->second);
@@ -45,6 +69,10 @@ Status FakeSlurmClient::Cancel(const std::string& job_id) {
   if (down) return DownError("scancel");
   auto it = jobs_.find(job_id);
   if (it != jobs_.end()) it->second.state = "CANCELLED";
+  // scancel ARRAY cancels every task of it.
+  for (auto& [id, job] : jobs_) {
+    if (id.rfind(job_id + "_", 0) == 0 && job.state != "COMPLETED") job.state = "CANCELLED";
+  }
   cancelled.push_back(job_id);
   return Status::Ok();
 }

@@ -1,8 +1,8 @@
 // FakeSlurmClient: an in-memory SLURM for unit tests of submit, reconcile and the launcher.
 //
-// Jobs get ids 1000, 1001, ...; tests move them between states with SetState() and read what
-// was asked of SLURM (submitted scripts, requeues, cancels). `down` makes every call fail with
-// kUnavailable as a stopped controller does. Not thread-safe.
+// Jobs get ids 1000, 1001, ... (an array's tasks "<id>_0", "<id>_1", ...); tests move them between
+// states with SetState() and read what was asked of SLURM (submitted scripts, requeues, cancels).
+// `down` makes every call fail with kUnavailable as a stopped controller does. Not thread-safe.
 #pragma once
 
 #include <map>
@@ -16,7 +16,11 @@ namespace baton {
 class FakeSlurmClient : public SlurmClient {
  public:
   Result<std::string> Submit(const std::string& script_path) override;
+  Result<std::string> SubmitArray(const std::string& script_path,
+                                  const std::string& array_spec) override;
   Result<std::optional<JobInfo>> GetJob(const std::string& job_id) override;
+  // One simulated `scontrol -o show job` for all of `job_ids`.
+  Result<std::map<std::string, JobInfo>> GetJobs(const std::vector<std::string>& job_ids) override;
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
@@ -32,6 +36,8 @@ class FakeSlurmClient : public SlurmClient {
   bool down = false;                   // controller unreachable
   std::string reject_message;          // non-empty: sbatch rejects with this
   std::vector<std::string> submitted;  // script paths, in order
+  std::vector<std::string> arrays;     // the --array= spec of each SubmitArray, in order
+  int job_queries = 0;                 // command runs that asked about jobs (GetJob, GetJobs)
   std::vector<std::string> requeued;   // job ids
   std::vector<std::string> cancelled;  // job ids
   std::vector<std::string> released;   // job ids whose requeue hold was released

@@ -44,7 +44,16 @@ double SlurmCommandTimeout() {
 }
 
 Result<std::string> RealSlurmClient::Submit(const std::string& script_path) {
-  const std::vector<std::string> argv = {"sbatch", "--parsable", script_path};
+  return SubmitArgv({"sbatch", "--parsable", script_path}, script_path);
+}
+
+Result<std::string> RealSlurmClient::SubmitArray(const std::string& script_path,
+                                                 const std::string& array_spec) {
+  return SubmitArgv({"sbatch", "--parsable", "--array=" + array_spec, script_path}, script_path);
+}
+
+Result<std::string> RealSlurmClient::SubmitArgv(const std::vector<std::string>& argv,
+                                                const std::string& script_path) {
   Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
@@ -67,10 +76,33 @@ Result<std::optional<JobInfo>> RealSlurmClient::GetJob(const std::string& job_id
     if (r->err.find("Invalid job id") != std::string::npos) return std::optional<JobInfo>();
     return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
   }
+  // An array task asked as "<array>_<task>" may still be in the array's pending record.
+  const std::map<std::string, JobInfo> jobs = IndexScontrolJobs(r->out);
+  if (const auto it = jobs.find(job_id); it != jobs.end())
+    return std::optional<JobInfo>(it->second);
   // An array or heterogeneous job prints several lines; the first is the job itself.
   const std::string first = r->out.substr(0, r->out.find('\n'));
   if (Trim(first).empty()) return std::optional<JobInfo>();
   return std::optional<JobInfo>(ParseScontrolJob(first));
+}
+
+Result<std::map<std::string, JobInfo>> RealSlurmClient::GetJobs(
+    const std::vector<std::string>& job_ids) {
+  std::map<std::string, JobInfo> asked;
+  if (job_ids.empty()) return asked;
+  // Every job the controller holds, in one run: scontrol takes one id at a time, and the whole
+  // table also holds the jobs that ended within MinJobAge (there is no accounting to ask).
+  const std::vector<std::string> argv = {"scontrol", "-o", "show", "job"};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
+  }
+  const std::map<std::string, JobInfo> all = IndexScontrolJobs(r->out);
+  for (const std::string& id : job_ids) {
+    if (const auto it = all.find(id); it != all.end()) asked.emplace(id, it->second);
+  }
+  return asked;
 }
 
 Status RealSlurmClient::Requeue(const std::string& job_id) {

@@ -16,7 +16,10 @@ class RealSlurmClient : public SlurmClient {
   explicit RealSlurmClient(double timeout_s = SlurmCommandTimeout()) : timeout_s_(timeout_s) {}
 
   Result<std::string> Submit(const std::string& script_path) override;
+  Result<std::string> SubmitArray(const std::string& script_path,
+                                  const std::string& array_spec) override;
   Result<std::optional<JobInfo>> GetJob(const std::string& job_id) override;
+  Result<std::map<std::string, JobInfo>> GetJobs(const std::vector<std::string>& job_ids) override;
   Status Requeue(const std::string& job_id) override;
   Status Cancel(const std::string& job_id) override;
   Status ReleaseHold(const std::string& job_id) override;
@@ -24,6 +27,8 @@ class RealSlurmClient : public SlurmClient {
   Result<std::map<std::string, std::string>> ShowConfig() override;
 
  private:
+  Result<std::string> SubmitArgv(const std::vector<std::string>& argv,
+                                 const std::string& script_path);
   double timeout_s_;
 };
 

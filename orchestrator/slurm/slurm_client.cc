@@ -55,6 +55,12 @@ JobInfo ParseScontrolJob(const std::string& line) {
   }
   flush(text.size());
   info.job_id = info.fields["JobId"];
+  const auto array = info.fields.find("ArrayJobId");
+  const auto task = info.fields.find("ArrayTaskId");
+  if (array != info.fields.end() && task != info.fields.end() && !task->second.empty() &&
+      task->second.find_first_not_of("0123456789") == std::string::npos) {
+    info.job_id = array->second + "_" + task->second;
+  }
   info.state = info.fields["JobState"];
   info.reason = info.fields["Reason"];
   info.restarts = ToInt(info.fields["Restarts"]);
@@ -63,6 +69,73 @@ JobInfo ParseScontrolJob(const std::string& line) {
   info.partition = info.fields["Partition"];
   if (info.nodes == "(null)") info.nodes.clear();
   return info;
+}
+
+std::vector<int64_t> ArrayTaskIds(const std::string& value, size_t limit) {
+  std::vector<int64_t> ids;
+  const std::string list = value.substr(0, value.find('%'));
+  size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string part = list.substr(start, end - start);
+    const size_t dash = part.find('-');
+    const std::string lo_text = part.substr(0, dash);
+    const std::string hi_text = dash == std::string::npos ? lo_text : part.substr(dash + 1);
+    auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() < 10 && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!digits(lo_text) || !digits(hi_text)) return {};
+    for (int64_t i = std::stoll(lo_text); i <= std::stoll(hi_text) && ids.size() < limit; ++i) {
+      ids.push_back(i);
+    }
+    start = end + 1;
+  }
+  return ids;
+}
+
+std::map<std::string, JobInfo> IndexScontrolJobs(const std::string& out) {
+  std::map<std::string, JobInfo> jobs;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("JobId=", 0) != 0) continue;  // "No jobs in the system", blank lines
+    JobInfo job = ParseScontrolJob(line);
+    const auto array = job.fields.find("ArrayJobId");
+    const auto task = job.fields.find("ArrayTaskId");
+    if (array != job.fields.end() && task != job.fields.end() &&
+        job.job_id == job.fields["JobId"]) {
+      // Tasks not started yet share the array's one pending record.
+      for (const int64_t t : ArrayTaskIds(task->second)) {
+        JobInfo copy = job;
+        copy.job_id = array->second + "_" + std::to_string(t);
+        jobs.emplace(copy.job_id, copy);
+      }
+    }
+    jobs.emplace(job.fields["JobId"], job);
+    jobs[job.job_id] = std::move(job);
+  }
+  return jobs;
+}
+
+Result<std::map<std::string, JobInfo>> SlurmClient::GetJobs(
+    const std::vector<std::string>& job_ids) {
+  std::map<std::string, JobInfo> jobs;
+  for (const std::string& id : job_ids) {
+    if (jobs.count(id) > 0) continue;
+    BATON_ASSIGN_OR_RETURN(const std::optional<JobInfo> job, GetJob(id));
+    if (job) jobs.emplace(id, *job);
+  }
+  return jobs;
+}
+
+Result<std::string> SlurmClient::SubmitArray(const std::string& script_path,
+                                             const std::string& array_spec) {
+  return Status::Internal("this SLURM client cannot submit an array (" + array_spec + ") for " +
+                          script_path);
 }
 
 bool LooksLikeControllerDown(const std::string& s) {

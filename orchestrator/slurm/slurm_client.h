@@ -52,6 +52,18 @@ class SlurmClient {
   // scontrol show job JOB; nullopt when SLURM no longer knows the job (it aged out).
   [[nodiscard]] virtual Result<std::optional<JobInfo>> GetJob(const std::string& job_id) = 0;
 
+  // What SLURM knows of each of `job_ids`, in ONE command run whatever their number (a sync pass
+  // asks about every live job at once: polling once per job is what overloads slurmctld). An id
+  // SLURM no longer knows is absent from the answer. Array tasks are keyed "<array>_<task>", as
+  // asked. The default asks GetJob once per id, for clients that cannot batch.
+  [[nodiscard]] virtual Result<std::map<std::string, JobInfo>> GetJobs(
+      const std::vector<std::string>& job_ids);
+
+  // sbatch --parsable --array=SPEC SCRIPT ("0-15%4"); the array's job id. Errors as Submit's.
+  // The default refuses: a client that cannot submit arrays.
+  [[nodiscard]] virtual Result<std::string> SubmitArray(const std::string& script_path,
+                                                        const std::string& array_spec);
+
   // scontrol requeue JOB.
   [[nodiscard]] virtual Status Requeue(const std::string& job_id) = 0;
 
@@ -93,7 +105,18 @@ std::map<std::string, std::string> ParseShowConfig(const std::string& show_confi
 // Parses one line of `scontrol -o show job` ("JobId=12 JobName=x ... JobState=RUNNING ...").
 // Values may contain spaces (Command=, Reason=); a token starts a new field only when it looks
 // like "Key=" with Key made of letters, digits, ':' and '/'.
+// An array task's job_id is "<ArrayJobId>_<ArrayTaskId>" (what baton stores for a sweep member
+// and what scontrol accepts back); any other job's is its JobId.
 JobInfo ParseScontrolJob(const std::string& line);
+
+// Every line of `scontrol -o show job` keyed by job id. An array's tasks that are still pending
+// as one record (ArrayTaskId=3-15%4) are keyed by each of those tasks, "<array>_<task>", each
+// a copy with that job_id; a record that is an array task is also keyed by its plain JobId.
+std::map<std::string, JobInfo> IndexScontrolJobs(const std::string& scontrol_out);
+
+// The task ids of an ArrayTaskId value: "3-15%4" -> 3..15, "1,4-5" -> 1,4,5; empty when the
+// value is not a list of ids or ranges (at most `limit` ids, the rest dropped).
+std::vector<int64_t> ArrayTaskIds(const std::string& value, size_t limit = 1000000);
 
 // True for messages that mean the controller could not be reached (so kUnavailable).
 bool LooksLikeControllerDown(const std::string& stderr_text);

@@ -122,6 +122,8 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"run_actions", "run_id", "runs", "id", false},
       {"incidents", "run_id", "runs", "id", false},
       {"alert_deliveries", "incident_id", "incidents", "id", false},
+      {"sweep_members", "run_id", "runs", "sweep_id, member_index", false},
+      {"sweep_members", "sweep_id", "sweeps", "sweep_id, member_index", false},
   };
   return refs;
 }
