@@ -18,6 +18,8 @@ packages=(
   # shared contracts and orchestrator
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev
+  # node-fault patterns over job logs (orchestrator/nodes/log_patterns.cc): linear-time regexes
+  libre2-dev
   # tests
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # dev cluster and browser tests

@@ -17,5 +17,6 @@ void AddManifestCommand(CLI::App& app, int* rc);  // manifest_cmd.cc (hidden; te
 void AddServeCommand(CLI::App& app, int* rc);     // serve_cmd.cc: web UI + background sync
 void AddTokenCommands(CLI::App& app, int* rc);    // token_cmd.cc: token add, list, revoke
 void AddStoreCommand(CLI::App& app, int* rc);     // store_check_cmd.cc: store check [--repair]
+void AddNodesCommands(CLI::App& app, int* rc);  // nodes_cmd.cc: nodes [exclude|readmit], preflight
 
 }  // namespace baton

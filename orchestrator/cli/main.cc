@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   baton::AddServeCommand(app, &rc);
   baton::AddTokenCommands(app, &rc);
   baton::AddStoreCommand(app, &rc);
+  baton::AddNodesCommands(app, &rc);
 
   try {
     app.parse(argc, argv);

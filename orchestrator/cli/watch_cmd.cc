@@ -10,6 +10,7 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
@@ -40,13 +41,14 @@ std::vector<std::string> NewChanges(const std::vector<std::string>& changes,
 }
 
 // One pass. Returns the SLURM status (kUnavailable when down); store errors too.
-Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me, bool json,
-                 std::set<std::string>* shown) {
+Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me,
+                 const NodeLedgerConfig& nodes, bool json, std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
   SyncOptions options{&slurm, /*continue_after_ingest_error=*/false,
                       /*follow_up_ended_runs=*/true,
                       /*release_requeue_holds=*/true};
   options.acting_user = &me;
+  options.nodes = &nodes;
   BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
   pass.changes = NewChanges(pass.changes, shown);
   const IngestStats& total = pass.ingested;
@@ -75,6 +77,9 @@ Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me, bool js
 }
 
 int RunWatch(const WatchOptions& o) {
+  // The node policy first: a pattern that does not compile is a config error (78), named.
+  Result<NodeLedgerConfig> nodes = LoadNodeLedgerConfig(NodePolicyPath());
+  if (!nodes.ok()) return ReportError(nodes.status());
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   RealSlurmClient slurm;
@@ -84,7 +89,7 @@ int RunWatch(const WatchOptions& o) {
       CurrentActingUser(config.ok() ? *config : std::map<std::string, std::string>{});
   std::set<std::string> shown;
   while (true) {
-    Status st = WatchPass(**store, slurm, me, o.json, &shown);
+    Status st = WatchPass(**store, slurm, me, *nodes, o.json, &shown);
     if (o.once) return st.ok() ? 0 : ReportError(st);
     if (!st.ok()) std::cerr << "baton: warning: " << st.ToString() << "\n";
     std::this_thread::sleep_for(

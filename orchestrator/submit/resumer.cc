@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
@@ -151,9 +152,13 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
       ResolveRunCluster(config.slurm, req.config_path.empty() ? folder.RunYaml() : req.config_path,
                         slurm));
   const std::string frozen = ToYaml(config);
-  BATON_ASSIGN_OR_RETURN(const std::string script,
-                         RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir,
-                                                     req.baton_bin, GraceEnvValue(grace)}));
+  BATON_ASSIGN_OR_RETURN(const std::string exclude,
+                         ExcludeForNewJob(&store, slurm, cluster, config.slurm.partition,
+                                          config.slurm.nodes, now, &out.warnings));
+  BATON_ASSIGN_OR_RETURN(
+      const std::string script,
+      RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir, req.baton_bin,
+                                  GraceEnvValue(grace), exclude}));
   BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadText(folder.SbatchScript()));
 
   BATON_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
