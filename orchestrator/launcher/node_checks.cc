@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <set>
 
 #include "orchestrator/nodes/incident_file.h"
@@ -24,15 +23,8 @@ constexpr double kPreflightTimeoutS = 180;
 
 bool PreflightPasses(const LaunchEnvironment& env, const std::string& run_dir, int64_t nodes,
                      int64_t seq, std::ostream& log) {
-  const char* skip = std::getenv("BATON_NO_PREFLIGHT");
-  // Outside an allocation there are no nodes to check (a local launch, the launcher's tests).
-  if (!env.in_allocation || (skip != nullptr && std::string(skip) == "1")) return true;
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  if (ec || self.empty()) {
-    log << "baton launch: warning: no preflight (cannot find this baton)\n";
-    return true;
-  }
+  if (env.preflight_bin.empty()) return true;  // outside an allocation, or turned off
+  const std::string& self = env.preflight_bin;
   std::vector<std::string> argv;
   if (env.use_srun) {
     argv = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(nodes),
