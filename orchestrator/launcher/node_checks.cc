@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -78,6 +79,30 @@ void RecordLauncherIncidents(const LaunchEnvironment& env, const std::string& ru
   if (Status st = WriteNodeIncident(run_dir, r); !st.ok()) {
     log << "baton launch: warning: node incident not recorded: " << st.ToString() << "\n";
   }
+}
+
+void RecordStragglers(const LaunchEnvironment& env, const std::string& run_dir, int64_t seq,
+                      const std::vector<Straggler>& stragglers, std::ostream& log) {
+  for (const Straggler& s : stragglers) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "rank %ld: steps of %.3f s, over %ld steps, against a median of %.3f s",
+                  long(s.rank), s.step_s, long(s.steps), s.median_s);
+    NodeIncidentReport r{
+        env.job_id, env.restart_count,         seq, s.rank, s.node, "straggler", "launcher",
+        text,       double(std::time(nullptr))};
+    if (Status st = WriteNodeIncident(run_dir, r); !st.ok()) {
+      log << "baton launch: warning: straggler not recorded: " << st.ToString() << "\n";
+    }
+  }
+}
+
+void ObserveStragglers(const HangWatch& watch, int64_t ranks, StragglerWatch* stragglers) {
+  std::map<int64_t, HeartbeatRecord> beats;
+  for (int64_t r = 0; r < ranks; ++r) {
+    if (std::optional<HeartbeatRecord> b = watch.Current(r)) beats[r] = *b;
+  }
+  stragglers->Observe(beats);
 }
 
 }  // namespace baton

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "../common/temp_dir.h"
+#include "orchestrator/launcher/straggler_watch.h"
 #include "orchestrator/nodes/host_name.h"
 #include "orchestrator/nodes/log_patterns.h"
 #include "orchestrator/nodes/node_policy.h"
@@ -207,6 +208,48 @@ TEST(PlanExclusion, CapAndFit) {
   p = PlanExclusion({"gone", "b"}, {"a", "b"}, 1, 0.5);
   EXPECT_EQ(p.dropped, std::vector<std::string>{"gone"});
   EXPECT_EQ(p.exclude, std::vector<std::string>{"b"});
+}
+
+std::map<int64_t, HeartbeatRecord> Beats(int64_t step, const std::vector<double>& step_s) {
+  std::map<int64_t, HeartbeatRecord> beats;
+  for (size_t r = 0; r < step_s.size(); ++r) {
+    HeartbeatRecord b;
+    b.rank = int64_t(r);
+    b.node = "n" + std::to_string(r);
+    b.step = step;
+    b.step_s = step_s[r];
+    beats[int64_t(r)] = b;
+  }
+  return beats;
+}
+
+TEST(StragglerWatch, ASlowRankForMStepsIsNamedOnce) {
+  StragglerWatch w({/*factor=*/3.0, /*steps=*/4});
+  for (int64_t step = 1; step <= 3; ++step) {
+    EXPECT_TRUE(w.Observe(Beats(step, {1.0, 1.1, 5.0, 0.9})).empty());
+    // The same step seen again is not a new sample.
+    EXPECT_TRUE(w.Observe(Beats(step, {1.0, 1.1, 5.0, 0.9})).empty());
+  }
+  const std::vector<Straggler> s = w.Observe(Beats(4, {1.0, 1.1, 5.0, 0.9}));
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].rank, 2);
+  EXPECT_EQ(s[0].node, "n2");
+  EXPECT_EQ(s[0].steps, 4);
+  EXPECT_TRUE(w.Observe(Beats(5, {1.0, 1.1, 5.0, 0.9})).empty());  // once
+  EXPECT_EQ(w.found().size(), 1u);
+}
+
+TEST(StragglerWatch, AFastStepResetsTheStreakAndTwoRanksJudgeNothing) {
+  StragglerWatch w({3.0, 3});
+  w.Observe(Beats(1, {1, 1, 9}));
+  w.Observe(Beats(2, {1, 1, 9}));
+  w.Observe(Beats(3, {1, 1, 1}));  // back in line
+  w.Observe(Beats(4, {1, 1, 9}));
+  EXPECT_TRUE(w.Observe(Beats(5, {1, 1, 9})).empty());
+  EXPECT_EQ(w.Observe(Beats(6, {1, 1, 9})).size(), 1u);
+  StragglerWatch two({3.0, 1});
+  EXPECT_TRUE(two.Observe(Beats(1, {1, 9})).empty());
+  EXPECT_TRUE(two.Observe(Beats(2, {1, 9})).empty());
 }
 
 }  // namespace
