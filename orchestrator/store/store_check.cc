@@ -116,6 +116,9 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"ingest_cursors", "run_id", "runs", "path", false},
       {"time_buckets", "run_id", "runs", "run_id, attempt_id", false},
       {"stop_save_budgets", "run_id", "runs", "run_id", false},
+      {"node_incidents", "run_id", "runs", "id", false},
+      {"node_incidents", "node_id", "nodes", "id", false},
+      {"node_actions", "node_id", "nodes", "id", false},
   };
   return refs;
 }
