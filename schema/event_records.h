@@ -56,9 +56,10 @@ enum class AttemptEndReason {
   kCancelled,
   kLaunchError,
   kRequeueFailed,
-  kNodeFailure,  // reconcile: SLURM says the node failed
-  kLost,         // reconcile: the job is gone from SLURM without an attempt_end
-  kHang,         // launcher: a rank's heartbeat went stale (docs/orchestrator.md, "Hangs")
+  kNodeFailure,    // reconcile: SLURM says the node failed
+  kLost,           // reconcile: the job is gone from SLURM without an attempt_end
+  kHang,           // launcher: a rank's heartbeat went stale (docs/orchestrator.md, "Hangs")
+  kNodeUnhealthy,  // launcher: a node failed the preflight (docs/nodes.md, "Preflight")
 };
 
 template <>
@@ -99,7 +100,8 @@ struct Vocabulary<AttemptEndReason> {
                                        {R::kRequeueFailed, "requeue_failed"},
                                        {R::kNodeFailure, "node_failure"},
                                        {R::kLost, "lost"},
-                                       {R::kHang, "hang"}};
+                                       {R::kHang, "hang"},
+                                       {R::kNodeUnhealthy, "node_unhealthy"}};
 };
 
 // ---- The records. Every record also carries "type", "time" and "source" (EventWriter). --------

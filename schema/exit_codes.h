@@ -15,7 +15,10 @@ inline constexpr int kExitUnavailable = 69;  // SLURM or another service is not 
 inline constexpr int kExitInternal = 70;     // an internal invariant broke
 inline constexpr int kExitIo = 74;           // a read or write the OS refused
 inline constexpr int kExitRequeue = 75;      // checkpointed on a stop signal: requeue me
-inline constexpr int kExitConfig = 78;       // the run config is invalid: never requeue
+// A node of the job failed the preflight (docs/nodes.md): requeue with the node excluded,
+// spending no crash budget.
+inline constexpr int kExitNodeUnhealthy = 76;
+inline constexpr int kExitConfig = 78;  // the run config is invalid: never requeue
 // Training diverged: train.max_nonfinite_steps consecutive steps had a NaN/Inf loss or gradient
 // norm (none was applied), or the state turned non-finite. Never requeue: a resume would
 // diverge again from the same checkpoint and data.

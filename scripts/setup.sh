@@ -20,6 +20,8 @@ packages=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev libxxhash-dev libssl-dev
   # the PostgreSQL store (libpq) and the throwaway servers of its tests
   libpq-dev postgresql-15 postgresql-client-15
+  # node-fault patterns over job logs (orchestrator/nodes/log_patterns.cc): linear-time regexes
+  libre2-dev
   # tests (bindfs: a FUSE mount, where the SQLite store must refuse to open)
   googletest libgtest-dev libgmock-dev libbenchmark-dev bindfs
   # dev cluster and browser tests

@@ -20,5 +20,6 @@ void AddStoreCommand(CLI::App& app, int* rc);     // store_check_cmd.cc: store c
 void AddAlertsCommands(CLI::App& app, int* rc);   // alerts_cmd.cc: alerts test, incidents
 void AddSweepCommands(CLI::App& app,
                       int* rc);  // sweep_cmd.cc: sweep, sweeps, sweep show/cancel/resume
+void AddNodesCommands(CLI::App& app, int* rc);  // nodes_cmd.cc: nodes [exclude|readmit], preflight
 
 }  // namespace baton

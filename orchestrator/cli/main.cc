@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   baton::AddStoreCommand(app, &rc);
   baton::AddAlertsCommands(app, &rc);
   baton::AddSweepCommands(app, &rc);
+  baton::AddNodesCommands(app, &rc);
 
   try {
     app.parse(argc, argv);

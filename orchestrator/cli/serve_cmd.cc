@@ -37,6 +37,7 @@
 #include "orchestrator/http/run_history_service.h"
 #include "orchestrator/http/store_pool.h"
 #include "orchestrator/launcher/launcher.h"
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
@@ -94,13 +95,14 @@ class StopFlag {
 // Other users' jobs are left to their own watch or serve (job_permission.h); each "not yours"
 // line is printed once (`shown`).
 Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const ActingUser& me,
-                     std::set<std::string>* shown) {
+                     const NodeLedgerConfig& nodes, std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
                          all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns());
   SyncOptions options{slurm, /*continue_after_ingest_error=*/true,
                       /*follow_up_ended_runs=*/true,
                       /*release_requeue_holds=*/true};
   options.acting_user = &me;
+  options.nodes = &nodes;
   BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
   std::vector<std::string> changes;
   for (const std::string& c : pass.changes) {
@@ -160,6 +162,9 @@ int RunServe(ServeOptions o) {
   }
   Result<AlertsSection> lab_alerts = LoadLabAlertRules();
   if (!lab_alerts.ok()) return ReportError(lab_alerts.status());
+  // The node policy (docs/nodes.md): a pattern that does not compile is 78, named, at start.
+  Result<NodeLedgerConfig> nodes = LoadNodeLedgerConfig(NodePolicyPath());
+  if (!nodes.ok()) return ReportError(nodes.status());
   // The writer connection creates and migrates the database before any reader opens it.
   Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
   if (!writer.ok()) return ReportError(writer.status());
@@ -227,7 +232,7 @@ int RunServe(ServeOptions o) {
         return;
       }
       const double pass_start = UnixTimeNow();
-      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, &shown); !st.ok()) {
+      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, *nodes, &shown); !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
       ServeAlertsPass(**writer, *lab_alerts);

@@ -71,8 +71,11 @@ int RunSweep(const SweepOptions& o) {
   }
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
+  const size_t warned = sweep->warnings.size();
   Status st = SubmitSweep(**store, slurm, req, &*sweep, now);
   if (!st.ok()) return ReportError(st);
+  PrintWarnings(
+      {sweep->warnings.begin() + static_cast<std::ptrdiff_t>(warned), sweep->warnings.end()});
   nlohmann::json runs = nlohmann::json::array();
   for (const PreparedMember& p : sweep->members) runs.push_back(p.run_id);
   if (o.json) {

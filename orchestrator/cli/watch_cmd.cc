@@ -11,6 +11,7 @@
 #include "orchestrator/alerts/alert_pass.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
@@ -41,13 +42,14 @@ std::vector<std::string> NewChanges(const std::vector<std::string>& changes,
 }
 
 // One pass. Returns the SLURM status (kUnavailable when down); store errors too.
-Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me, bool json,
-                 std::set<std::string>* shown) {
+Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me,
+                 const NodeLedgerConfig& nodes, bool json, std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
   SyncOptions options{&slurm, /*continue_after_ingest_error=*/false,
                       /*follow_up_ended_runs=*/true,
                       /*release_requeue_holds=*/true};
   options.acting_user = &me;
+  options.nodes = &nodes;
   BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
   pass.changes = NewChanges(pass.changes, shown);
   const IngestStats& total = pass.ingested;
@@ -91,6 +93,9 @@ void LogAlert(const std::string& line) { std::cerr << "baton: " << line << std::
 int RunWatch(const WatchOptions& o) {
   Result<AlertsSection> lab = LoadLabAlertRules();
   if (!lab.ok()) return ReportError(lab.status());
+  // The node policy first: a pattern that does not compile is a config error (78), named.
+  Result<NodeLedgerConfig> nodes = LoadNodeLedgerConfig(NodePolicyPath());
+  if (!nodes.ok()) return ReportError(nodes.status());
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   // The outbox is sent from its own thread and connection: a dead receiver never slows a pass.
@@ -103,7 +108,7 @@ int RunWatch(const WatchOptions& o) {
       CurrentActingUser(config.ok() ? *config : std::map<std::string, std::string>{});
   std::set<std::string> shown;
   while (true) {
-    Status st = WatchPass(**store, slurm, me, o.json, &shown);
+    Status st = WatchPass(**store, slurm, me, *nodes, o.json, &shown);
     WatchAlerts(**store, *lab);
     if (o.once) {
       Result<int64_t> sent = DeliverDue(**store, UnixTimeNow(), 1000, LogAlert);

@@ -22,16 +22,28 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
 
   // Earlier attempts: everything but the last entry (this attempt).
   const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
-  if (ctx.exit_code == kExitRequeue || ctx.stop_signalled) {
-    int64_t preempt_requeues = 1;  // this one
-    for (size_t i = 0; i < n_past; ++i) {
-      const PastAttempt& a = ctx.history[i];
-      if (a.action == Name(ExitAction::kRequeue) &&
-          (a.reason == Name(AttemptEndReason::kPreempted) ||
-           a.reason == Name(AttemptEndReason::kTimeout))) {
-        ++preempt_requeues;
-      }
+  // Requeues that were not the run's fault: preemptions, time limits, unhealthy nodes.
+  int64_t preempt_requeues = 1;  // this one
+  for (size_t i = 0; i < n_past; ++i) {
+    const PastAttempt& a = ctx.history[i];
+    if (a.action == Name(ExitAction::kRequeue) &&
+        (a.reason == Name(AttemptEndReason::kPreempted) ||
+         a.reason == Name(AttemptEndReason::kTimeout) ||
+         a.reason == Name(AttemptEndReason::kNodeUnhealthy))) {
+      ++preempt_requeues;
     }
+  }
+  if (ctx.exit_code == kExitNodeUnhealthy && !ctx.stop_signalled) {
+    if (preempt_requeues > ctx.max_restarts) {
+      return {ExitAction::kFail, AttemptEndReason::kRestartBudget,
+              code + ": a node failed the preflight, but max_restarts=" +
+                  std::to_string(ctx.max_restarts) + " requeues are used"};
+    }
+    return {ExitAction::kRequeue, AttemptEndReason::kNodeUnhealthy,
+            code + ": a node failed the preflight; requeue " + std::to_string(preempt_requeues) +
+                " of " + std::to_string(ctx.max_restarts) + " (no crash budget spent)"};
+  }
+  if (ctx.exit_code == kExitRequeue || ctx.stop_signalled) {
     if (preempt_requeues > ctx.max_restarts) {
       return {
           ExitAction::kFail, AttemptEndReason::kRestartBudget,
@@ -52,7 +64,8 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
     const bool is_this = i + 1 == ctx.history.size();
     if (a.made_progress()) break;
     if (!is_this && (a.reason == Name(AttemptEndReason::kPreempted) ||
-                     a.reason == Name(AttemptEndReason::kTimeout)))
+                     a.reason == Name(AttemptEndReason::kTimeout) ||
+                     a.reason == Name(AttemptEndReason::kNodeUnhealthy)))
       continue;
     ++streak;
   }

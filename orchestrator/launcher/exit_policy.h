@@ -11,6 +11,9 @@
 //                          -> requeue (preempted, or timeout when the signal came within the
 //                             warning lead of the job's time limit) while such requeues
 //                             <= max_restarts, else fail (restart_budget)
+//   76                     -> requeue (node_unhealthy: a node failed the preflight), counted
+//                             with preemption requeues against max_restarts, never against
+//                             max_failures, else fail (restart_budget)
 //   anything else          -> a crash: fail (no_progress) when the last kCrashLoopLimit attempts
 //                             all ended without finishing a step; else requeue while crashes
 //                             <= max_failures, else fail (failure_budget)

@@ -57,6 +57,10 @@ LaunchEnvironment LaunchEnvironmentFromProcess() {
   }
   env.use_srun = env.in_allocation && Env("BATON_NO_SRUN") != "1";
   env.trainer_bin = FindTrainerBinary();
+  if (env.in_allocation && Env("BATON_NO_PREFLIGHT") != "1") {
+    std::error_code ec;
+    env.preflight_bin = fs::read_symlink("/proc/self/exe", ec).string();
+  }
   return env;
 }
 

@@ -14,6 +14,7 @@
 #include "orchestrator/launcher/exit_policy.h"
 #include "orchestrator/launcher/hang_response.h"
 #include "orchestrator/launcher/hang_watch.h"
+#include "orchestrator/launcher/node_checks.h"
 #include "orchestrator/launcher/trainer_process.h"
 #include "orchestrator/slurm/process_runner.h"
 #include "schema/events.h"
@@ -211,8 +212,16 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     const int64_t ranks = env.use_srun ? config->slurm.nodes * config->slurm.ntasks_per_node : 1;
     HangWatch watch(run_dir, ranks, decision->step0, MonotonicNow(), limits);
     HangResponse hang(watch, {env.job_id, env.use_srun, 0, ThisHost()}, log);
+    StragglerWatch stragglers;
+    // Every node checks itself first (node_checks.h); a failed one ends the attempt unhealthy.
+    const bool healthy = PreflightPasses(env, run_dir, config->slurm.nodes, seq, log);
     Result<TrainerExit> exit =
-        RunTrainerProcess(argv, LogSignal, [&hang](int pid) { return hang(pid); });
+        healthy ? RunTrainerProcess(argv, LogSignal,
+                                    [&](int pid) {
+                                      ObserveStragglers(watch, ranks, &stragglers);
+                                      return hang(pid);
+                                    })
+                : Result<TrainerExit>(TrainerExit{kExitNodeUnhealthy, 0, {}, false});
     if (!exit.ok()) {
       log << "baton launch: " << exit.status().ToString() << "\n";
       write_end(exit.status().exit_code(), ExitAction::kFail, AttemptEndReason::kLaunchError);
@@ -220,6 +229,9 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     }
     log << "baton launch: trainer exited with code " << exit->exit_code
         << (hang.report ? " (ended on a hang)" : "") << "\n";
+    RecordLauncherIncidents(env, run_dir, seq, hang.report ? &*hang.report : nullptr,
+                            exit->exit_code, log);
+    RecordStragglers(env, run_dir, seq, stragglers.found(), log);
 
     // 4. What next: a restart inside the allocation, else the exit policy.
     const bool stop_signalled = !exit->forwarded.empty();

@@ -28,6 +28,9 @@ struct LaunchEnvironment {
   bool in_allocation = false;  // SLURM_JOB_ID is set
   bool use_srun = false;       // in an allocation and BATON_NO_SRUN is not 1
   std::string trainer_bin;     // FindTrainerBinary()
+  // This baton, for `baton preflight` on every node (node_checks.h); "" runs none (outside an
+  // allocation, BATON_NO_PREFLIGHT=1, or a test's own environment).
+  std::string preflight_bin;
 };
 
 // launch_environment.cc: the job start's environment and the trainer command.

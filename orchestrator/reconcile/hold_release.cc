@@ -23,6 +23,11 @@ std::string Seconds(double s) {
 // attempt's resume will verify it (VerifyCheckpoint with hashes, the check DecideResume makes):
 // a damaged one would send that attempt back to an older checkpoint.
 Result<bool> EndedCleanly(Store& store, const AttemptRecord& a) {
+  // A node failed the preflight: no trainer ran, nothing was written; the resume is the one
+  // this attempt would have made.
+  if (a.action == Name(ExitAction::kRequeue) &&
+      a.end_reason == Name(AttemptEndReason::kNodeUnhealthy) && a.ended_at)
+    return true;
   if (a.action != Name(ExitAction::kRequeue) ||
       a.end_reason != Name(AttemptEndReason::kPreempted) || !a.ended_at ||
       a.trainer_exit_code != kExitRequeue || !a.last_step)

@@ -6,7 +6,9 @@
 //     one past the run's last attempt;
 //   - that attempt ended cleanly: the launcher's attempt_end (requeue, preempted), the trainer's
 //     exit 75, and a committed checkpoint at the step it stopped at (its event, and its folder
-//     verified as the trainer verifies it: manifest, every file's size and hash, the steps);
+//     verified as the trainer verifies it: manifest, every file's size and hash, the steps); or
+//     a node failed the preflight (requeue, node_unhealthy: no trainer ran), once the reconcile
+//     pass has put the excluded nodes in the job's ExcNodeList (docs/nodes.md);
 //   - slurm.release_hold_after_s have passed since it ended (slurmd refuses a launch whose new
 //     credential is not newer, in whole seconds, than the revocation of the previous one);
 //   - slurm.release_requeue_hold is not false in the run's frozen config.

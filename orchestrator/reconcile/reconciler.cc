@@ -1,5 +1,6 @@
 #include "orchestrator/reconcile/reconciler.h"
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "schema/event_records.h"
@@ -227,6 +228,11 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
     return Status::Ok();  // a state we do not act on
   }));
   // Outside the transaction: scontrol must not run while this holds the store's write lock.
+  // The exclusions go first: once the hold ends the job may start at once.
+  if (options.node_policy != nullptr && job && HeldAfterRequeue(*job)) {
+    BATON_RETURN_IF_ERROR(
+        ApplyNodeExclusions(store, slurm, run_in, *job, *options.node_policy, now, changes));
+  }
   if (options.release_requeue_holds && job && HeldAfterRequeue(*job)) {
     return ReleaseRequeueHold(store, slurm, run_in, *job, now, changes);
   }

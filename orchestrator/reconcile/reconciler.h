@@ -23,7 +23,9 @@
 // kSlurmFinalStateFollowUpS ago, SLURM's final state of that start is recorded once SLURM reports
 // it (slurm_state_kind.h).
 // With ReconcileOptions::release_requeue_holds, a job held after a clean preemption has its hold
-// released (hold_release.h). Stateless functions; thread-compatible.
+// released (hold_release.h); with ReconcileOptions::node_policy, a job held after any requeue
+// first gets the partition's excluded nodes in its ExcNodeList (orchestrator/nodes/node_ledger.h).
+// Stateless functions; thread-compatible.
 #pragma once
 
 #include <map>
@@ -37,6 +39,8 @@
 
 namespace baton {
 
+struct NodePolicy;
+
 struct ReconcileOptions {
   // `baton watch` and `baton serve`: end the requeue hold of a job after a clean preemption
   // (hold_release.h). The query commands only look.
@@ -44,6 +48,9 @@ struct ReconcileOptions {
   // Set: a job of another user (job_permission.h) is left alone, neither reconciled nor released,
   // and a change line says so ("run N: skipped job J of user U: not yours").
   const ActingUser* acting_user = nullptr;
+  // Set (`baton watch`, `baton serve`): before a requeue hold ends, the job's ExcNodeList gets
+  // the excluded nodes of the run's partition (docs/nodes.md).
+  const NodePolicy* node_policy = nullptr;
 };
 
 // What one batched query said (SlurmClient::GetJobs): job id -> SLURM's record; an id absent

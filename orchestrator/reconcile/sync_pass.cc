@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/time_bucket_store.h"
@@ -47,6 +48,12 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     }
     return Status::Ok();
   };
+  if (options.nodes != nullptr) {
+    for (const RunRecord& run : report.runs) {
+      BATON_RETURN_IF_ERROR(RecordRunIncidents(store, run, *options.nodes, now, &report.changes));
+    }
+    BATON_RETURN_IF_ERROR(JudgeNodes(store, options.nodes->policy, now, &report.changes));
+  }
   if (options.slurm == nullptr) {
     BATON_RETURN_IF_ERROR(refresh());
     return report;
@@ -54,6 +61,7 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   ReconcileOptions reconcile;
   reconcile.release_requeue_holds = options.release_requeue_holds;
   reconcile.acting_user = options.acting_user;
+  if (options.nodes != nullptr) reconcile.node_policy = &options.nodes->policy;
   std::vector<RunRecord> ended;
   if (options.follow_up_ended_runs) {
     BATON_ASSIGN_OR_RETURN(ended, store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));

@@ -1,13 +1,13 @@
 // The sync pass: how baton brings run history up to date, the same for `baton watch`, the
 // background loop of `baton serve` and the query commands (ls, show, attempts, checkpoints).
 //
-// Ingest first, then reconcile (reconciler.h says why). Every given run's event files are
-// ingested, finished runs too (their last lines, attempt_end, may still be unread); then SLURM is
-// asked about all their jobs in one batched query (SlurmClient::GetJobs: one command run, however
-// many jobs), and each run still active is reconciled with that answer, in the order given (a
-// finished one is only followed up for SLURM's final state, reconciler.h). SLURM being down stops
-// asking it for the rest of the pass and is reported, not returned: what is already ingested is
-// still worth showing. Last, each run's time buckets are brought up to `now`
+// Ingest first, then the node ledger when asked, then reconcile (reconciler.h says why). Every
+// given run's event files are ingested, finished runs too (their last lines, attempt_end, may still
+// be unread); then SLURM is asked about all their jobs in one batched query (SlurmClient::GetJobs:
+// one command run, however many jobs), and each run still active is reconciled with that answer,
+// in the order given (a finished one is only followed up for SLURM's final state, reconciler.h).
+// SLURM being down stops asking it for the rest of the pass and is reported, not returned: what
+// is already ingested is still worth showing. Last, each run's time buckets are brought up to `now`
 // (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.
 // Stateless; thread-compatible (one Store per thread).
 #pragma once
@@ -22,6 +22,8 @@
 #include "schema/status.h"
 
 namespace baton {
+
+struct NodeLedgerConfig;
 
 struct SyncOptions {
   // Asked about each active run's job; null: ingest only (--no-sync, --no-reconcile).
@@ -39,6 +41,10 @@ struct SyncOptions {
   bool release_requeue_holds = false;
   // Set: reconcile and the hold release leave other users' jobs alone (reconciler.h).
   const ActingUser* acting_user = nullptr;
+  // Set (`baton watch`, `baton serve`): after ingest, the runs' node incidents go into the
+  // ledger and every node is judged; reconcile then puts the excluded nodes into a held job's
+  // ExcNodeList before its hold ends (orchestrator/nodes/node_ledger.h).
+  const NodeLedgerConfig* nodes = nullptr;
 };
 
 struct SyncReport {

@@ -116,4 +116,19 @@ Result<std::map<std::string, std::string>> FakeSlurmClient::ShowConfig() {
   return config;
 }
 
+Result<std::vector<std::string>> FakeSlurmClient::ListPartitionNodes(const std::string&) {
+  if (down) return DownError("sinfo");
+  return partition_nodes;
+}
+
+Status FakeSlurmClient::SetExcludedNodes(const std::string& job_id, const std::string& nodes) {
+  if (down) return DownError("scontrol update");
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end())
+    return Status::Config("scontrol update JobId=" + job_id + ": Invalid job id specified");
+  it->second.fields["ExcNodeList"] = nodes.empty() ? "(null)" : nodes;
+  excluded.push_back(job_id + "=" + nodes);
+  return Status::Ok();
+}
+
 }  // namespace baton

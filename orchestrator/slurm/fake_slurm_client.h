@@ -26,6 +26,9 @@ class FakeSlurmClient : public SlurmClient {
   Status ReleaseHold(const std::string& job_id) override;
   Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
   Result<std::map<std::string, std::string>> ShowConfig() override;
+  Result<std::vector<std::string>> ListPartitionNodes(const std::string& partition) override;
+  // Sets the job's fields["ExcNodeList"] and records the call in `excluded`.
+  Status SetExcludedNodes(const std::string& job_id, const std::string& nodes) override;
 
   // Test controls.
   void SetState(const std::string& job_id, const std::string& state,
@@ -44,6 +47,9 @@ class FakeSlurmClient : public SlurmClient {
   std::string refuse_release;          // non-empty: scontrol update refuses with this
   // What GetPreemptGrace answers for every partition (the dev cluster's debug partition).
   PreemptGrace grace{"debug", 30, 5};
+  // What ListPartitionNodes answers for every partition.
+  std::vector<std::string> partition_nodes{"node-a", "node-b"};
+  std::vector<std::string> excluded;  // "JOB=NODES", in order
   // What ShowConfig answers.
   std::map<std::string, std::string> config{{"ClusterName", "fake"}, {"SlurmUser", "slurm(64030)"}};
 

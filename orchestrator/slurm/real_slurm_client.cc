@@ -167,4 +167,36 @@ Result<std::map<std::string, std::string>> RealSlurmClient::ShowConfig() {
   return ParseShowConfig(c->out);
 }
 
+Result<std::vector<std::string>> RealSlurmClient::ListPartitionNodes(const std::string& partition) {
+  // No partition: every node (the default partition's among them).
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
+  if (!partition.empty()) argv.insert(argv.end(), {"-p", partition});
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Unavailable("'" + CommandLine(argv) + "' failed: " + Trim(r->err));
+  }
+  std::vector<std::string> nodes;
+  size_t start = 0;
+  while (start < r->out.size()) {
+    size_t end = r->out.find('\n', start);
+    if (end == std::string::npos) end = r->out.size();
+    const std::string name = Trim(r->out.substr(start, end - start));
+    if (!name.empty() && (nodes.empty() || nodes.back() != name)) nodes.push_back(name);
+    start = end + 1;
+  }
+  return nodes;
+}
+
+Status RealSlurmClient::SetExcludedNodes(const std::string& job_id, const std::string& nodes) {
+  const std::vector<std::string> argv = {"scontrol", "update", "JobId=" + job_id,
+                                         "ExcNodeList=" + nodes};
+  Result<ProcessResult> r = RunSlurm(argv, timeout_s_);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::Config("'" + CommandLine(argv) + "' was refused: " + Trim(r->err));
+  }
+  return Status::Ok();
+}
+
 }  // namespace baton

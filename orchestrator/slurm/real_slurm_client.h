@@ -25,6 +25,8 @@ class RealSlurmClient : public SlurmClient {
   Status ReleaseHold(const std::string& job_id) override;
   Result<PreemptGrace> GetPreemptGrace(const std::string& partition) override;
   Result<std::map<std::string, std::string>> ShowConfig() override;
+  Result<std::vector<std::string>> ListPartitionNodes(const std::string& partition) override;
+  Status SetExcludedNodes(const std::string& job_id, const std::string& nodes) override;
 
  private:
   Result<std::string> SubmitArgv(const std::vector<std::string>& argv,

@@ -85,6 +85,21 @@ class SlurmClient {
   [[nodiscard]] virtual Result<std::map<std::string, std::string>> ShowConfig() {
     return std::map<std::string, std::string>{};
   }
+
+  // The node names of a partition (sinfo -h -N -p PARTITION -o %N; docs/nodes.md). kUnavailable
+  // when SLURM cannot be reached or the client cannot list nodes.
+  [[nodiscard]] virtual Result<std::vector<std::string>> ListPartitionNodes(
+      const std::string& partition) {
+    return Status::Unavailable("this SLURM client cannot list the nodes of '" + partition + "'");
+  }
+
+  // scontrol update JobId=JOB ExcNodeList=NODES (NODES "a,b" of valid host names; "" clears it).
+  // kConfig when SLURM answers but refuses; kUnavailable when it cannot be reached.
+  [[nodiscard]] virtual Status SetExcludedNodes(const std::string& job_id,
+                                                const std::string& nodes) {
+    return Status::Unavailable("this SLURM client cannot exclude nodes (" + job_id + ": " + nodes +
+                               ")");
+  }
 };
 
 // The lines "Key = value" of `scontrol show config`, as key -> value (spaces around '=' trimmed).

@@ -42,8 +42,9 @@ bool Interrupted(const BucketAttempt& a) {
   if (!a.ended_at) return false;
   if (a.hang_detected_at) return true;
   using R = AttemptEndReason;
-  return IsOneOf(a.end_reason, {R::kPreempted, R::kTimeout, R::kNodeFailure, R::kCrashed, R::kLost,
-                                R::kFailureBudget, R::kRestartBudget, R::kNoProgress});
+  return IsOneOf(a.end_reason,
+                 {R::kPreempted, R::kTimeout, R::kNodeFailure, R::kCrashed, R::kLost,
+                  R::kFailureBudget, R::kRestartBudget, R::kNoProgress, R::kNodeUnhealthy});
 }
 
 // The gap [from, to] before attempt `next` (after `prev`, or after submit when there is none).

@@ -87,7 +87,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     const fs::path parent = fs::path(spec.target).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
     if (ec) return Status::Io(parent.string() + ": cannot create the baton home: " + ec.message());
-    BATON_RETURN_IF_ERROR(CheckSqliteStoreFilesystem(spec.target));  // NFS, Lustre, FUSE...: exit 78
+    BATON_RETURN_IF_ERROR(
+        CheckSqliteStoreFilesystem(spec.target));  // NFS, Lustre, FUSE...: exit 78
   }
   BATON_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenDb(spec, kBusyTimeoutMs));
   std::unique_ptr<Store> store(new Store(std::move(db)));

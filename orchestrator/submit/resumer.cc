@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
@@ -156,9 +157,13 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
                          req.config_path.empty() ? RunAlertsFromConfig(old_yaml, folder.RunYaml())
                                                  : LoadRunAlerts(req.config_path));
   const std::string frozen = AppendAlerts(ToYaml(config), alerts);
-  BATON_ASSIGN_OR_RETURN(const std::string script,
-                         RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir,
-                                                     req.baton_bin, GraceEnvValue(grace)}));
+  BATON_ASSIGN_OR_RETURN(const std::string exclude,
+                         ExcludeForNewJob(&store, slurm, cluster, config.slurm.partition,
+                                          config.slurm.nodes, now, &out.warnings));
+  BATON_ASSIGN_OR_RETURN(
+      const std::string script,
+      RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir, req.baton_bin,
+                                  GraceEnvValue(grace), exclude}));
   BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadText(folder.SbatchScript()));
 
   BATON_ASSIGN_OR_RETURN(Transaction tx, store.Begin());

@@ -126,6 +126,7 @@ Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p
       {"GPUS_PER_NODE", s.gpus_per_node > 0 ? std::to_string(s.gpus_per_node) : ""},
       {"MEM_PER_CPU", MemPerCpu(s)},
       {"GRACE_S", p.grace_s},
+      {"EXCLUDE", SafeForSbatch(p.exclude) ? p.exclude : ""},
   };
   const std::vector<EmbeddedFile>& files = SbatchTemplateFiles();
   if (files.empty()) return Status::Internal("no embedded sbatch template");

@@ -19,6 +19,7 @@ struct SbatchParams {
   std::string run_dir;    // absolute
   std::string baton_bin;  // absolute path of the baton that will run `baton launch`
   std::string grace_s;    // seconds a preemption gives (exported as BATON_GRACE_S), or ""
+  std::string exclude;    // "a,b": the node ledger's excluded nodes (--exclude), or ""
 };
 
 // Renders `template_text` with `values`: "{{KEY}}" is replaced, lines starting "{{?KEY}}" are

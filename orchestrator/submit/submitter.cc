@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
@@ -106,6 +107,9 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
 
   BATON_ASSIGN_OR_RETURN(const std::string cluster,
                          ResolveRunCluster(config.slurm, req.config_path, slurm));
+  BATON_ASSIGN_OR_RETURN(const std::string exclude,
+                         ExcludeForNewJob(store, slurm, cluster, config.slurm.partition,
+                                          config.slurm.nodes, now, &out.warnings));
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
     out.run_dir = !config.run.dir.empty() ? config.run.dir
@@ -113,7 +117,7 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
     config.run.dir = out.run_dir;
     BATON_ASSIGN_OR_RETURN(out.script,
                            RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin,
-                                                       GraceEnvValue(grace)}));
+                                                       GraceEnvValue(grace), exclude}));
     return out;
   }
   if (store == nullptr) return Status::Internal("submit without a store");
@@ -165,9 +169,9 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
   // Freeze the resolved config and render the script.
   BATON_ASSIGN_OR_RETURN(const AlertsSection alerts, LoadRunAlerts(req.config_path));
   const std::string frozen = AppendAlerts(ToYaml(config), alerts);
-  BATON_ASSIGN_OR_RETURN(out.script,
-                         RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
-                                                     req.baton_bin, GraceEnvValue(grace)}));
+  BATON_ASSIGN_OR_RETURN(
+      out.script, RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
+                                              req.baton_bin, GraceEnvValue(grace), exclude}));
   cleanup.AddFile(folder.RunYaml());
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   const std::string script_path = folder.SbatchScript();

@@ -198,7 +198,7 @@ Result<PreparedSweep> PrepareSweep(Store* store, SlurmClient& slurm, const Sweep
   for (PreparedMember& p : sweep.members) {
     BATON_ASSIGN_OR_RETURN(
         const std::string s,
-        RenderSbatchScript(p.config, {"sweep", sweep.name, "/sweep", req.baton_bin, ""}));
+        RenderSbatchScript(p.config, {"sweep", sweep.name, "/sweep", req.baton_bin, "", ""}));
     if (p.member.index == 0) lines0 = SbatchLines(s);
     if (SbatchLines(s) != lines0) {
       return Status::Config(sweep.spec.path + ": member " + std::to_string(p.member.index) + " (" +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/submit/canceller.h"
 #include "orchestrator/submit/sbatch_script.h"
@@ -77,7 +78,7 @@ Status CreateMember(Store& store, const SweepRequest& req, const PreparedSweep& 
   const std::string frozen = ToYaml(p.config);
   BATON_ASSIGN_OR_RETURN(p.run_script,
                          RenderSbatchScript(p.config, {std::to_string(p.run_id), p.config.run.name,
-                                                       p.run_dir, req.baton_bin, p.grace_env}));
+                                                       p.run_dir, req.baton_bin, p.grace_env, ""}));
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.SbatchScript(), p.run_script));
   ::chmod(folder.SbatchScript().c_str(), 0755);
@@ -114,10 +115,14 @@ Status SubmitSweep(Store& store, SlurmClient& slurm, const SweepRequest& req, Pr
   // Member 0's script, rendered for the sweep: its #SBATCH lines are every member's.
   RunConfig first = sw->members.front().config;
   first.run.dir = sw->sweep_dir;
+  // The node ledger's exclusions on the members' partition, as a submit adds them.
+  BATON_ASSIGN_OR_RETURN(const std::string exclude,
+                         ExcludeForNewJob(&store, slurm, sw->cluster, first.slurm.partition,
+                                          first.slurm.nodes, now, &sw->warnings));
   BATON_ASSIGN_OR_RETURN(
       const std::string base_script,
       RenderSbatchScript(first, {"sweep-" + std::to_string(sw->sweep_id), sw->name, sw->sweep_dir,
-                                 req.baton_bin, sw->grace_s}));
+                                 req.baton_bin, sw->grace_s, exclude}));
   BATON_ASSIGN_OR_RETURN(sw->array_script,
                          ArrayScript(base_script, sw->sweep_dir, req.baton_bin, dirs));
   const std::string script_path = sw->sweep_dir + "/sweep.sh";

@@ -48,6 +48,20 @@ TEST(ExitPolicy, MapsExitCodes) {
   EXPECT_EQ(Decide(137, {Attempt(0, 10)}, /*signalled=*/true).reason, AttemptEndReason::kPreempted);
 }
 
+TEST(ExitPolicy, AnUnhealthyNodeRequeuesWithoutSpendingCrashBudget) {
+  // Three preflight failures in a row with max_failures=0: each is requeued (node_unhealthy).
+  std::vector<PastAttempt> h = {Attempt(0, 0, "requeue", "node_unhealthy"),
+                                Attempt(0, 0, "requeue", "node_unhealthy"), Attempt(0, 0)};
+  ExitDecision d = Decide(76, h, false, /*max_restarts=*/100, /*max_failures=*/0);
+  EXPECT_EQ(d.action, ExitAction::kRequeue);
+  EXPECT_EQ(d.reason, AttemptEndReason::kNodeUnhealthy);
+  // ...and they do not make a crash loop: a crash after them is the first crash.
+  EXPECT_EQ(Decide(139, h, false, 100, /*max_failures=*/1).action, ExitAction::kRequeue);
+  // They count with the preemptions against max_restarts.
+  EXPECT_EQ(Decide(76, h, false, /*max_restarts=*/2).reason, AttemptEndReason::kRestartBudget);
+  EXPECT_EQ(Decide(76, h, false, /*max_restarts=*/3).action, ExitAction::kRequeue);
+}
+
 TEST(ExitPolicy, DivergedIsNeverRequeued) {
   ExitDecision d = Decide(79, {Attempt(0, 120)});
   EXPECT_EQ(d.action, ExitAction::kFail);
