@@ -142,7 +142,8 @@ TEST(EventRecords, EveryProtocolWordParsesBack) {
   EXPECT_EQ(std::size(Vocabulary<SegmentEndReason>::kWords),
             size_t(SegmentEndReason::kDiverged) + 1);
   EXPECT_EQ(std::size(Vocabulary<ExitAction>::kWords), size_t(ExitAction::kRestart) + 1);
-  EXPECT_EQ(std::size(Vocabulary<AttemptEndReason>::kWords), size_t(AttemptEndReason::kHang) + 1);
+  EXPECT_EQ(std::size(Vocabulary<AttemptEndReason>::kWords),
+            size_t(AttemptEndReason::kNodeUnhealthy) + 1);
   EXPECT_FALSE(Find<ExitAction>("retry"));
   EXPECT_FALSE(Find<ResumeMode>("resume"));
   EXPECT_FALSE(Find<Signal>("SIGTERM"));
