@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 build_dir=${BATON_BUILD_DIR:-build}
 # ccache must ignore what differs between PCH builds only in ways that do not matter.
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-# Paths under the checkout hash as relative ones, so a fresh clone elsewhere reuses the cache.
+# Paths under the checkout hash as relative ones, so a fresh clone elsewhere reuses the cache;
+# with debug info (RelWithDebInfo) ccache would also hash the build folder's own path unless told
+# not to. A cached object's debug info may then name the other checkout's paths.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -G Ninja ${BATON_CMAKE_ARGS:-} >/dev/null
