@@ -13,11 +13,11 @@ namespace {
 
 using test::Append;
 using test::EndLine;
-using test::MakeRun;
+using test::MakeRunWithJob;
 using test::OpenStore;
-using test::StartLine;
 using test::StepLine;
 using test::TempDir;
+using test::WriteFirstAttempt;
 
 class BatchedReconcileTest : public ::testing::Test {
  protected:
@@ -29,17 +29,13 @@ class BatchedReconcileTest : public ::testing::Test {
               : "";
     for (int i = 0; i < n; ++i) {
       const std::string name = "r" + std::to_string(i);
-      RunRecord run = MakeRun(*store_, tmp_ / name, name, /*target=*/4);
       const std::string job =
           array ? array_id + "_" + std::to_string(i) : slurm_.Submit("/x/sbatch.sh").value();
-      ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run.id, job, 1); }).ok());
-      runs_.push_back(store_->GetRun(run.id).value());
+      runs_.push_back(MakeRunWithJob(*store_, tmp_ / name, name, /*target=*/4, job));
     }
   }
   void Events(size_t i, int last, const std::string& tail = "") {
-    std::string text = StartLine("fresh", 0);
-    for (int s = 1; s <= last; ++s) text += StepLine(s);
-    Append(runs_[i].run_dir + "/events/" + runs_[i].job_id + ".0.jsonl", text + tail);
+    WriteFirstAttempt(runs_[i], last, tail);
   }
 
   TempDir tmp_;

@@ -13,28 +13,24 @@ namespace {
 
 using test::Append;
 using test::EndLine;
-using test::MakeRun;
+using test::MakeRunWithJob;
 using test::OpenStore;
-using test::StartLine;
 using test::StepLine;
 using test::TempDir;
+using test::WriteFirstAttempt;
 
 class SyncPassTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = OpenStore(tmp_ / "baton.db");
     for (const char* name : {"a", "b"}) {
-      RunRecord run = MakeRun(*store_, tmp_ / name, name, /*target=*/4);
       const std::string job = slurm_.Submit("/x/sbatch.sh").value();
-      ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run.id, job, 1); }).ok());
-      runs_.push_back(store_->GetRun(run.id).value());
+      runs_.push_back(MakeRunWithJob(*store_, tmp_ / name, name, /*target=*/4, job));
     }
   }
   // Run `i` wrote attempt 0 of its job with steps 1..last (not ingested yet).
   void Events(size_t i, int last, const std::string& tail = "") {
-    std::string text = StartLine("fresh", 0);
-    for (int s = 1; s <= last; ++s) text += StepLine(s);
-    Append(runs_[i].run_dir + "/events/" + runs_[i].job_id + ".0.jsonl", text + tail);
+    WriteFirstAttempt(runs_[i], last, tail);
   }
 
   TempDir tmp_;

@@ -40,6 +40,15 @@ inline RunRecord MakeRun(Store& store, const std::string& run_dir, const std::st
   return store.GetRun(id).value();
 }
 
+// A run whose job is `job` (submitted at time 1), as the store reads it back.
+inline RunRecord MakeRunWithJob(Store& store, const std::string& run_dir, const std::string& name,
+                                int64_t target, const std::string& job) {
+  const RunRecord run = MakeRun(store, run_dir, name, target);
+  const Status st = store.Write([&] { return store.SetRunJobInTx(run.id, job, 1); });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return store.GetRun(run.id).value();
+}
+
 inline void Append(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::app) << text;
@@ -54,6 +63,13 @@ inline std::string StartLine(const std::string& mode, int64_t step0) {
   return "{\"type\":\"attempt_start\",\"time\":1,\"source\":\"launcher\",\"job_id\":\"7\","
          "\"restart_count\":0,\"nodes\":\"n1\",\"checkpoint\":null,\"mode\":\"" +
          mode + "\",\"step0\":" + std::to_string(step0) + ",\"resume_warmup_steps\":0}\n";
+}
+
+// `run` wrote attempt 0 of its job: a fresh start, steps 1..last, then `tail` (not ingested yet).
+inline void WriteFirstAttempt(const RunRecord& run, int last, const std::string& tail = "") {
+  std::string text = StartLine("fresh", 0);
+  for (int s = 1; s <= last; ++s) text += StepLine(s);
+  Append(run.run_dir + "/events/" + run.job_id + ".0.jsonl", text + tail);
 }
 
 inline std::string EndLine(const std::string& action, const std::string& reason, int code) {
