@@ -1,6 +1,7 @@
 // The figures `GET /metrics` exposes per run (docs/alerts.md, "Metrics"): last step and its time,
 // tokens/s and loss of that step, attempts by end reason, hangs, the newest valid checkpoint's
-// time and the seconds spent in requeue holds. Which runs: every active one, plus the most
+// time, the seconds spent in requeue holds and the ETTR (time_bucket_store.h: the stored run row,
+// computed from the records only for a run not synced since it has any). Which runs: every active one, plus the most
 // recently ended ones up to a cap, so the series a Prometheus keeps stay bounded.
 //
 // Part of the store, the only code that speaks SQL. A free function over a Store the caller owns;
@@ -32,6 +33,7 @@ struct RunMetrics {
   int64_t hangs = 0;
   std::optional<double> checkpoint_time;
   double requeue_hold_s = 0;  // between an attempt requeued and the next one's start
+  std::optional<double> ettr;  // productive / wall since submit; none without wall
 };
 
 [[nodiscard]] Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap);
