@@ -39,7 +39,10 @@ start_receiver() {
   wait_for 20 "the receiver to listen" test -s "$TMP/port"
   port=$(cat "$TMP/port")
 }
-stop_receiver() { kill "$receiver_pid" && wait "$receiver_pid" 2>/dev/null || true; }
+stop_receiver() {
+  kill "$receiver_pid"
+  wait "$receiver_pid" 2>/dev/null || true
+}
 watch_pid=
 start_watch() {
   "$baton" watch --interval 1 >>"$TMP/watch.out" 2>>"$TMP/watch.err" &
@@ -76,7 +79,7 @@ submit_as() { # submit_as KEY CFG [VAR=VALUE...]: baton submit with VAR=VALUE in
   track_job "${JOB[$key]}"
 }
 IT_TRAIN="{dtype: float32, log_every: 50, hang_min_s: 3, hang_factor: 5, first_step_timeout_s: 60}" \
-  write_config "$TMP/hang.yaml" al-hang 200 "checkpoint: {every: 40, keep_last: 5}" "$slurm}" \
+  write_config "$TMP/hang.yaml" al-hang 300 "checkpoint: {every: 40, keep_last: 5}" "$slurm}" \
   "$(alerts_line hang)"
 submit_as hang "$TMP/hang.yaml"
 write_config "$TMP/loop.yaml" al-loop 40 "checkpoint: {every: 20, keep_last: 5}" \
@@ -187,14 +190,26 @@ ok "the 3 messages were tried and are pending: $("$baton" incidents "${DOWN[0]}"
 write_config "$TMP/clean.yaml" al-clean 400 "checkpoint: {every: 100, keep_last: 10}" \
   "slurm: {partition: debug, cpus_per_task: $CPUS, time: \"10:00\", signal: USR1, signal_lead_s: 60}" \
   "$(alerts_line "failed, hang, no_progress, diverged, data_error, budget_spent, hold_release_refused")"
+# preempt_watched JOB RESTARTS_AFTER: preempt (lib.sh) for a job whose requeue hold the running
+# watch releases too: the release here may find the job already started.
+restarts_is() { [[ $(job_field "$1" Restarts) == "$2" ]]; }
+preempt_watched() {
+  local urgent
+  urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J baton-it-urgent -o /dev/null --wrap 'sleep 2') ||
+    fail "sbatch to urgent failed"
+  track_job "$urgent"
+  wait_for 90 "job $1 to be requeued (Restarts=$2)" restarts_is "$1" "$2"
+  sleep 1 # see release_now in lib.sh
+  scontrol update jobid="$1" StartTime=now 2>/dev/null || true
+}
 submit "$TMP/clean.yaml"
 clean_run=$run clean_dir=$run_dir
 wait_for 120 "attempt 0 of al-clean to log step 5" attempt_progressed "$run_dir" "$job" 0 5
-preempt "$job" 1
+preempt_watched "$job" 1
 wait_for 120 "attempt 1 of al-clean to log 5 steps" attempt_advanced "$run_dir" "$job" 1 5
-preempt "$job" 2
+preempt_watched "$job" 2
 wait_for 120 "attempt 2 of al-clean to log 5 steps" attempt_advanced "$run_dir" "$job" 2 5
-preempt "$job" 3
+preempt_watched "$job" 3
 wait_for 300 "run al-clean to end" run_is "$clean_run" COMPLETED FAILED CANCELLED
 [[ $(run_status "$clean_run") == COMPLETED ]] || fail "al-clean ended $(run_status "$clean_run")"
 [[ $("$baton" attempts "$clean_run" --json | jq -r '[.[] | .end_reason] | join(" ")') == "preempted preempted preempted completed" ]] ||
@@ -225,7 +240,7 @@ for k in $keys; do
   n=$(grep -c "alert $k .*not delivered, will retry" "$TMP/watch.err" || true)
   ((n == 1)) || fail "the failure of message $k was logged $n times, want once"
 done
-ok "each of $(echo $keys) arrived exactly once after the receiver came back; each failure logged once"
+ok "each of $(tr '\n' ' ' <<<"$keys")arrived exactly once after the receiver came back; each failure logged once"
 [[ $("$baton" incidents "$clean_run" --json | jq '[.[] | .deliveries[]] | length') == 0 ]] ||
   fail "al-clean queued messages: $("$baton" incidents "$clean_run" --json)"
 [[ $(jq -s --argjson r "$clean_run" '[.[] | select((.body | fromjson | .run.id) == $r)] | length' "$recv") == 0 ]] ||

@@ -27,7 +27,8 @@ python3 "$here/../orchestrator/alert_receiver.py" "$tmp/port" "$tmp/received" "$
 receiver_pid=$!
 for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 [ -s "$tmp/port" ] || { echo "browser_incidents_test: the receiver did not start"; exit 1; }
-export BATON_ALERT_URL="http://127.0.0.1:$(cat "$tmp/port")/hook/s3cr3t"
+BATON_ALERT_URL="http://127.0.0.1:$(cat "$tmp/port")/hook/s3cr3t"
+export BATON_ALERT_URL
 closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export BATON_DOWN_URL="http://127.0.0.1:$closed/hook"
 cat >"$BATON_HOME/alerts.yaml" <<YAML
