@@ -56,7 +56,8 @@ Status ReadAttempts(Db& db, RunMetrics& m) {
 Status ReadEttr(Store& store, Db& db, RunMetrics& m, double now) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
-      db.Prepare("SELECT wall_s, productive_s FROM time_buckets WHERE run_id = ? AND attempt_id = 0"));
+      db.Prepare(
+          "SELECT wall_s, productive_s FROM time_buckets WHERE run_id = ? AND attempt_id = 0"));
   s->Bind(1, m.run.id);
   BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
   if (row) {
