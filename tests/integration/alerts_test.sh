@@ -129,7 +129,8 @@ ok "exactly 8 first messages, one per kind ($kinds), the header equal to the bod
 
 # lateness KIND: seconds from the event to the message's arrival. The event's time is what the
 # store recorded: the end of the attempt (its attempt_end record, which also carries a hang), or
-# for a stall the attempt's start + alerts.stall_s.
+# for a stall the attempt's start + alerts.stall_s. With MODE detected or sigstop (hang): the
+# detection's and the message's seconds after the SIGSTOP.
 lateness() {
   local msg run label attempt
   msg=$(jq -c --arg k "$1" '.[] | select((.body | fromjson | .kind) == $k)' <<<"$firsts")
@@ -138,9 +139,9 @@ lateness() {
   attempt=$("$baton" attempts "$run" --json | jq -c --arg l "$label" \
     '.[] | select("\(.job_id).\(.restart_count).\(.in_job_seq)" == $l)')
   [[ -n $attempt ]] || fail "$1: no attempt $label in run $run"
-  jq -rn --argjson m "$msg" --argjson a "$attempt" --arg k "$1" --arg t "$t_stop" '
-    if $k == "hang_detected" then $a.hang_detected_at - ($t | tonumber)
-    elif $k == "hang_sigstop" then $m.t - ($t | tonumber)
+  jq -rn --argjson m "$msg" --argjson a "$attempt" --arg k "$1" --arg mode "${2:-}" --arg t "$t_stop" '
+    if $mode == "detected" then $a.hang_detected_at - ($t | tonumber)
+    elif $mode == "sigstop" then $m.t - ($t | tonumber)
     else $m.t - (if $k == "stalled" then $a.started_at + 4 else $a.ended_at end) end
     | . * 10 | round / 10'
 }
@@ -154,7 +155,7 @@ ok "each first message arrived at most 15 s after its event: ${lines[*]}"
 # The hang from the SIGSTOP: detected within 10 s (hang_min_s 3 + the launcher's 1 s poll + a
 # step, as hang_restart_test.sh has it); the launcher records it once the stacks are captured
 # (bounded to 30 s) and the step ended, so the message comes at most 10 + 30 + 15 s after.
-detected=$(lateness hang_detected) sigstop=$(lateness hang_sigstop)
+detected=$(lateness hang detected) sigstop=$(lateness hang sigstop)
 awk -v d="$detected" -v m="$sigstop" 'BEGIN { exit !(d <= 10 && m <= 10 + 30 + 15) }' ||
   fail "the hang was detected $detected s and its message came $sigstop s after the SIGSTOP"
 hang_msg=$(jq -c '.[] | .body | fromjson | select(.kind == "hang")' <<<"$firsts")
