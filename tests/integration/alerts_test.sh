@@ -190,7 +190,7 @@ tried_while_down() {
   done
 }
 wait_for 120 "the 3 messages to be tried while the receiver is down" tried_while_down
-ok "the 3 messages were tried and are pending: $("$baton" incidents "${DOWN[0]}" --json | jq -r '.[0].deliveries[0].last_error' | cut -c1-100)"
+ok "the 3 messages were tried and are pending: $("$baton" incidents "${DOWN[0]}" --json | jq -r '[.[] | .deliveries[]][0].last_error' | cut -c1-100)"
 
 # Meanwhile: a clean run preempted 3 times, subscribed to failures only.
 write_config "$TMP/clean.yaml" al-clean 400 "checkpoint: {every: 100, keep_last: 10}" \
