@@ -84,6 +84,6 @@ python3 bench/web/measure.py "$url" "$repeats" \
   "/api/runs?limit=50&offset=950&sort=progress" \
   "/api/runs?limit=1000"
 echo "== metrics with 1000 runs (GET /metrics: the active runs plus the 100 most recently ended)"
-python3 bench/web/measure.py "$url" "$repeats" "/metrics"
+python3 bench/web/measure.py --line "metrics with 1000 runs" "$url" "$repeats" "/metrics"
 echo "== slow clients: idle connections from one address (127.0.0.2) while a real request comes"
 for n in 64 256; do python3 bench/web/slow_clients.py "$url" "$n" "/api/runs?limit=50"; done

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Times GET requests against a running `baton serve`: median / p95 latency and payload size.
 
-usage: measure.py BASE_URL REPEATS PATH [PATH ...]
+usage: measure.py [--line LABEL] BASE_URL REPEATS PATH [PATH ...]
+With --line, each path is followed by one line "LABEL: p50 A ms, p95 B ms".
 """
 import json
 import statistics
@@ -11,7 +12,11 @@ import urllib.request
 
 
 def main():
-    base, repeats, paths = sys.argv[1].rstrip("/"), int(sys.argv[2]), sys.argv[3:]
+    args = sys.argv[1:]
+    label = None
+    if args[:1] == ["--line"]:
+        label, args = args[1], args[2:]
+    base, repeats, paths = args[0].rstrip("/"), int(args[1]), args[2:]
     for path in paths:
         times, size, body = [], 0, b""
         for i in range(repeats + 1):
@@ -35,6 +40,8 @@ def main():
             extra = f"runs returned {len(doc['runs'])} of {doc['page']['total']:,}"
         print(f"{path}\n    median {statistics.median(times) * 1000:8.1f} ms   p95 {p95 * 1000:8.1f} ms   "
               f"payload {size / 1024:8.1f} KiB   {extra}")
+        if label:
+            print(f"{label}: p50 {statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

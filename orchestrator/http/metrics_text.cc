@@ -77,6 +77,9 @@ std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures&
   RunFamily(out, runs, "baton_run_requeue_hold_seconds",
             "Seconds between requeued attempts and the next start.",
             [](M m) { return O(m.requeue_hold_s); });
+  RunFamily(out, runs, "baton_run_ettr",
+            "Effective training time ratio: productive seconds over wall seconds since submit.",
+            [](M m) { return m.ettr; });
   RunFamily(out, runs, "baton_run_active", "1 while the run is PENDING, RUNNING or REQUEUED.",
             [](M m) { return O(IsTerminal(m.run.status) ? 0.0 : 1.0); });
   Family(out, "baton_run_attempts", "Attempts of the run by how they ended ('' = not ended).");

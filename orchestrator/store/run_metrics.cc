@@ -1,6 +1,8 @@
 #include "orchestrator/store/run_metrics.h"
 
 #include "orchestrator/store/store_internal.h"
+#include "orchestrator/store/time_bucket_store.h"
+#include "schema/clock.h"
 
 namespace baton {
 
@@ -49,10 +51,33 @@ Status ReadAttempts(Db& db, RunMetrics& m) {
   return Status::Ok();
 }
 
+// The run row of time_buckets (attempt_id 0) as the sync pass left it; computed from the
+// records, read-only, when the run has no row yet.
+Status ReadEttr(Store& store, Db& db, RunMetrics& m, double now) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      db.Prepare(
+          "SELECT wall_s, productive_s FROM time_buckets WHERE run_id = ? AND attempt_id = 0"));
+  s->Bind(1, m.run.id);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  if (row) {
+    const double wall = s->Double(0);
+    if (wall > 0) m.ettr = s->Double(1) / wall;
+    s->Reset();
+    return Status::Ok();
+  }
+  s->Reset();
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(m.run.id));
+  BATON_ASSIGN_OR_RETURN(const RunTimeBuckets b, TimeBucketsOf(store, run, now));
+  m.ettr = Ettr(b.run);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap) {
   Db& db = StoreInternal::Db(store);
+  const double now = UnixTimeNow();
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
       db.Prepare("SELECT id, name, status, owner, cluster, partition FROM runs WHERE status IN "
@@ -74,6 +99,7 @@ Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap) 
   for (RunMetrics& m : out) {
     BATON_RETURN_IF_ERROR(ReadLastStep(db, m));
     BATON_RETURN_IF_ERROR(ReadAttempts(db, m));
+    BATON_RETURN_IF_ERROR(ReadEttr(store, db, m, now));
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // The figures `GET /metrics` exposes per run (docs/alerts.md, "Metrics"): last step and its time,
 // tokens/s and loss of that step, attempts by end reason, hangs, the newest valid checkpoint's
-// time and the seconds spent in requeue holds. Which runs: every active one, plus the most
-// recently ended ones up to a cap, so the series a Prometheus keeps stay bounded.
+// time, the seconds spent in requeue holds and the ETTR (time_bucket_store.h: the stored run row,
+// computed from the records only for a run not synced since it has any). Which runs: every active
+// one, plus the most recently ended ones up to a cap, so the series a Prometheus keeps stay
+// bounded.
 //
 // Part of the store, the only code that speaks SQL. A free function over a Store the caller owns;
 // thread-compatible, like the Store.
@@ -31,7 +33,8 @@ struct RunMetrics {
   std::map<std::string, int64_t> attempts_by_reason;  // end_reason ('' = still running)
   int64_t hangs = 0;
   std::optional<double> checkpoint_time;
-  double requeue_hold_s = 0;  // between an attempt requeued and the next one's start
+  double requeue_hold_s = 0;   // between an attempt requeued and the next one's start
+  std::optional<double> ettr;  // productive / wall since submit; none without wall
 };
 
 [[nodiscard]] Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap);

@@ -160,6 +160,22 @@ TEST(IncidentRules, StalledWhileRunningAndRecoveredByAStep) {
   EXPECT_EQ(IncidentOutcome(open, v).value(), "failed");
 }
 
+TEST(IncidentRules, AStopSaveOverTheGraceIsAnIncidentOnlyWhenSubmitMeasuredTheGrace) {
+  RunView v;
+  v.run.id = 2;
+  v.run.status = RunStatus::kRequeued;
+  v.attempts = {Attempt(1, "60", "preempted")};
+  v.stop_saves = {{1, 40, 12.0}, {1, 80, 50.0}};
+  EXPECT_TRUE(ObserveRun(v, 1000, 1800, nullptr).empty());  // no grace known: nothing to hold to
+  v.grace_s = 35.0;
+  const std::vector<IncidentRecord> seen = ObserveRun(v, 1000, 1800, nullptr);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, "stop_save_over_grace");
+  EXPECT_EQ(seen[0].step, 80);
+  EXPECT_EQ(seen[0].attempt_label, "60.0.0");
+  EXPECT_NE(seen[0].cause.find("step 80"), std::string::npos) << seen[0].cause;
+}
+
 TEST(IncidentRules, ClipKeepsWholeCharacters) {
   const std::string text =
       "ab\xc3\xa9"

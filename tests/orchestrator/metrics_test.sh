@@ -55,6 +55,10 @@ expect_in "$m" "baton_run_last_step{run=\"$r1\",name=\"we\\\"ird\\\\name\",owner
 expect_in "$m" "baton_run_hangs{run=\"$r1\""
 expect_in "$m" "baton_run_attempts{run=\"$r2\",name=\"done\",owner=\"alice\",cluster=\"dev\",partition=\"\",cause=\"completed\"} 1"
 expect_in "$m" "baton_serve_pass_seconds "
+# ETTR per run: productive seconds over the wall since submit, a ratio in [0, 1].
+ettr=$(printf '%s\n' "$m" | sed -n "s/^baton_run_ettr{run=\"$r2\",.*} //p")
+[ -n "$ettr" ] || fail "no baton_run_ettr sample for run $r2: $(grep ettr "$tmp/metrics")"
+awk -v x="$ettr" 'BEGIN { exit !(x >= 0 && x <= 1) }' || fail "baton_run_ettr of run $r2 is $ettr, not in [0, 1]"
 [ "$(tail -1 "$tmp/metrics")" = "# EOF" ] || fail "the answer does not end with # EOF"
 checks=$((checks + 1))
 
