@@ -3,7 +3,8 @@
 # the CPU:
 #   1. `baton submit --dry-run --json` gives storage {footprint_bytes, free_bytes, fits}, and the
 #      footprint is within 5 % of what the run folder holds when a real run of that config ends
-#      (checkpoints kept by keep_last / keep_every, events, the trainer's log);
+#      (checkpoints kept by keep_last / keep_every, events, the trainer's log), and one
+#      checkpoint folder as planned is within 1 % of one as written on 1 and 2 ranks;
 #   2. a forecast larger than the filesystem is a warning, and with --strict a refusal (exit 74)
 #      naming the bytes, for `baton submit` and `baton sweep`;
 #   3. on a tmpfs sized for 3 checkpoints, keep_last: 5 ends 74 naming the bytes the next save
@@ -75,6 +76,32 @@ print(f"forecast {f} B, measured {m} B, {100 * (f - m) / m:+.2f} %")
 assert abs(f - m) <= 0.05 * m
 PY
 checks=$((checks + 1)); echo "ok: the forecast is within 5 % of the run's footprint"
+
+# One checkpoint folder as planned against as written, for other layouts: a bf16 export (with
+# master weights beside it) on 1 rank, and 2 ranks each writing its own shards and the indexes.
+for layout in "1 bf16" "2 fp32"; do
+  read -r world export <<<"$layout"
+  dir=$tmp/layout-$world-$export
+  config "$tmp/l.yaml" "$dir" 2 2 1 0
+  sed -i "s/write_gbps: 1}/write_gbps: 1, export_dtype: $export}/" "$tmp/l.yaml"
+  expect_exit 0 "$bt" plan-memory --config "$tmp/l.yaml" --world-size "$world" --json
+  planned=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["checkpoint"]["disk_bytes"])' "$out")
+  pids=()
+  for ((r = 0; r < world; r++)); do
+    RANK=$r WORLD_SIZE=$world BATON_RDZV_FILE=$tmp/rdzv-$world-$export "$bt" train --config "$tmp/l.yaml" \
+      >"$tmp/l-$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail "rank of the $layout run failed: $(tail -3 "$tmp"/l-*.log)"; done
+  written=$(find "$dir/checkpoints/checkpoint_step_2" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  python3 - "$planned" "$written" <<'PY' || fail "$layout: planned $planned vs written $written bytes"
+import sys
+p, w = map(int, sys.argv[1:])
+print(f"one checkpoint folder: planned {p} B, written {w} B, {100 * (p - w) / w:+.2f} %")
+assert abs(p - w) <= 0.01 * w
+PY
+  checks=$((checks + 1)); echo "ok: $world rank(s), $export export: the plan is within 1 % of the folder"
+done
 
 # 2. A forecast no filesystem holds: 10^12 steps, each one kept.
 config "$tmp/huge.yaml" "$tmp/huge" 1000000000000 1 1000000000000 0
