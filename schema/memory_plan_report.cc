@@ -92,6 +92,8 @@ struct Keys<Report::Checkpoint> {
     f("bytes_total", r.bytes_total...);
     f("bytes_per_rank_max", r.bytes_per_rank_max...);
     f("export_dtype", r.export_dtype...);
+    f("disk_bytes", r.disk_bytes...);
+    f("disk_files", r.disk_files...);
     f("rank_bytes", r.rank_bytes...);  // the one key that may be left out
   }
 };

@@ -66,6 +66,9 @@ struct MemoryPlanReport {
     int64_t bytes_total = 0, bytes_per_rank_max = 0;
     ExportDType export_dtype = ExportDType::kFp32;
     std::vector<int64_t> rank_bytes;  // per rank; empty (left out) above 64 ranks
+    // The whole folder on disk: tensors, headers, step counts, indexes, manifest
+    // (CheckpointDiskBytes), and how many files it holds.
+    int64_t disk_bytes = 0, disk_files = 0;
   } checkpoint;
 
   struct Totals {

@@ -1,4 +1,4 @@
-// `baton submit CFG [--name N] [--dry-run] [--json]` (submitter.h does the work).
+// `baton submit CFG [--name N] [--dry-run] [--json] [--strict]` (submitter.h does the work).
 #include <iostream>
 #include <memory>
 
@@ -49,30 +49,34 @@ int RunSubmit(const SubmitOptions& o) {
   Result<SubmitResult> r = SubmitRun(store.get(), slurm, req, UnixTimeNow());
   if (!r.ok()) return ReportError(r.status());
   for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
+  const nlohmann::ordered_json storage =
+      r->storage ? r->storage->ToJson() : nlohmann::ordered_json(nullptr);
   if (o.dry_run) {
     if (o.json) {
-      std::cout << nlohmann::json{{"run_id", nullptr},
-                                  {"job_id", nullptr},
-                                  {"name", r->name},
-                                  {"run_dir", r->run_dir},
-                                  {"script", r->script}}
+      std::cout << nlohmann::ordered_json{{"run_id", nullptr},   {"job_id", nullptr},
+                                          {"name", r->name},     {"run_dir", r->run_dir},
+                                          {"script", r->script}, {"storage", storage}}
                        .dump(2)
                 << "\n";
     } else {
+      // stdout is the script itself: the forecast goes beside the warnings.
+      if (r->storage) std::cerr << "baton: " << r->storage->Line() << "\n";
       std::cout << r->script;
     }
     return 0;
   }
   if (o.json) {
-    std::cout << nlohmann::json{{"run_id", r->run_id},
-                                {"job_id", r->job_id},
-                                {"name", r->name},
-                                {"run_dir", r->run_dir}}
+    std::cout << nlohmann::ordered_json{{"run_id", r->run_id},
+                                        {"job_id", r->job_id},
+                                        {"name", r->name},
+                                        {"run_dir", r->run_dir},
+                                        {"storage", storage}}
                      .dump()
               << "\n";
   } else {
     std::cout << "run " << r->run_id << " (" << r->name << ") submitted as SLURM job " << r->job_id
               << "\n  run dir: " << r->run_dir << "\n";
+    if (r->storage) std::cout << "  " << r->storage->Line() << "\n";
   }
   return 0;
 }
@@ -87,7 +91,8 @@ void AddSubmitCommand(CLI::App& app, int* rc) {
   cmd->add_flag("--dry-run", o->dry_run, "Print the batch script; submit nothing");
   cmd->add_flag("--json", o->json, "Print {\"run_id\": .., \"job_id\": ..}");
   cmd->add_flag("--strict", o->strict,
-                "Refuse (exit 78) a run whose stop save does not fit the preemption grace");
+                "Refuse a run whose stop save does not fit the preemption grace (exit 78) or "
+                "whose storage forecast does not fit the run folder's free space or quota (74)");
   cmd->callback([o, rc] { *rc = RunSubmit(*o); });
 }
 

@@ -46,19 +46,24 @@ int RunSweep(const SweepOptions& o) {
   Result<PreparedSweep> sweep = PrepareSweep(nullptr, slurm, req, now);
   if (!sweep.ok()) return ReportError(sweep.status());
   PrintWarnings(sweep->warnings);
-  nlohmann::json members = nlohmann::json::array();
+  auto storage_json = [](const std::optional<StorageForecast>& f) {
+    return f ? f->ToJson() : nlohmann::ordered_json(nullptr);
+  };
+  nlohmann::ordered_json members = nlohmann::ordered_json::array();
   if (o.dry_run) {
     for (const PreparedMember& p : sweep->members) {
       members.push_back({{"index", p.member.index},
                          {"values", p.member.ValuesJson()},
-                         {"name", p.config.run.name}});
+                         {"name", p.config.run.name},
+                         {"storage", storage_json(p.storage)}});
     }
     if (o.json) {
-      std::cout << nlohmann::json{{"sweep_id", nullptr},
-                                  {"job_id", nullptr},
-                                  {"name", sweep->name},
-                                  {"array", sweep->ArraySpec()},
-                                  {"members", members}}
+      std::cout << nlohmann::ordered_json{{"sweep_id", nullptr},
+                                          {"job_id", nullptr},
+                                          {"name", sweep->name},
+                                          {"array", sweep->ArraySpec()},
+                                          {"members", members},
+                                          {"storage", storage_json(sweep->storage)}}
                        .dump(2)
                 << "\n";
     } else {
@@ -66,6 +71,7 @@ int RunSweep(const SweepOptions& o) {
                 << " members, sbatch --array=" << sweep->ArraySpec() << "\n";
       for (const PreparedMember& p : sweep->members)
         std::cout << "  " << p.member.index << "  " << p.member.ValuesText() << "\n";
+      if (sweep->storage) std::cout << "  " << sweep->storage->Line() << "\n";
     }
     return 0;
   }
@@ -79,10 +85,11 @@ int RunSweep(const SweepOptions& o) {
   nlohmann::json runs = nlohmann::json::array();
   for (const PreparedMember& p : sweep->members) runs.push_back(p.run_id);
   if (o.json) {
-    std::cout << nlohmann::json{{"sweep_id", sweep->sweep_id},
-                                {"job_id", sweep->job_id},
-                                {"name", sweep->name},
-                                {"runs", runs}}
+    std::cout << nlohmann::ordered_json{{"sweep_id", sweep->sweep_id},
+                                        {"job_id", sweep->job_id},
+                                        {"name", sweep->name},
+                                        {"runs", runs},
+                                        {"storage", storage_json(sweep->storage)}}
                      .dump()
               << "\n";
   } else {
@@ -90,6 +97,7 @@ int RunSweep(const SweepOptions& o) {
               << "): " << sweep->members.size() << " runs submitted as SLURM array "
               << sweep->job_id << " (--array=" << sweep->ArraySpec()
               << ")\n  sweep dir: " << sweep->sweep_dir << "\n";
+    if (sweep->storage) std::cout << "  " << sweep->storage->Line() << "\n";
   }
   return 0;
 }
@@ -218,7 +226,9 @@ void AddSweepCommands(CLI::App& app, int* rc) {
   cmd->add_option("--name", o->name, "Sweep name (default: the spec's name)");
   cmd->add_flag("--dry-run", o->dry_run, "Print the members; create and submit nothing");
   cmd->add_flag("--json", o->json, "Print {\"sweep_id\", \"job_id\", \"runs\"}");
-  cmd->add_flag("--strict", o->strict, "Refuse members whose stop save does not fit the grace");
+  cmd->add_flag("--strict", o->strict,
+                "Refuse members whose stop save does not fit the grace (78), or a sweep whose "
+                "storage forecast does not fit the free space or quota (74)");
   cmd->require_subcommand(0, 1);
   CLI::App* show = cmd->add_subcommand("show", "A sweep's members, values and figures");
   show->add_option("sweep", o->sweep, "Sweep id or name")->required();

@@ -11,6 +11,7 @@
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
+#include "orchestrator/submit/storage_check.h"
 #include "schema/alerts_config.h"
 #include "schema/atomic_file.h"
 #include "schema/run_config.h"
@@ -104,6 +105,9 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
                                    no_plan, slurm, store, ProbeFolder(config, req), now, &grace));
   out.budget = grace.budget;
   out.warnings = grace.warnings;
+  BATON_ASSIGN_OR_RETURN(out.storage,
+                         CheckStorage(config, req.config_path, req.strict, plan ? &*plan : nullptr,
+                                      ProbeFolder(config, req), &out.warnings));
 
   BATON_ASSIGN_OR_RETURN(const std::string cluster,
                          ResolveRunCluster(config.slurm, req.config_path, slurm));

@@ -9,8 +9,9 @@
 // (normally well under a second; other writers wait up to the busy timeout).
 // A config that states a memory per rank (slurm.gpu_memory_gb / mem_per_task_gb) is refused
 // before anything is created when the trainer's memory plan exceeds it (memory_check.h), dry run
-// included. Then the stop save is weighed against the preemption grace (grace_check.h): a warning
-// when it does not fit, a refusal with `strict`. Thread-compatible.
+// included. Then the stop save is weighed against the preemption grace (grace_check.h), and the
+// run's storage forecast against the run folder's free space and quota (storage_check.h): each a
+// warning when it does not fit, a refusal with `strict`. Thread-compatible.
 #pragma once
 
 #include <optional>
@@ -20,6 +21,7 @@
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
+#include "schema/storage_forecast.h"
 
 namespace baton {
 
@@ -33,7 +35,8 @@ struct SubmitRequest {
   // "" when none was found.
   std::string trainer_bin;
   // A stop save that does not fit the preemption grace (grace_check.h) refuses the run (kConfig,
-  // 78) instead of warning; so does a grace that could not be checked.
+  // 78) instead of warning; so does a grace that could not be checked. A storage forecast that
+  // does not fit refuses it too (kIo, 74).
   bool strict = false;
 };
 
@@ -46,6 +49,8 @@ struct SubmitResult {
   // The stop save weighed against the grace (also stored, for a real submit); none when it could
   // not be checked (`warnings` says why).
   std::optional<StopSaveBudgetRecord> budget;
+  // The storage forecast (storage_check.h); none without a plan.
+  std::optional<StorageForecast> storage;
   std::vector<std::string> warnings;  // for stderr
 };
 

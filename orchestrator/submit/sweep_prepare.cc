@@ -10,6 +10,7 @@
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
 #include "orchestrator/submit/sbatch_script.h"
+#include "orchestrator/submit/storage_check.h"
 #include "orchestrator/submit/sweeper.h"
 #include "schema/atomic_file.h"
 #include "schema/input_file.h"
@@ -151,8 +152,56 @@ Result<PreparedMember> PrepareMember(const SweepRequest& req, const PreparedSwee
   out.budget = grace.budget;
   out.grace_env = GraceEnvValue(grace);
   for (const std::string& w : grace.warnings) warnings->push_back(who + ": " + w);
+  // Members share one filesystem: only their sum is judged (SweepStorage), not each alone.
+  std::vector<std::string> storage_warnings;
+  Result<std::optional<StorageForecast>> storage =
+      CheckStorage(*config, path, /*strict=*/false, plan ? &*plan : nullptr,
+                   ProbeFolder(req.baton_home), &storage_warnings);
+  if (!storage.ok()) return named(storage.status());
+  out.storage = *storage;
   out.config = std::move(*config);
   return out;
+}
+
+// The members' forecasts summed and judged against the one filesystem they share: a warning
+// when the sum does not fit, a refusal (kIo) with --strict. No forecast when a member has none.
+Status SweepStorage(const SweepRequest& req, PreparedSweep* sweep) {
+  StorageForecast total;
+  for (const PreparedMember& p : sweep->members) {
+    if (!p.storage) {
+      sweep->warnings.push_back("no storage forecast: member " + std::to_string(p.member.index) +
+                                " has no memory plan (baton-train was not found or failed)");
+      return Status::Ok();
+    }
+    const StorageForecast& f = *p.storage;
+    total.footprint_bytes += f.footprint_bytes;
+    total.checkpoints_bytes += f.checkpoints_bytes;
+    total.events_bytes += f.events_bytes;
+    total.logs_bytes += f.logs_bytes;
+    total.retained += f.retained;
+    total.checkpoint_bytes = std::max(total.checkpoint_bytes, f.checkpoint_bytes);
+    total.free_bytes = f.free_bytes;
+    total.folder = f.folder;
+    total.quota_free_bytes = f.quota_free_bytes;
+    total.quota_source = f.quota_source;
+  }
+  Judge(&total);
+  sweep->storage = total;
+  if (total.fits) return Status::Ok();
+  std::string text =
+      req.spec_path + ": the sweep's storage forecast, " + ByteText(total.footprint_bytes) + " (" +
+      std::to_string(total.footprint_bytes) + " bytes for " +
+      std::to_string(sweep->members.size()) + " members, " + std::to_string(total.retained) +
+      " checkpoints kept in all, plus events and logs), does not fit the " +
+      std::to_string(total.free_bytes) + " bytes free in " + total.folder;
+  if (total.quota_free_bytes) {
+    text += " (" + std::to_string(*total.quota_free_bytes) + " bytes left of the " +
+            total.quota_source + ")";
+  }
+  text += "; lower checkpoint.keep_last or keep_every, run fewer members, or free space";
+  if (req.strict) return Status::Io(text);
+  sweep->warnings.push_back(text);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -208,6 +257,7 @@ Result<PreparedSweep> PrepareSweep(Store* store, SlurmClient& slurm, const Sweep
     }
   }
   sweep.grace_s = sweep.members.front().grace_env;
+  BATON_RETURN_IF_ERROR(SweepStorage(req, &sweep));
   return sweep;
 }
 

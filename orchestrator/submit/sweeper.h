@@ -4,12 +4,13 @@
 // PrepareSweep does every check and creates nothing: each member's config (the base with its
 // values) validated, memory-planned and grace-checked; identical members, more members than the
 // cluster's MaxArraySize, members whose SLURM resources differ (one array has one set) or a base
-// that fixes run.dir (members need their own folders) refused. A refusal names the member's
-// index, its values and the key. SubmitSweep then, in one store transaction, creates the sweep,
-// each member's run row, folder, frozen run.yaml and own sbatch.sh, and the sweep's array script,
-// whose SLURM_ARRAY_TASK_ID picks the member's run folder; runs one `sbatch --array=0-(N-1)%P`;
-// and records each member's job as "<array>_<index>". Any failure rolls back and removes what
-// was created: no run, no folder, no job. Thread-compatible.
+// that fixes run.dir (members need their own folders) refused; the members' storage forecasts
+// summed against their shared filesystem (a warning, or with `strict` a refusal, 74). A refusal
+// names the member's index, its values and the key. SubmitSweep then, in one store transaction,
+// creates the sweep, each member's run row, folder, frozen run.yaml and own sbatch.sh, and the
+// sweep's array script, whose SLURM_ARRAY_TASK_ID picks the member's run folder; runs one `sbatch
+// --array=0-(N-1)%P`; and records each member's job as "<array>_<index>". Any failure rolls back
+// and removes what was created: no run, no folder, no job. Thread-compatible.
 #pragma once
 
 #include <optional>
@@ -21,6 +22,7 @@
 #include "orchestrator/store/store_sweeps.h"
 #include "orchestrator/submit/sweep_spec.h"
 #include "schema/run_config.h"
+#include "schema/storage_forecast.h"
 
 namespace baton {
 
@@ -39,8 +41,9 @@ struct PreparedMember {
   RunConfig config;        // resolved, with run.name "<sweep>-<index>"
   std::string run_script;  // its own sbatch.sh, for a later `baton resume` of it alone
   std::optional<StopSaveBudgetRecord> budget;
-  std::string grace_env;  // its BATON_GRACE_S ("" without a budget)
-  int64_t run_id = 0;     // once created
+  std::string grace_env;                   // its BATON_GRACE_S ("" without a budget)
+  std::optional<StorageForecast> storage;  // its own forecast (storage_check.h)
+  int64_t run_id = 0;                      // once created
   std::string run_dir;
   std::string job_id;  // "<array>_<index>" once submitted
 };
@@ -52,6 +55,8 @@ struct PreparedSweep {
   std::vector<std::string> keys;  // the varied keys, in axis order
   std::vector<PreparedMember> members;
   std::string grace_s;  // BATON_GRACE_S of the array (member 0's)
+  // Every member's forecast summed, against the filesystem they share; none when one had none.
+  std::optional<StorageForecast> storage;
   std::vector<std::string> warnings;
   int64_t sweep_id = 0;
   std::string sweep_dir;

@@ -30,6 +30,7 @@ TEST(MemoryPlanParams, MatchTheModelsParameters) {
     EXPECT_EQ(plan[i].name, p.key()) << i;
     EXPECT_EQ(plan[i].numel, p.value().numel()) << p.key();
     EXPECT_EQ(plan[i].trainable, p.value().requires_grad()) << p.key();
+    EXPECT_EQ(plan[i].shape, p.value().sizes().vec()) << p.key();
     ++i;
   }
 }

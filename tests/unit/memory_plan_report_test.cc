@@ -34,7 +34,7 @@ MemoryPlanReport Full() {
   r.checkpoint_snapshot_in_total = false;
   r.activations = {3001, 3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010};
   r.heap_factor = 1.25;
-  r.checkpoint = {4001, 4002, ExportDType::kBf16, {501, 502, 503}};
+  r.checkpoint = {4001, 4002, ExportDType::kBf16, {501, 502, 503}, 4003, 4004};
   r.total_by_checkpointing = {6001, 6002, 6003};
   r.limit = MemoryPlanReport::Limit{"slurm.gpu_memory_gb", 80.5, int64_t(80.5 * (1 << 30))};
   r.fits = false;
@@ -91,6 +91,8 @@ TEST(MemoryPlanReport, EveryFieldCounts) {
       [](auto& r) { r.heap_factor = 1.5; },
       [](auto& r) { r.checkpoint.export_dtype = ExportDType::kFp32; },
       [](auto& r) { r.checkpoint.rank_bytes.pop_back(); },
+      [](auto& r) { r.checkpoint.disk_bytes++; },
+      [](auto& r) { r.checkpoint.disk_files++; },
       [](auto& r) { r.total_by_checkpointing.blocks_attention++; },
       [](auto& r) { r.limit->gb = 80; },
       [](auto& r) { r.limit.reset(); },

@@ -30,8 +30,10 @@ TEST(CheckpointBytes, EachOwnerWritesItsMomentsMasterAndExport) {
   // Three trainable tensors of 100, 100 and 200 elements and one frozen of 10. On 2 ranks the
   // element-balanced plan gives rank 0 the first two, rank 1 the third; the frozen one (index 3)
   // goes to 3 % 2 = rank 1 and has no moments.
-  const std::vector<PlanParameter> params = {
-      {"a", 100, true}, {"b", 100, true}, {"c", 200, true}, {"frozen", 10, false}};
+  const std::vector<PlanParameter> params = {{"a", 100, true, {100}},
+                                             {"b", 100, true, {100}},
+                                             {"c", 200, true, {200}},
+                                             {"frozen", 10, false, {10}}};
   // fp32 master, bf16 export: 2 + 4 bytes of weights and 8 of moments per trainable element.
   const CheckpointBytes two = PlanCheckpointBytes(params, 2, 4, 2);
   ASSERT_EQ(two.rank_bytes.size(), 2u);
@@ -44,7 +46,8 @@ TEST(CheckpointBytes, EachOwnerWritesItsMomentsMasterAndExport) {
   EXPECT_EQ(same.total, 400 * (4 + 8) + 10 * 4);
   EXPECT_FALSE(same.overflow);
   // Beyond int64 is flagged, never wrapped.
-  EXPECT_TRUE(PlanCheckpointBytes({{"huge", int64_t(1) << 61, true}}, 1, 8, 8).overflow);
+  EXPECT_TRUE(PlanCheckpointBytes({{"huge", int64_t(1) << 61, true, {int64_t(1) << 61}}}, 1, 8, 8)
+                  .overflow);
 }
 
 TEST(MemoryPlan, ParameterCountOfTheRealModel) {

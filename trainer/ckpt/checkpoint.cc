@@ -8,6 +8,7 @@
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
+#include "schema/storage_forecast.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
 
@@ -43,22 +44,19 @@ std::string ConfigHash(const ModelDims& d) {
 std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
                                         const CheckpointSection& retention) {
   std::vector<std::string> removed;
-  int64_t kept_recent = 0;
-  bool kept_finite = false;
   // Sizes only: hashing every old checkpoint on every save would cost more than the save.
-  for (const auto& c : ListCheckpoints(checkpoints_dir, /*check_hashes=*/false)) {
-    if (!c.valid) continue;  // invalid folders never count and are left for inspection
-    const bool recent = kept_recent < retention.keep_last;
-    const bool milestone = retention.keep_every > 0 && c.step % retention.keep_every == 0;
-    // The newest checkpoint known to be finite survives even when newer ones are not (written
-    // by an older build, or by hand): a diverged run can always go back to it.
-    const bool newest_finite = c.finite && !kept_finite;
-    if (c.finite) kept_finite = true;
-    if (recent) ++kept_recent;
-    if (recent || milestone || newest_finite) continue;
+  std::vector<CheckpointEntry> valid;
+  for (auto& c : ListCheckpoints(checkpoints_dir, /*check_hashes=*/false)) {
+    if (c.valid) valid.push_back(std::move(c));  // invalid folders never count and are left
+  }
+  std::vector<RetainedCheckpoint> listed;
+  for (const auto& c : valid) listed.push_back({c.step, c.finite});
+  const std::vector<bool> keep = RetentionKeeps(listed, retention.keep_last, retention.keep_every);
+  for (size_t i = 0; i < valid.size(); ++i) {
+    if (keep[i]) continue;
     std::error_code ec;
-    fs::remove_all(c.path, ec);
-    if (!ec) removed.push_back(c.path);
+    fs::remove_all(valid[i].path, ec);
+    if (!ec) removed.push_back(valid[i].path);
   }
   return removed;
 }

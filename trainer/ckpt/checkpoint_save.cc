@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "schema/atomic_file.h"
 #include "schema/checkpoint_manifest.h"
@@ -26,10 +28,12 @@
 #include "trainer/ckpt/checkpoint.h"
 #include "trainer/ckpt/save_files.h"
 #include "trainer/ckpt/save_phases.h"
+#include "trainer/ckpt/save_space.h"
 #include "trainer/ckpt/tensor_file_io.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/distributed/shard_plan.h"
 #include "trainer/fail.h"
+#include "trainer/memory/checkpoint_disk_bytes.h"
 
 namespace baton {
 namespace fs = std::filesystem;
@@ -51,6 +55,25 @@ struct HeldTensors {
                     keep.back().data_ptr()});
   }
 };
+
+// One checkpoint folder's bytes as the save below will write it (CheckpointDiskBytes), from the
+// model's parameters and which of them the optimizer trains.
+CheckpointDisk PlannedDisk(VideoActionModel& model, const AdamW& optimizer,
+                           const CheckpointSection& retention, int64_t world) {
+  std::set<std::string> trained;
+  for (const auto& s : optimizer.state()) trained.insert(s.name);
+  std::vector<PlanParameter> params;
+  for (const auto& np : model->named_parameters()) {
+    params.push_back(
+        {np.key(), np.value().numel(), trained.count(np.key()) > 0, np.value().sizes().vec()});
+  }
+  const torch::Dtype master = optimizer.any_split() || params.empty()
+                                  ? torch::kFloat32
+                                  : model->parameters().front().scalar_type();
+  return CheckpointDiskBytes(params, world, ToStDType(master),
+                             ToStDType(ExportDtype(retention.export_dtype)),
+                             retention.max_shard_bytes);
+}
 
 SaveFile NamedFile(const std::string& rel) {
   SaveFile f;
@@ -110,6 +133,18 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
       if (n.size() > 8 && n.compare(n.size() - 8, 8, kPartialSuffix) == 0)
         fs::remove_all(e.path(), ec);
     }
+    // Room for the whole folder before any of it is written: a save that cannot fit is not
+    // started, so a full disk never leaves a half-written checkpoint.
+    const CheckpointDisk disk = PlannedDisk(model, optimizer, retention, world);
+    const SaveSpace space =
+        EnsureSaveSpace(checkpoints_dir, state.step, disk.bytes, disk.files, retention);
+    for (const std::string& gone : space.pruned) {
+      std::printf(
+          "checkpoint space: deleted %s now (retention drops it after this save) to fit "
+          "%lld bytes\n",
+          fs::path(gone).filename().c_str(), (long long)space.needed);
+    }
+    if (!space.pruned.empty()) std::fflush(stdout);
     fs::create_directories(partial / "transformer", ec);
     if (ec)
       BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
@@ -255,48 +290,6 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
   return p;
 }
 
-int64_t SnapshotBytes(const PreparedSave& p) {
-  int64_t n = 0;
-  for (const auto& f : p.files) {
-    for (const auto& t : f.tensors) {
-      n +=
-          t.tensor.numel() * int64_t(c10::elementSize(t.dtype ? *t.dtype : t.tensor.scalar_type()));
-    }
-  }
-  return n;
-}
-
-void SnapshotSave(PreparedSave& p, SnapshotBuffers* buffers) {
-  size_t k = 0;
-  bool device = false;
-  for (auto& f : p.files) {
-    for (auto& t : f.tensors) {
-      const torch::Dtype dtype = t.dtype ? *t.dtype : t.tensor.scalar_type();
-      const bool on_device = t.tensor.device().type() != torch::kCPU;
-      device = device || on_device;
-      torch::Tensor* dst = k < buffers->tensors.size() ? &buffers->tensors[k] : nullptr;
-      if (dst == nullptr || dst->sizes() != t.tensor.sizes() || dst->scalar_type() != dtype ||
-          dst->is_pinned() != on_device) {
-        // Pinned host memory lets the copy from the device run without a staging buffer.
-        torch::Tensor fresh = torch::empty(
-            t.tensor.sizes(), torch::TensorOptions().dtype(dtype).pinned_memory(on_device));
-        if (dst == nullptr) {
-          buffers->tensors.push_back(fresh);
-          dst = &buffers->tensors.back();
-        } else {
-          *dst = fresh;
-        }
-      }
-      dst->copy_(t.tensor, /*non_blocking=*/on_device);
-      t.tensor = *dst;
-      t.dtype = std::nullopt;
-      ++k;
-    }
-  }
-  buffers->tensors.resize(k);
-  if (device) torch::cuda::synchronize();  // every non-blocking copy has landed
-}
-
 std::string WriteSaveFiles(const PreparedSave& p, const AfterChunk& after_chunk) {
   nlohmann::json written = nlohmann::json::array();
   bool first = true;  // the optimizer file: a test's mid_file fault comes after it
@@ -324,7 +317,9 @@ std::string WriteSaveFiles(const PreparedSave& p, const AfterChunk& after_chunk)
   return written.dump();
 }
 
-SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>& part) {
+namespace {
+
+SaveResult CommitOrThrow(const PreparedSave& p, const std::function<std::string()>& part) {
   // Every rank's files are durable (each was fsync'd) before the manifest vouches for them.
   const std::vector<std::string> parts =
       p.multi ? p.team.agreed("while writing its part of the checkpoint", part)
@@ -369,6 +364,22 @@ SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>&
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.t0).count();
   ApplyRetention(p.checkpoints_dir, p.retention);
   return r;
+}
+
+}  // namespace
+
+SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>& part) {
+  try {
+    return CommitOrThrow(p, part);
+  } catch (const FatalError& e) {
+    // A write the filesystem refused (full, read-only) leaves no half-written folder: every
+    // rank's part has ended by now (the agreement above), so rank 0 removes it.
+    if (p.leader && e.exit_code() == kExitIo) {
+      std::error_code ec;
+      fs::remove_all(p.partial, ec);
+    }
+    throw;
+  }
 }
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,

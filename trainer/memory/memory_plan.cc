@@ -77,12 +77,14 @@ Checked LayoutEntriesBound(const PlanRow& row, int64_t frames, int64_t hp, int64
 std::vector<PlanParameter> ModelParameters(const PlanModel& m) {
   const int64_t D = m.dim, pp = m.channels * m.patch * m.patch;
   std::vector<PlanParameter> out;
-  auto add = [&](const std::string& name, int64_t numel, bool trainable = true) {
-    out.push_back({name, numel, trainable});
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, bool trainable = true) {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    out.push_back({name, numel, trainable, std::move(shape)});
   };
   auto linear = [&](const std::string& name, int64_t in, int64_t o, bool trainable = true) {
-    add(name + ".weight", in * o, trainable);
-    add(name + ".bias", o, trainable);
+    add(name + ".weight", {o, in}, trainable);
+    add(name + ".bias", {o}, trainable);
   };
   auto condition = [&](const std::string& prefix, bool frozen_text) {
     linear(prefix + ".time_embedder.linear_1", m.freq_dim, D);
@@ -93,22 +95,22 @@ std::vector<PlanParameter> ModelParameters(const PlanModel& m) {
   };
   auto attention = [&](const std::string& prefix) {
     for (const char* p : {".to_q", ".to_k", ".to_v", ".to_out.0"}) linear(prefix + p, D, D);
-    add(prefix + ".norm_q.weight", D);
-    add(prefix + ".norm_k.weight", D);
+    add(prefix + ".norm_q.weight", {D});
+    add(prefix + ".norm_k.weight", {D});
   };
   // A module's own parameters come before its children's (libtorch's named_parameters order).
-  add("scale_shift_table", 2 * D);
+  add("scale_shift_table", {1, 2, D});
   linear("patch_embedding_mlp", pp, D);
   linear("action_embedder", m.action_dim, D);
   condition("condition_embedder", false);
   condition("condition_embedder_action", true);
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string b = "blocks." + std::to_string(i);
-    add(b + ".scale_shift_table", 6 * D);
+    add(b + ".scale_shift_table", {1, 6, D});
     attention(b + ".attn1");
     attention(b + ".attn2");
-    add(b + ".norm2.weight", D);
-    add(b + ".norm2.bias", D);
+    add(b + ".norm2.weight", {D});
+    add(b + ".norm2.bias", {D});
     linear(b + ".ffn.net.0.proj", D, m.ffn_dim);
     linear(b + ".ffn.net.2", m.ffn_dim, D);
   }

@@ -38,6 +38,7 @@ struct PlanParameter {
   std::string name;
   int64_t numel = 0;
   bool trainable = true;
+  std::vector<int64_t> shape;  // as the model holds it (its product is numel)
 };
 
 // The largest size the plan takes of each input, whatever its source (run config, config.json,

@@ -18,6 +18,7 @@
 #include "schema/memory_plan_report.h"
 #include "trainer/fail.h"
 #include "trainer/memory/checkpoint_bytes.h"
+#include "trainer/memory/checkpoint_disk_bytes.h"
 #include "trainer/memory/memory_plan.h"
 #include "trainer/model/autocast.h"
 #include "trainer/model/video_action_model.h"
@@ -130,7 +131,7 @@ PlanSettings Settings(const RunConfig& config, int64_t world, double runtime_mb)
 
 MemoryPlanReport MakeReport(const RunConfig& config, const std::string& config_path,
                             const PlanInputs& in, const PlanSettings& s, const MemoryPlan& p,
-                            const CheckpointBytes& ckpt) {
+                            const CheckpointBytes& ckpt, const CheckpointDisk& disk) {
   MemoryPlanReport r;
   r.config = config_path;
   r.world_size = s.world;
@@ -155,8 +156,12 @@ MemoryPlanReport MakeReport(const RunConfig& config, const std::string& config_p
   r.heap_factor = s.heap_factor;
   // Per-rank figures only for worlds a reader would list; the largest share is what a save's
   // time follows.
-  r.checkpoint = {ckpt.total, ckpt.largest, config.checkpoint.export_dtype,
-                  s.world <= 64 ? ckpt.rank_bytes : std::vector<int64_t>{}};
+  r.checkpoint = {ckpt.total,
+                  ckpt.largest,
+                  config.checkpoint.export_dtype,
+                  s.world <= 64 ? ckpt.rank_bytes : std::vector<int64_t>{},
+                  disk.bytes,
+                  disk.files};
   r.total_by_checkpointing = {p.total_none, p.total_blocks, p.total_blocks_attention};
   const double limit_gb = s.cuda ? config.slurm.gpu_memory_gb : config.slurm.mem_per_task_gb;
   // The schema bounds both keys (docs/run_config.md), so the product is an int64.
@@ -230,14 +235,19 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
       const CheckpointBytes ckpt = PlanCheckpointBytes(
           ModelParameters(in.model), world, p.master_bytes,
           config.checkpoint.export_dtype == ExportDType::kBf16 ? 2 : p.master_bytes);
-      if (p.overflow || ckpt.overflow) {
+      const StDType master = p.master_bytes == 8 ? StDType::kF64 : StDType::kF32;
+      const CheckpointDisk disk = CheckpointDiskBytes(
+          ModelParameters(in.model), world, master,
+          config.checkpoint.export_dtype == ExportDType::kBf16 ? StDType::kBF16 : master,
+          config.checkpoint.max_shard_bytes);
+      if (p.overflow || ckpt.overflow || disk.overflow) {
         BATON_FAIL(f.frames > 0 ? kExitUsage : kExitConfig,
                    "plan-memory: the plan's byte counts exceed 2^63 (the model of " +
                        std::to_string(p.parameters) + " parameters with a row of " +
                        std::to_string(in.row.tokens) + " tokens): no device holds this run",
                    "shrink the model or the longest row");
       }
-      const MemoryPlanReport report = MakeReport(config, a->config, in, s, p, ckpt);
+      const MemoryPlanReport report = MakeReport(config, a->config, in, s, p, ckpt, disk);
       if (a->json) {
         std::cout << report.ToJson().dump() << "\n";
       } else {

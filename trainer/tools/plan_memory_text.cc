@@ -77,6 +77,8 @@ void PrintMemoryPlanText(const MemoryPlanReport& r, int64_t dim, int64_t layers)
   Line("checkpoint, largest rank", r.checkpoint.bytes_per_rank_max,
        "  (" + Gib(r.checkpoint.bytes_total) + " in all, written by " +
            std::to_string(r.world_size) + " rank(s))");
+  Line("checkpoint on disk", r.checkpoint.disk_bytes,
+       "  (" + std::to_string(r.checkpoint.disk_files) + " files, headers and manifest included)");
   for (const Setting& o : settings) {
     if (o.setting != used) Line(std::string("  (total with ") + Name(o.setting) + ")", o.total);
   }
