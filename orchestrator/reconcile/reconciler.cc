@@ -231,7 +231,8 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
   // The exclusions go first: once the hold ends the job may start at once.
   if (options.node_policy != nullptr && job && HeldAfterRequeue(*job)) {
     BATON_RETURN_IF_ERROR(
-        ApplyNodeExclusions(store, slurm, run_in, *job, *options.node_policy, now, changes));
+        ApplyNodeExclusions(store, slurm, run_in, *job, *options.node_policy, now, changes,
+                            options.node_refusal));
   }
   if (options.release_requeue_holds && job && HeldAfterRequeue(*job)) {
     return ReleaseRequeueHold(store, slurm, run_in, *job, now, changes);

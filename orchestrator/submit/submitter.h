@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/nodes/node_policy.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
@@ -47,6 +48,9 @@ struct SubmitResult {
   // not be checked (`warnings` says why).
   std::optional<StopSaveBudgetRecord> budget;
   std::vector<std::string> warnings;  // for stderr
+  // Excluded nodes the cap kept in the new job's list (also in `warnings`); the caller records
+  // and alerts them once the run exists (node_ledger.h RecordExclusionRefusal).
+  std::vector<ExclusionPlan::Refused> exclusion_refused;
 };
 
 // `store` may be null for a dry run.
