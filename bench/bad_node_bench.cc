@@ -94,8 +94,7 @@ baton::Result<Outcome> Simulate(const fs::path& dir) {
         baton::ApplyNodeExclusions(*store, slurm, run, *held, config.policy, now, nullptr));
     BATON_ASSIGN_OR_RETURN(const std::vector<baton::NodeRecord> rows,
                            baton::FindNodesByHost(*store, bad));
-    if (out.incidents_before_exclusion == 0 && !rows.empty() &&
-        baton::ExcludedAt(rows[0], now)) {
+    if (out.incidents_before_exclusion == 0 && !rows.empty() && baton::ExcludedAt(rows[0], now)) {
       BATON_ASSIGN_OR_RETURN(const std::vector<baton::NodeIncidentRecord> incidents,
                              baton::ListNodeIncidents(*store, rows[0].id));
       out.incidents_before_exclusion = static_cast<int64_t>(incidents.size());

@@ -16,16 +16,16 @@ Status RaiseCannotExclude(Store& store, const AlertsSection& lab, const RunRecor
   for (const AttemptRecord& a : attempts) {
     if (a.job_id != job_id) continue;
     seen.first_attempt_id = seen.last_attempt_id = a.id;
-    seen.attempt_label = a.job_id + "." + std::to_string(a.restart_count) + "." +
-                         std::to_string(a.in_job_seq);
+    seen.attempt_label =
+        a.job_id + "." + std::to_string(a.restart_count) + "." + std::to_string(a.in_job_seq);
   }
   // Nothing follows it: the job runs with the node, and the next refusal is its own incident.
   seen.outcome = "final";
   seen.cause = "node " + host + ": " + message;
   seen.node = host;
   seen.excerpt = "baton nodes: " + host + " is excluded on partition " +
-                 (run.partition.empty() ? "(default)" : run.partition) +
-                 " but stays in job " + job_id + "'s node list";
+                 (run.partition.empty() ? "(default)" : run.partition) + " but stays in job " +
+                 job_id + "'s node list";
   return RaiseIncident(store, seen, lab, now).status();
 }
 

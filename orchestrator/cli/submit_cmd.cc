@@ -31,7 +31,8 @@ void RecordRefusals(Store& store, const SubmitResult& r) {
       if (!st.ok()) break;
     }
   }
-  if (!st.ok()) std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
+  if (!st.ok())
+    std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
 }
 
 struct SubmitOptions {

@@ -33,9 +33,9 @@ namespace baton {
 // host and the message ("cannot exclude: ... (run N, job J)"). The alerts unit raises it as an
 // incident (orchestrator/alerts/node_refusal_alert.h); an error is a change line, never a failed
 // pass.
-using NodeRefusalHook = std::function<Status(Store& store, const RunRecord& run,
-                                             const std::string& job_id, const std::string& host,
-                                             const std::string& message)>;
+using NodeRefusalHook =
+    std::function<Status(Store& store, const RunRecord& run, const std::string& job_id,
+                         const std::string& host, const std::string& message)>;
 
 // The policy and its compiled patterns, loaded once per process, and the refusal hook.
 struct NodeLedgerConfig {
@@ -70,11 +70,10 @@ struct NodeLedgerConfig {
 // store or excluded nodes, so SLURM is not asked). The policy is NodePolicyPath()'s (a bad one is
 // kConfig, 78); a partition SLURM cannot list is a warning, and what the cap refuses is a warning
 // and an alert line.
-[[nodiscard]] Result<std::string> ExcludeForNewJob(Store* store, SlurmClient& slurm,
-                                                   const std::string& cluster,
-                                                   const std::string& partition, int64_t nodes,
-                                                   double now, std::vector<std::string>* warnings,
-                                                   std::vector<ExclusionPlan::Refused>* refused = nullptr);
+[[nodiscard]] Result<std::string> ExcludeForNewJob(
+    Store* store, SlurmClient& slurm, const std::string& cluster, const std::string& partition,
+    int64_t nodes, double now, std::vector<std::string>* warnings,
+    std::vector<ExclusionPlan::Refused>* refused = nullptr);
 
 // Records that the cap refused `r.host` for job `job_id` of `run` (a `refuse` action on the
 // node's row of the run's cluster and partition), once per job and host; when it is new, prints

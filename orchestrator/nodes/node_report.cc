@@ -24,7 +24,8 @@ Result<nlohmann::json> NodeReportJson(Store& store, const NodeRecord& n, double 
                              ? nlohmann::json(*n.probation_until)
                              : nlohmann::json();
   nlohmann::json incidents = nlohmann::json::array(), actions = nlohmann::json::array();
-  BATON_ASSIGN_OR_RETURN(const std::vector<NodeIncidentRecord> found, ListNodeIncidents(store, n.id));
+  BATON_ASSIGN_OR_RETURN(const std::vector<NodeIncidentRecord> found,
+                         ListNodeIncidents(store, n.id));
   for (const NodeIncidentRecord& i : found) {
     incidents.push_back({{"run_id", i.run_id},
                          {"job_id", i.job_id},

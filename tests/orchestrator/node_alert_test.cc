@@ -109,7 +109,7 @@ TEST_F(NodeAlertTest, TheCapsRefusalReachesASubscribedSinkOnce) {
   const AlertsSection lab = Lab("cannot_exclude, failed");
   const NodeRefusalHook hook = CannotExcludeHook(lab);
   Reconcile(hook);
-  Reconcile(hook);  // the same job again: told already
+  Reconcile(hook);                       // the same job again: told already
   EXPECT_TRUE(slurm_.excluded.empty());  // the job keeps both nodes
 
   const std::vector<IncidentRecord> incidents = ListOpenIncidents(*store_).value();
