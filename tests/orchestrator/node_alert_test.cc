@@ -17,6 +17,7 @@
 #include "orchestrator/store/store_alerts.h"
 #include "orchestrator/store/store_nodes.h"
 #include "schema/alerts_config.h"
+#include "schema/clock.h"
 #include "test_util.h"
 
 namespace baton {
