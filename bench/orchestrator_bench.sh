@@ -25,7 +25,8 @@
 #    `baton show RUN --no-sync` (the same ingest `baton watch` runs): step rows per second, and
 #    an incremental pass.
 #
-# 0. SLURM command runs per sync pass with 1, 32 and 256 live jobs (fake client, no cluster).
+# 0. SLURM command runs per sync pass with 1, 32 and 256 live jobs (fake client, no cluster), and
+#    a bad node through the node ledger: incidents before its exclusion, attempts lost to it.
 #
 # usage: bash bench/orchestrator_bench.sh   (after scripts/build.sh; brings the cluster up)
 #   BENCH_SIGNAL_CYCLES (3)  BENCH_URGENT_CYCLES (2)  BENCH_NO_SHORTCUT (1: one cycle with the
@@ -73,6 +74,8 @@ wait_for() { # wait_for TIMEOUT_S WHAT COMMAND...: polls every 0.1 s
 # One batched query per pass, whatever the number of live jobs (the fake client's batch
 # interface; BENCH_ONLY_SYNC_CALLS=1 prints only this line, without the cluster).
 "$src/$build/bench/baton-bench-sync-calls" || die "the sync calls bench failed"
+# A bad node through the node ledger and policy (fake SLURM as the scheduler, no cluster).
+"$src/$build/bench/baton-bench-bad-node" || die "the bad node bench failed"
 [[ ${BENCH_ONLY_SYNC_CALLS:-0} == 1 ]] && exit 0
 
 # ------------------------------------------------------------------ 1. preemption

@@ -24,6 +24,7 @@ const std::vector<std::string>& IncidentKinds() {
                                                   "budget_spent",
                                                   "hold_release_refused",
                                                   "stop_save_over_grace",
+                                                  "cannot_exclude",
                                                   "stalled",
                                                   "failed",
                                                   "completed"};

@@ -1,4 +1,4 @@
-// The single-page app: #/sweeps and #/sweeps/<id> (sweeps_page.js), #/ (runs, with ?sort=&order=&offset= and the filters), #/runs/<id> (one
+// The single-page app: #/nodes (the node ledger, nodes_page.js), #/sweeps and #/sweeps/<id> (sweeps_page.js), #/ (runs, with ?sort=&order=&offset= and the filters), #/runs/<id> (one
 // run, with ?axis=&superseded=&from=&to=&log=) and #/compare?runs=1,4,7 (&axis=). Every view's
 // state is in its URL, so a URL shared is the same view. Each navigation bumps a generation
 // counter so a slow response for an old page never draws over a new one.
@@ -7,6 +7,7 @@ import { showRuns } from './runs_page.js';
 import { showRun, destroyCharts } from './run_page.js';
 import { showCompare, destroyCompareCharts } from './compare_page.js';
 import { showSweeps, showSweep, destroySweepCharts } from './sweeps_page.js';
+import { showNodes } from './nodes_page.js';
 
 let generation = 0;
 
@@ -35,6 +36,8 @@ async function route() {
       await showSweep(root, path.match(/^#\/sweeps\/(\d+)$/)[1], hashQuery(hash), isCurrent);
     } else if (path === '#/sweeps') {
       await showSweeps(root, hashQuery(hash), isCurrent);
+    } else if (path === '#/nodes') {
+      await showNodes(root, hashQuery(hash), isCurrent);
     } else if (path === '#/compare') {
       await showCompare(root, hashQuery(hash), isCurrent);
     } else {

@@ -15,6 +15,7 @@
 #include "orchestrator/nodes/incident_file.h"
 #include "orchestrator/nodes/manual_exclusion.h"
 #include "orchestrator/nodes/node_ledger.h"
+#include "orchestrator/nodes/node_report.h"
 #include "orchestrator/nodes/preflight.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "schema/clock.h"
@@ -31,48 +32,6 @@ struct NodesOptions {
   std::string run_dir, job;
   int64_t restart = 0, seq = 0;
 };
-
-std::string StatusText(const NodeRecord& n, double now) {
-  if (ExcludedAt(n, now))
-    return n.excluded_by == "auto" ? "excluded" : "excluded by " + n.excluded_by;
-  if (n.probation_until && now < *n.probation_until) return "probation";
-  return "ok";
-}
-
-nlohmann::json NodeJson(Store& store, const NodeRecord& n, double now) {
-  nlohmann::json j{{"host", n.key.host},
-                   {"cluster", n.key.cluster},
-                   {"partition", n.key.partition},
-                   {"status", StatusText(n, now)},
-                   {"excluded", ExcludedAt(n, now)},
-                   {"excluded_by", n.excluded_by},
-                   {"reason", n.exclusion_reason}};
-  j["excluded_until"] = ExcludedAt(n, now) ? nlohmann::json(*n.excluded_until) : nlohmann::json();
-  j["probation_until"] = n.probation_until ? nlohmann::json(*n.probation_until) : nlohmann::json();
-  nlohmann::json incidents = nlohmann::json::array(), actions = nlohmann::json::array();
-  if (Result<std::vector<NodeIncidentRecord>> r = ListNodeIncidents(store, n.id); r.ok()) {
-    for (const NodeIncidentRecord& i : *r) {
-      incidents.push_back({{"run_id", i.run_id},
-                           {"job_id", i.job_id},
-                           {"restart_count", i.restart_count},
-                           {"in_job_seq", i.in_job_seq},
-                           {"rank", i.rank},
-                           {"kind", i.kind},
-                           {"source", i.source},
-                           {"evidence", i.evidence},
-                           {"at", i.at}});
-    }
-  }
-  if (Result<std::vector<NodeActionRecord>> r = ListNodeActions(store, n.id); r.ok()) {
-    for (const NodeActionRecord& a : *r) {
-      actions.push_back(
-          {{"user", a.user}, {"action", a.action}, {"at", a.asked_at}, {"message", a.message}});
-    }
-  }
-  j["incidents"] = incidents;
-  j["actions"] = actions;
-  return j;
-}
 
 // The runs' incidents into the ledger, and every node judged.
 Status SyncLedger(Store& store, const NodeLedgerConfig& config, double now) {
@@ -95,10 +54,9 @@ int RunNodesList(const NodesOptions& o) {
   if (!o.no_sync) {
     if (Status st = SyncLedger(**store, *config, now); !st.ok()) return ReportError(st);
   }
-  Result<std::vector<NodeRecord>> nodes = ListNodes(**store);
-  if (!nodes.ok()) return ReportError(nodes.status());
-  nlohmann::json all = nlohmann::json::array();
-  for (const NodeRecord& n : *nodes) all.push_back(NodeJson(**store, n, now));
+  Result<nlohmann::json> report = NodeReport(**store, now);
+  if (!report.ok()) return ReportError(report.status());
+  const nlohmann::json& all = *report;
   if (o.json) {
     std::cout << all.dump(2) << "\n";
     return kExitOk;

@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "orchestrator/alerts/alert_pass.h"
+#include "orchestrator/alerts/node_refusal_alert.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/http/http_server.h"
@@ -165,6 +166,7 @@ int RunServe(ServeOptions o) {
   // The node policy (docs/nodes.md): a pattern that does not compile is 78, named, at start.
   Result<NodeLedgerConfig> nodes = LoadNodeLedgerConfig(NodePolicyPath());
   if (!nodes.ok()) return ReportError(nodes.status());
+  nodes->on_refusal = CannotExcludeHook(*lab_alerts);  // the cap's refusals reach the sinks
   // The writer connection creates and migrates the database before any reader opens it.
   Result<std::unique_ptr<Store>> writer = OpenDefaultStore();
   if (!writer.ok()) return ReportError(writer.status());

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "orchestrator/alerts/alert_pass.h"
+#include "orchestrator/alerts/node_refusal_alert.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/launcher/launcher.h"
@@ -15,6 +16,24 @@
 namespace baton {
 
 namespace {
+
+// What the exclusion cap kept in the new job's node list: a `refuse` action on the node and a
+// `cannot_exclude` incident for the sinks. The job is submitted already; a problem is a warning.
+void RecordRefusals(Store& store, const SubmitResult& r) {
+  if (r.exclusion_refused.empty()) return;
+  Result<AlertsSection> lab = LoadLabAlertRules();
+  Result<RunRecord> run = store.GetRun(r.run_id);
+  Status st = !lab.ok() ? lab.status() : run.status();
+  if (st.ok()) {
+    const NodeRefusalHook hook = CannotExcludeHook(*lab);
+    for (const ExclusionPlan::Refused& refused : r.exclusion_refused) {
+      st = RecordExclusionRefusal(store, *run, r.job_id, refused, UnixTimeNow(), &hook, nullptr);
+      if (!st.ok()) break;
+    }
+  }
+  if (!st.ok())
+    std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
+}
 
 struct SubmitOptions {
   std::string config;
@@ -51,6 +70,7 @@ int RunSubmit(const SubmitOptions& o) {
   for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
   const nlohmann::ordered_json storage =
       r->storage ? r->storage->ToJson() : nlohmann::ordered_json(nullptr);
+  if (!o.dry_run) RecordRefusals(*store, *r);
   if (o.dry_run) {
     if (o.json) {
       std::cout << nlohmann::ordered_json{{"run_id", nullptr},   {"job_id", nullptr},

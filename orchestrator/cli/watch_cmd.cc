@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "orchestrator/alerts/alert_pass.h"
+#include "orchestrator/alerts/node_refusal_alert.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/nodes/node_ledger.h"
@@ -96,6 +97,7 @@ int RunWatch(const WatchOptions& o) {
   // The node policy first: a pattern that does not compile is a config error (78), named.
   Result<NodeLedgerConfig> nodes = LoadNodeLedgerConfig(NodePolicyPath());
   if (!nodes.ok()) return ReportError(nodes.status());
+  nodes->on_refusal = CannotExcludeHook(*lab);  // the cap's refusals reach the alert sinks
   Result<std::unique_ptr<Store>> store = OpenDefaultStore();
   if (!store.ok()) return ReportError(store.status());
   // The outbox is sent from its own thread and connection: a dead receiver never slows a pass.

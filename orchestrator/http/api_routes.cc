@@ -144,6 +144,10 @@ std::vector<ApiRoute> ApiRoutes(RunHistoryService* svc) {
          if (!id.ok()) return Status::NotFound("no sweep with id " + std::string(req.matches[1]));
          return svc->GetSweep(*id);
        }},
+      {"/api/nodes",
+       "/api/nodes",
+       {},
+       [svc](const httplib::Request&) -> Result<json> { return svc->GetNodes(); }},
   };
 }
 

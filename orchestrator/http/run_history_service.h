@@ -72,6 +72,8 @@ class RunHistoryService {
   // sweep_service.cc: the sweeps, newest first, with status counts; one sweep with its members.
   [[nodiscard]] Result<nlohmann::json> ListSweeps();
   [[nodiscard]] Result<nlohmann::json> GetSweep(int64_t sweep_id);
+  // node_service.cc: every node of the ledger with its incidents, exclusion and audit.
+  [[nodiscard]] Result<nlohmann::json> GetNodes();
 
  private:
   StorePool* pool_;

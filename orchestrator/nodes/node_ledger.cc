@@ -236,30 +236,6 @@ int64_t JobNodeCount(const JobInfo& job) {
   return n > 0 ? n : 1;
 }
 
-// Records a refusal past the cap once per job: an audit row, a change line and the alert line.
-Status ReportRefusal(Store& store, const RunRecord& run, const JobInfo& job,
-                     const ExclusionPlan::Refused& r, double now,
-                     std::vector<std::string>* changes) {
-  BATON_ASSIGN_OR_RETURN(const std::vector<NodeRecord> rows, FindNodesByHost(store, r.host));
-  for (const NodeRecord& n : rows) {
-    if (n.key.cluster != run.cluster || n.key.partition != run.partition) continue;
-    BATON_ASSIGN_OR_RETURN(const std::vector<NodeActionRecord> actions,
-                           ListNodeActions(store, n.id, 50));
-    const std::string message =
-        r.why + " (run " + std::to_string(run.id) + ", job " + job.job_id + ")";
-    for (const NodeActionRecord& a : actions) {
-      if (a.action == "refuse" && a.message == message) return Status::Ok();  // told already
-    }
-    BATON_RETURN_IF_ERROR(store.Write([&]() {
-      return AppendNodeActionInTx(store, {0, n.id, "baton", "refuse", now, message});
-    }));
-    // The alert sinks' hook: one line on stderr, and the change line of the pass.
-    std::cerr << "baton: alert: node " << r.host << ": " << message << "\n";
-    if (changes) changes->push_back("node " + r.host + ": " + message);
-  }
-  return Status::Ok();
-}
-
 // A node SLURM no longer lists: its exclusion ends with a note; it never blocks a requeue.
 Status DropUnknown(Store& store, const RunRecord& run, const std::string& host,
                    const std::string& partition, double now, std::vector<std::string>* changes) {
@@ -281,9 +257,37 @@ Status DropUnknown(Store& store, const RunRecord& run, const std::string& host,
 
 }  // namespace
 
+Status RecordExclusionRefusal(Store& store, const RunRecord& run, const std::string& job_id,
+                              const ExclusionPlan::Refused& r, double now,
+                              const NodeRefusalHook* on_refusal,
+                              std::vector<std::string>* changes) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<NodeRecord> rows, FindNodesByHost(store, r.host));
+  for (const NodeRecord& n : rows) {
+    if (n.key.cluster != run.cluster || n.key.partition != run.partition) continue;
+    BATON_ASSIGN_OR_RETURN(const std::vector<NodeActionRecord> actions,
+                           ListNodeActions(store, n.id, 50));
+    const std::string message = r.why + " (run " + std::to_string(run.id) + ", job " + job_id + ")";
+    for (const NodeActionRecord& a : actions) {
+      if (a.action == "refuse" && a.message == message) return Status::Ok();  // told already
+    }
+    BATON_RETURN_IF_ERROR(store.Write([&]() {
+      return AppendNodeActionInTx(store, {0, n.id, "baton", "refuse", now, message});
+    }));
+    std::cerr << "baton: alert: node " << r.host << ": " << message << "\n";
+    if (changes) changes->push_back("node " + r.host + ": " + message);
+    if (on_refusal != nullptr && *on_refusal) {
+      // The sinks are told through the alerts' outbox; a store problem there is not the pass's.
+      const Status st = (*on_refusal)(store, run, job_id, r.host, message);
+      if (!st.ok() && changes)
+        changes->push_back("node " + r.host + ": alert not raised: " + st.ToString());
+    }
+  }
+  return Status::Ok();
+}
+
 Status ApplyNodeExclusions(Store& store, SlurmClient& slurm, const RunRecord& run,
                            const JobInfo& job, const NodePolicy& policy, double now,
-                           std::vector<std::string>* changes) {
+                           std::vector<std::string>* changes, const NodeRefusalHook* on_refusal) {
   if (!HeldAfterRequeue(job)) return Status::Ok();
   BATON_ASSIGN_OR_RETURN(const std::vector<std::string> hosts,
                          ExcludedHosts(store, run.cluster, run.partition, now));
@@ -299,7 +303,8 @@ Status ApplyNodeExclusions(Store& store, SlurmClient& slurm, const RunRecord& ru
     BATON_RETURN_IF_ERROR(DropUnknown(store, run, host, partition, now, changes));
   }
   for (const ExclusionPlan::Refused& r : plan.refused) {
-    BATON_RETURN_IF_ERROR(ReportRefusal(store, run, job, r, now, changes));
+    BATON_RETURN_IF_ERROR(
+        RecordExclusionRefusal(store, run, job.job_id, r, now, on_refusal, changes));
   }
   const std::string desired = JoinHostNames(plan.exclude);
   if (desired.empty() || desired == current) return Status::Ok();
@@ -315,7 +320,8 @@ Status ApplyNodeExclusions(Store& store, SlurmClient& slurm, const RunRecord& ru
 
 Result<std::string> ExcludeForNewJob(Store* store, SlurmClient& slurm, const std::string& cluster,
                                      const std::string& partition, int64_t nodes, double now,
-                                     std::vector<std::string>* warnings_out) {
+                                     std::vector<std::string>* warnings_out,
+                                     std::vector<ExclusionPlan::Refused>* refused) {
   std::vector<std::string> ignored;
   std::vector<std::string>* warnings = warnings_out != nullptr ? warnings_out : &ignored;
   if (store == nullptr) return std::string();
@@ -330,8 +336,12 @@ Result<std::string> ExcludeForNewJob(Store* store, SlurmClient& slurm, const std
   }
   const ExclusionPlan plan = PlanExclusion(hosts, *known, nodes, policy.max_excluded_fraction);
   for (const ExclusionPlan::Refused& r : plan.refused) {
-    std::cerr << "baton: alert: node " << r.host << ": " << r.why << "\n";
     warnings->push_back("node " + r.host + ": " + r.why);
+    if (refused != nullptr) {
+      refused->push_back(r);  // the caller records and alerts it with the run's id
+    } else {
+      std::cerr << "baton: alert: node " << r.host << ": " << r.why << "\n";
+    }
   }
   for (const std::string& h : plan.dropped) {
     warnings->push_back("node " + h + ": SLURM no longer lists it; not excluded");

@@ -12,11 +12,12 @@
 //      and end, each one audited in node_actions.
 //   3. ApplyNodeExclusions: for a job held after a requeue (called before the hold is released),
 //      `scontrol update JobId=J ExcNodeList=...` with the partition's excluded nodes, capped;
-//      what the cap refuses is recorded once per job and printed as "baton: alert: ..." (the
-//      alert sinks' hook).
+//      what the cap refuses is recorded once per job, printed as "baton: alert: ..." and handed
+//      to the refusal hook (watch, serve and submit raise a `cannot_exclude` incident with it).
 // Stateless; thread-compatible (one Store per thread).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,19 @@
 
 namespace baton {
 
-// The policy and its compiled patterns, loaded once per process.
+// Told of a refusal past the cap when it is first recorded (once per job): the run, the job, the
+// host and the message ("cannot exclude: ... (run N, job J)"). The alerts unit raises it as an
+// incident (orchestrator/alerts/node_refusal_alert.h); an error is a change line, never a failed
+// pass.
+using NodeRefusalHook =
+    std::function<Status(Store& store, const RunRecord& run, const std::string& job_id,
+                         const std::string& host, const std::string& message)>;
+
+// The policy and its compiled patterns, loaded once per process, and the refusal hook.
 struct NodeLedgerConfig {
   NodePolicy policy;
   LogPatterns patterns;
+  NodeRefusalHook on_refusal;  // empty: refusals are recorded and logged only
 };
 // kConfig (78) naming the file and the pattern when the policy is bad.
 [[nodiscard]] Result<NodeLedgerConfig> LoadNodeLedgerConfig(const std::string& path);
@@ -60,13 +70,23 @@ struct NodeLedgerConfig {
 // store or excluded nodes, so SLURM is not asked). The policy is NodePolicyPath()'s (a bad one is
 // kConfig, 78); a partition SLURM cannot list is a warning, and what the cap refuses is a warning
 // and an alert line.
-[[nodiscard]] Result<std::string> ExcludeForNewJob(Store* store, SlurmClient& slurm,
-                                                   const std::string& cluster,
-                                                   const std::string& partition, int64_t nodes,
-                                                   double now, std::vector<std::string>* warnings);
+[[nodiscard]] Result<std::string> ExcludeForNewJob(
+    Store* store, SlurmClient& slurm, const std::string& cluster, const std::string& partition,
+    int64_t nodes, double now, std::vector<std::string>* warnings,
+    std::vector<ExclusionPlan::Refused>* refused = nullptr);
+
+// Records that the cap refused `r.host` for job `job_id` of `run` (a `refuse` action on the
+// node's row of the run's cluster and partition), once per job and host; when it is new, prints
+// the alert line, adds a change line and calls `on_refusal` (may be null or empty).
+[[nodiscard]] Status RecordExclusionRefusal(Store& store, const RunRecord& run,
+                                            const std::string& job_id,
+                                            const ExclusionPlan::Refused& r, double now,
+                                            const NodeRefusalHook* on_refusal,
+                                            std::vector<std::string>* changes);
 
 [[nodiscard]] Status ApplyNodeExclusions(Store& store, SlurmClient& slurm, const RunRecord& run,
                                          const JobInfo& job, const NodePolicy& policy, double now,
-                                         std::vector<std::string>* changes);
+                                         std::vector<std::string>* changes,
+                                         const NodeRefusalHook* on_refusal = nullptr);
 
 }  // namespace baton

@@ -230,8 +230,8 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
   // Outside the transaction: scontrol must not run while this holds the store's write lock.
   // The exclusions go first: once the hold ends the job may start at once.
   if (options.node_policy != nullptr && job && HeldAfterRequeue(*job)) {
-    BATON_RETURN_IF_ERROR(
-        ApplyNodeExclusions(store, slurm, run_in, *job, *options.node_policy, now, changes));
+    BATON_RETURN_IF_ERROR(ApplyNodeExclusions(store, slurm, run_in, *job, *options.node_policy, now,
+                                              changes, options.node_refusal));
   }
   if (options.release_requeue_holds && job && HeldAfterRequeue(*job)) {
     return ReleaseRequeueHold(store, slurm, run_in, *job, now, changes);

@@ -28,6 +28,7 @@
 // Stateless functions; thread-compatible.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,9 @@ struct ReconcileOptions {
   // Set (`baton watch`, `baton serve`): before a requeue hold ends, the job's ExcNodeList gets
   // the excluded nodes of the run's partition (docs/nodes.md).
   const NodePolicy* node_policy = nullptr;
+  // With node_policy: told of each refusal past the cap (node_ledger.h); may be null.
+  const std::function<Status(Store&, const RunRecord&, const std::string&, const std::string&,
+                             const std::string&)>* node_refusal = nullptr;
 };
 
 // What one batched query said (SlurmClient::GetJobs): job id -> SLURM's record; an id absent

@@ -61,7 +61,10 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   ReconcileOptions reconcile;
   reconcile.release_requeue_holds = options.release_requeue_holds;
   reconcile.acting_user = options.acting_user;
-  if (options.nodes != nullptr) reconcile.node_policy = &options.nodes->policy;
+  if (options.nodes != nullptr) {
+    reconcile.node_policy = &options.nodes->policy;
+    reconcile.node_refusal = &options.nodes->on_refusal;
+  }
   std::vector<RunRecord> ended;
   if (options.follow_up_ended_runs) {
     BATON_ASSIGN_OR_RETURN(ended, store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));

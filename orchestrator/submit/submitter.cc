@@ -111,9 +111,10 @@ Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitReq
 
   BATON_ASSIGN_OR_RETURN(const std::string cluster,
                          ResolveRunCluster(config.slurm, req.config_path, slurm));
-  BATON_ASSIGN_OR_RETURN(const std::string exclude,
-                         ExcludeForNewJob(store, slurm, cluster, config.slurm.partition,
-                                          config.slurm.nodes, now, &out.warnings));
+  BATON_ASSIGN_OR_RETURN(
+      const std::string exclude,
+      ExcludeForNewJob(store, slurm, cluster, config.slurm.partition, config.slurm.nodes, now,
+                       &out.warnings, &out.exclusion_refused));
   if (req.dry_run) {
     // No id yet: "NEW" stands in for it in the folder name and the job name.
     out.run_dir = !config.run.dir.empty() ? config.run.dir

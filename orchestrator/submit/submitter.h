@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/nodes/node_policy.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
@@ -52,6 +53,9 @@ struct SubmitResult {
   // The storage forecast (storage_check.h); none without a plan.
   std::optional<StorageForecast> storage;
   std::vector<std::string> warnings;  // for stderr
+  // Excluded nodes the cap kept in the new job's list (also in `warnings`); the caller records
+  // and alerts them once the run exists (node_ledger.h RecordExclusionRefusal).
+  std::vector<ExclusionPlan::Refused> exclusion_refused;
 };
 
 // `store` may be null for a dry run.

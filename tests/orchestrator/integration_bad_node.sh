@@ -9,7 +9,9 @@
 #   - The blocker goes; the next attempt runs on A only and the run COMPLETES.
 #   - The exclusion's TTL (30 s here) passes: `baton nodes` shows B re-admitted on probation.
 #   - A two-node run submitted while B is excluded: baton does not exclude ("cannot exclude: job
-#     would not fit"), the script has no --exclude.
+#     would not fit"), the script has no --exclude; the refusal is a `cannot_exclude` incident of
+#     the run, and the lab's email sink subscribed to it (a sendmail script) gets the mail from
+#     `baton watch`'s delivery.
 # Uses the fake trainer (tests/orchestrator/fake_trainer.sh): no libtorch needed.
 # usage: integration_bad_node.sh BATON SOURCE_DIR
 # Exit 0 pass; 1 a failed check; 2 the two-node cluster is not up or not idle.
@@ -59,6 +61,11 @@ mkdir -p "$TMP/data" "$BATON_HOME"
 # Two nodes: the default cap (10 %) excludes none; half of them may go. The TTL is short so the
 # test sees the re-admission.
 printf 'max_excluded_fraction: 0.5\nttl: 30s\n' >"$BATON_HOME/nodes.yaml"
+# The lab's sink for the cap's refusals: a sendmail that keeps each mail.
+printf '#!/bin/sh\ncat >>"%s"\n' "$TMP/mail.txt" >"$TMP/sendmail"
+chmod +x "$TMP/sendmail"
+printf 'sinks:\n  - {name: admins, type: email, to: admins@example.org, sendmail: %s}\nsubscribe: [cannot_exclude]\n' \
+    "$TMP/sendmail" >"$BATON_HOME/alerts.yaml"
 
 blocker=$(sbatch --parsable -p debug -w "$A" --exclusive -t 5 -J it-blocker -o /dev/null --wrap 'sleep 280')
 JOBS+=("$blocker")
@@ -119,5 +126,13 @@ JOBS+=("$(jq -r .job_id <<<"$out")")
 grep -q "cannot exclude: job would not fit" "$TMP/submit2.err" || fail "no refusal: $(cat "$TMP/submit2.err")"
 ! grep -q -- "--exclude" "$(jq -r .run_dir <<<"$out")/sbatch.sh" || fail "the 2-node script excludes a node"
 ok "a 2-node job is not given --exclude=$B: \"$(grep -o 'cannot exclude.*' "$TMP/submit2.err" | head -1)\""
-"$baton" cancel "$(jq -r .run_id <<<"$out")" >/dev/null
+run2=$(jq -r .run_id <<<"$out")
+inc=$("$baton" incidents "$run2" --json)
+[[ $(jq -r '[.[] | select(.kind == "cannot_exclude")] | length' <<<"$inc") == 1 &&
+   $(jq -r '.[0].node' <<<"$inc") == "$B" ]] || fail "no cannot_exclude incident for run $run2: $inc"
+mailed() { grep -q "cannot_exclude" "$TMP/mail.txt" 2>/dev/null; }
+wait_for 30 "the cannot_exclude alert to reach the email sink" mailed
+grep -q "node $B: cannot exclude: job would not fit" "$TMP/mail.txt" || fail "the mail: $(cat "$TMP/mail.txt")"
+ok "the refusal is incident cannot_exclude of run $run2, mailed to the lab's sink: \"$(grep -m1 '^Subject:' "$TMP/mail.txt")\""
+"$baton" cancel "$run2" >/dev/null
 echo "PASS integration_bad_node"
