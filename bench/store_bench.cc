@@ -14,8 +14,7 @@
 namespace baton::storebench {
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double Quantile(std::vector<double>& values, double q) {
@@ -58,8 +57,7 @@ int main(int argc, char** argv) {
     a.rows_per_writer = num("--rows", a.rows_per_writer);
     a.batch = num("--batch", a.batch);
     a.kill = static_cast<int>(num("--kill", a.kill));
-    if (a.writers < 1 || a.rows_per_writer < 1 || a.batch < 2 || a.kill < 0 ||
-        a.kill > a.writers) {
+    if (a.writers < 1 || a.rows_per_writer < 1 || a.batch < 2 || a.kill < 0 || a.kill > a.writers) {
       return Usage();
     }
     return baton::storebench::RunIngest(a);

@@ -29,9 +29,9 @@ struct HistoryArgs {
   std::string store;
   std::string dir;
   int64_t runs = 10000;
-  int64_t rows = 20000000;      // step rows stored in all
-  int64_t big_rows = 1000000;   // of which the run the series is read from
-  int repeats = 10;             // timed requests of each kind, after one warm-up
+  int64_t rows = 20000000;     // step rows stored in all
+  int64_t big_rows = 1000000;  // of which the run the series is read from
+  int repeats = 10;            // timed requests of each kind, after one warm-up
 };
 
 // Both return the process exit code; failures are printed on stderr.

@@ -94,9 +94,9 @@ Result<std::vector<RunRecord>> CreateRuns(Store& store, const IngestArgs& a) {
 }
 
 struct Pipes {
-  int ready = -1;   // the writer says it is ready (one byte)
-  int go = -1;      // closed by the parent to start every writer at once
-  int notify = -1;  // a writer to be killed names itself here, mid-chunk
+  int ready = -1;     // the writer says it is ready (one byte)
+  int go = -1;        // closed by the parent to start every writer at once
+  int notify = -1;    // a writer to be killed names itself here, mid-chunk
   int go_write = -1;  // the parent's end of `go`, closed in each writer so it can see EOF
 };
 
@@ -113,12 +113,14 @@ int Writer(const IngestArgs& a, const RunRecord& run, int index, const Pipes& p,
   if (fd < 0) return std::perror(path.c_str()), 1;
   std::vector<std::string> batches;
   for (int64_t s = start; s < a.rows_per_writer; s += a.batch) {
-    std::string text = s == 0 ? json{{"type", "attempt_start"}, {"time", 1.7e9},
-                                     {"source", "launcher"}, {"job_id", JobOf(index)},
-                                     {"restart_count", 0}, {"nodes", "n1"}, {"checkpoint", nullptr},
-                                     {"mode", "fresh"}, {"step0", 0}, {"resume_warmup_steps", 0}}
-                                         .dump() + "\n"
-                              : "";
+    std::string text =
+        s == 0 ? json{{"type", "attempt_start"}, {"time", 1.7e9},      {"source", "launcher"},
+                      {"job_id", JobOf(index)},  {"restart_count", 0}, {"nodes", "n1"},
+                      {"checkpoint", nullptr},   {"mode", "fresh"},    {"step0", 0},
+                      {"resume_warmup_steps", 0}}
+                         .dump() +
+                     "\n"
+               : "";
     for (int64_t k = s; k < std::min(s + a.batch, a.rows_per_writer); ++k) text += StepLine(k);
     batches.push_back(std::move(text));
   }
@@ -145,14 +147,12 @@ int Writer(const IngestArgs& a, const RunRecord& run, int index, const Pipes& p,
     latency_ms.push_back(1000 * (NowSeconds() - t0));
     ++pass;
   }
-  std::ofstream out(a.dir + "/latency-" + std::to_string(index) + "-" +
-                    std::to_string(::getpid()));
+  std::ofstream out(a.dir + "/latency-" + std::to_string(index) + "-" + std::to_string(::getpid()));
   for (double ms : latency_ms) out << ms << "\n";
   return 0;
 }
 
-pid_t Spawn(const IngestArgs& a, const RunRecord& run, int index, const Pipes& p,
-            bool restarted) {
+pid_t Spawn(const IngestArgs& a, const RunRecord& run, int index, const Pipes& p, bool restarted) {
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -33,7 +33,8 @@ Status BulkInsertStepsInTx(Store& store, int64_t run_id, int64_t attempt_id, int
   for (int64_t from = first_step; from < first_step + count; from += kRowsPerStatement) {
     const int64_t last = std::min(from + kRowsPerStatement, first_step + count) - 1;
     insert->Reset();
-    BATON_RETURN_IF_ERROR(insert->Bind(1, run_id).Bind(2, attempt_id).Bind(3, from).Bind(4, last).Run());
+    BATON_RETURN_IF_ERROR(
+        insert->Bind(1, run_id).Bind(2, attempt_id).Bind(3, from).Bind(4, last).Run());
   }
   BATON_ASSIGN_OR_RETURN(Statement * last,
                          db.Prepare("UPDATE attempts SET last_step = ?2 "
