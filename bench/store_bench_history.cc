@@ -104,7 +104,7 @@ Result<json> Measure(const HistoryArgs& a, int64_t big) {
               {"runs_page_ms", page_ms},
               {"series_source", s2.value("source", "?")},
               {"series_rows", s2.value("rows", int64_t{0})},
-              {"series_points", s2["series"]["loss"].size()},
+              {"series_points", s2["series"]["loss"].value("points", int64_t{0})},
               {"page_runs", page["runs"].size()},
               {"page_total", page["page"].value("total", int64_t{0})}};
 }
