@@ -14,10 +14,11 @@
 # PostgreSQL is a throwaway server started as the tests start theirs (tests/common/pg_server.sh:
 # initdb + pg_ctl in a temp folder, a Unix socket, fsync and synchronous_commit off).
 #   bench/store_bench.sh [BUILD_DIR]    (default build/; needs baton-bench-store built)
-# Sizes (the defaults are the sizes the goals are stated for): BATON_BENCH_INGEST_ROWS (200000,
-# the 1-writer run), BATON_BENCH_WRITER_ROWS (20000 per writer of 16), BATON_BENCH_BATCH (1000 step events a pass),
-# BATON_BENCH_KILL_ROWS (10000 per writer of the kill run), BATON_BENCH_STORED_ROWS (20000000),
-# BATON_BENCH_SERIES_ROWS (1000000), BATON_BENCH_RUNS (10000), BATON_BENCH_REPEATS (10).
+# Sizes (the defaults are the sizes the goals are stated for):
+#   BATON_BENCH_INGEST_ROWS (200000, the 1-writer run), BATON_BENCH_WRITER_ROWS (20000 per writer
+#   of 16), BATON_BENCH_BATCH (1000 step events a pass), BATON_BENCH_KILL_ROWS (10000 per writer
+#   of the kill run), BATON_BENCH_STORED_ROWS (20000000), BATON_BENCH_SERIES_ROWS (1000000),
+#   BATON_BENCH_RUNS (10000), BATON_BENCH_REPEATS (10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/machine_load.sh
