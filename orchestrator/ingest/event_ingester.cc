@@ -54,6 +54,9 @@ std::string CutUtf8(const std::string& text, size_t max_bytes) {
 // log has them whole).
 constexpr size_t kMaxHangStackBytes = 64 << 10;
 
+// Step rows held back and written together (bounds the memory of a chunk of only steps).
+constexpr size_t kStepsPerFlush = 4096;
+
 // Applies one record of the file's attempt. Returns kData for a record that is not usable
 // (the caller counts it as a bad line); any other failure aborts the chunk.
 class RecordApplier {
@@ -67,7 +70,22 @@ class RecordApplier {
         in_job_seq_(in_job_seq) {}
 
   // The cached attempt id is only valid inside one transaction (a rollback may undo the insert).
-  void ForgetAttempt() { attempt_id_ = 0; }
+  void ForgetAttempt() {
+    attempt_id_ = 0;
+    steps_.clear();
+  }
+
+  // Writes the step rows held back so far (Store::InsertStepsInTx: a few statements for many
+  // rows). Called before any other record, which may read what they write (an attempt's
+  // last_step), and before the chunk's cursor moves.
+  Status FlushSteps() {
+    if (steps_.empty()) return Status::Ok();
+    Status st = store_.InsertStepsInTx(steps_);
+    steps_.clear();
+    // No line to blame: a failed batch fails the chunk, never one record as a bad line.
+    if (st.code() == Code::kData) return Status::Internal("step rows: " + st.message());
+    return st;
+  }
 
   Status Apply(const json& r, bool* was_step) {
     *was_step = false;
@@ -83,8 +101,10 @@ class RecordApplier {
       if (!e.step) return Status::Data("step without a valid \"step\"");
       const StepRecord s = StepRecordOf(e, run_.id, *attempt_id, time);
       *was_step = true;
-      return store_.InsertStepInTx(s);
+      steps_.push_back(s);
+      return steps_.size() < kStepsPerFlush ? Status::Ok() : FlushSteps();
     }
+    BATON_RETURN_IF_ERROR(FlushSteps());
     if (type == event_type::kMicrostep) {
       const MicrostepEvent e = MicrostepEvent::FromJson(r);
       MicrostepRecord m;
@@ -208,7 +228,8 @@ class RecordApplier {
   std::string job_id_;
   int64_t restart_;
   int64_t in_job_seq_;
-  int64_t attempt_id_ = 0;  // valid within one transaction (a rollback may undo the insert)
+  int64_t attempt_id_ = 0;         // valid within one transaction (a rollback may undo the insert)
+  std::vector<StepRecord> steps_;  // step rows not yet written, of this chunk
 };
 
 // The offset just past the first '\n' at or after `from`, reading 64 KiB at a time; -1 when the
@@ -322,6 +343,7 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
       ++in_chunk;
       if (options.after_record) options.after_record(in_chunk);
     }
+    BATON_RETURN_IF_ERROR(applier.FlushSteps());
     const int64_t consumed = static_cast<int64_t>(end) + 1;
     BATON_RETURN_IF_ERROR(
         store.SetCursorInTx(path, run.id, *cursor + consumed, bad, UnixTimeNow()));

@@ -18,12 +18,14 @@
 // Values: a number that is null (how the trainer's JSON writer spells NaN and Inf), missing or
 // not finite is stored as NULL, never as NaN; a step flagged "nonfinite" keeps its row with the
 // flag and the step's episode ids. A step row takes its figures from the event through one field
-// table (store/step_event_fields.h). The first segment_end of an attempt sets the trainer's end
-// reason, message (cut to kMaxTrainerMessageBytes), exit code and signal; later ones (other ranks
-// failing after the first) are ignored. An attempt_end sets the run's status from the
-// launcher's action; a hang it reports keeps its stacks cut to 64 KiB. After a pass that applied
-// records, IngestRun refreshes the run's time buckets (store/time_bucket_store.h).
-// Stateless functions over a Store; thread-compatible (one Store per thread).
+// table (store/step_event_fields.h). Step rows are written in batches (Store::InsertStepsInTx),
+// before the next record of another type and before the chunk's cursor, in the same transaction.
+// The first segment_end of an attempt sets the trainer's end reason, message (cut to
+// kMaxTrainerMessageBytes), exit code and signal; later ones (other ranks failing after the first)
+// are ignored. An attempt_end sets the run's status from the launcher's action; a hang it reports
+// keeps its stacks cut to 64 KiB. After a pass that applied records, IngestRun refreshes the run's
+// time buckets (store/time_bucket_store.h). Stateless functions over a Store; thread-compatible
+// (one Store per thread).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "orchestrator/store/pg_db.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,8 @@ constexpr unsigned kInt8Oid = 20;
 constexpr unsigned kFloat8Oid = 701;
 constexpr unsigned kByteaOid = 17;
 constexpr const char* kDefaultConnectTimeoutS = "5";
+// Statements with at least this many parameters are prepared on the server (pg_db.h).
+constexpr size_t kPrepareFromParams = 64;
 
 // libpq's message on one line: its own line breaks become "; ".
 std::string Trim(std::string s) {
@@ -135,8 +138,27 @@ Result<bool> PgStatement::Step() {
       lengths[k] = static_cast<int>(p.value.size());
       formats[k] = p.binary ? 1 : 0;
     }
-    result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(), values.data(),
-                           lengths.data(), formats.data(), 0);
+    if (n >= kPrepareFromParams) {
+      auto it = prepared_.find(types);
+      if (it == prepared_.end()) {
+        static std::atomic<uint64_t> next{0};
+        const std::string name = "baton_" + std::to_string(++next);
+        PGresult* prep =
+            PQprepare(conn_, name.c_str(), pg_sql_.c_str(), static_cast<int>(n), types.data());
+        if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
+          Status err = FromPg(conn_, prep, "postgresql: " + sql_);
+          PQclear(prep);
+          return err;
+        }
+        PQclear(prep);
+        it = prepared_.emplace(types, name).first;
+      }
+      result_ = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(n), values.data(),
+                               lengths.data(), formats.data(), 0);
+    } else {
+      result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(),
+                             values.data(), lengths.data(), formats.data(), 0);
+    }
     const ExecStatusType st = PQresultStatus(result_);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
       Status err = FromPg(conn_, result_, "postgresql: " + sql_);
@@ -285,6 +307,7 @@ Status PgDb::Reconnect() {
                                Trim(PQerrorMessage(conn_)));
   }
   PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
+  for (auto& [text, statement] : cache_) statement->ForgetPrepared();
   return Exec("SET lock_timeout = " + std::to_string(lock_timeout_ms_) +
               "; SET client_min_messages = warning" +
               std::string(read_only_ ? "; SET default_transaction_read_only = on" : ""));

@@ -2,7 +2,9 @@
 // ORM), used only by the store. One PgDb is one server connection: not thread-safe.
 //
 // Statements are the store's portable SQL with `?` placeholders translated (sql_dialect.h) and
-// run with PQexecParams; a statement's whole result is fetched at its first Step. Values are
+// run with PQexecParams (a statement of 64 parameters or more, a batched write, is prepared on
+// the server once and run with PQexecPrepared); a statement's whole result is fetched at its
+// first Step. Values are
 // bound as text (integers, doubles in round-trip form) or binary (BLOBs as bytea), never
 // spliced. A write transaction is BEGIN plus pg_advisory_xact_lock on one key: writers queue one
 // at a time as SQLite's BEGIN IMMEDIATE makes them, readers never wait. Connection errors map to
@@ -43,6 +45,8 @@ class PgStatement final : public Statement {
   size_t BlobSize(int col) const override;
   void Reset() override;
   const char* sql() const override { return sql_.c_str(); }
+  // The server forgot its prepared statements (a new session after a lost connection).
+  void ForgetPrepared() { prepared_.clear(); }
 
  private:
   struct Param {
@@ -60,6 +64,10 @@ class PgStatement final : public Statement {
   PGresult* result_ = nullptr;
   int row_ = -1;
   mutable std::map<int, std::string> blobs_;  // decoded bytea of the current row
+  // Server-side prepared statements of this text, by parameter types (a NULL leaves a type to
+  // the server, so one text may need more than one). Only for statements of many parameters:
+  // the batched writes, whose parse and plan cost more than running them.
+  std::map<std::vector<unsigned>, std::string> prepared_;
 };
 
 class PgDb final : public Db {

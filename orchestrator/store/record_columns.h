@@ -116,6 +116,8 @@ class ColumnTable {
       : table_(std::move(table)), columns_(std::move(columns)) {}
 
   const std::string& name() const { return table_; }
+  // Columns, which is also the largest parameter number Insert() and Update() use.
+  size_t size() const { return columns_.size(); }
 
   // "a, b, c": the columns in table order, each after `prefix` ("r."), without `except`.
   std::string SelectList(const std::string& prefix = "", const std::string& except = "") const {
@@ -207,9 +209,10 @@ class ColumnTable {
     return st;
   }
 
-  // Binds the parameters of `st` (one of this table's statements) to the fields of `r`.
-  void Bind(Statement& s, const TableStatement& st, const R& r) const {
-    for (size_t i : st.bound) columns_[i].bind(s, static_cast<int>(i + 1), r);
+  // Binds the parameters of `st` (one of this table's statements) to the fields of `r`; with
+  // `offset`, parameter N of `st` is bound as N + offset (a later row of a multi-row INSERT).
+  void Bind(Statement& s, const TableStatement& st, const R& r, int offset = 0) const {
+    for (size_t i : st.bound) columns_[i].bind(s, static_cast<int>(i + 1) + offset, r);
   }
   // Runs `st` (Insert() or Update()) for `r`.
   [[nodiscard]] Status Write(Db& db, const TableStatement& st, const R& r) const {

@@ -1,6 +1,8 @@
 #include "orchestrator/store/series_rollups.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "orchestrator/store/record_columns.h"
 
@@ -38,6 +40,60 @@ Status WriteBlock(Db& db, int64_t run_id, int level, int64_t block,
   return Status::Ok();
 }
 
+// "INSERT INTO step_rollups ... VALUES" of 1, 2, 4 ... 64 rows (only these sizes, so a connection
+// caches at most seven texts).
+constexpr size_t kMaxNodeRowsLog2 = 6;
+const std::string& InsertNodesSql(size_t rows_log2) {
+  static const std::vector<std::string> kTexts = [] {
+    std::vector<std::string> texts;
+    for (size_t n = 1; n <= (size_t{1} << kMaxNodeRowsLog2); n *= 2) {
+      std::string sql = "INSERT INTO step_rollups (run_id, level, block, attempt_id, data) VALUES ";
+      for (size_t k = 0; k < n; ++k) {
+        const size_t p = 5 * k;
+        sql += (k > 0 ? ", (?" : "(?") + std::to_string(p + 1) + ", ?" + std::to_string(p + 2) +
+               ", ?" + std::to_string(p + 3) + ", ?" + std::to_string(p + 4) + ", ?" +
+               std::to_string(p + 5) + ")";
+      }
+      texts.push_back(sql);
+    }
+    return texts;
+  }();
+  return kTexts[rows_log2];
+}
+
+struct LeafNode {
+  int64_t block = 0;
+  int64_t attempt_id = 0;
+  RollupNode node;
+};
+
+// Replaces every level-0 node of blocks [first, last] with `nodes`: one DELETE and a few
+// multi-row INSERTs, not two statements a block (a round trip each on PostgreSQL).
+Status WriteLeaves(Db& db, int64_t run_id, int64_t first, int64_t last,
+                   const std::vector<LeafNode>& nodes) {
+  BATON_ASSIGN_OR_RETURN(Statement * del,
+                         db.Prepare("DELETE FROM step_rollups WHERE run_id = ?1 AND level = 0 AND "
+                                    "block BETWEEN ?2 AND ?3"));
+  BATON_RETURN_IF_ERROR(del->Bind(1, run_id).Bind(2, first).Bind(3, last).Run());
+  for (size_t at = 0; at < nodes.size();) {
+    size_t log2 = kMaxNodeRowsLog2;
+    while ((size_t{1} << log2) > nodes.size() - at) --log2;
+    BATON_ASSIGN_OR_RETURN(Statement * ins, db.Prepare(InsertNodesSql(log2)));
+    for (size_t k = 0; k < (size_t{1} << log2); ++k) {
+      const LeafNode& n = nodes[at + k];
+      const int p = static_cast<int>(5 * k);
+      ins->Bind(p + 1, run_id)
+          .Bind(p + 2, int64_t{0})
+          .Bind(p + 3, n.block)
+          .Bind(p + 4, n.attempt_id)
+          .BindBlob(p + 5, EncodeNode(n.node));
+    }
+    BATON_RETURN_IF_ERROR(ins->Run());
+    at += size_t{1} << log2;
+  }
+  return Status::Ok();
+}
+
 // Level-0 nodes of the given blocks, from the rows (rows in step order: each attempt's nodes
 // are built in step order too).
 Status RecomputeLeaves(Db& db, int64_t run_id, const std::set<int64_t>& blocks) {
@@ -56,6 +112,7 @@ Status RecomputeLeaves(Db& db, int64_t run_id, const std::set<int64_t>& blocks) 
         const std::vector<SeriesRow> rows,
         RunRows(db, run_id, RollupBlockFirstStep(first, 0), RollupBlockFirstStep(last + 1, 0) - 1));
     size_t i = 0;
+    std::vector<LeafNode> leaves;
     for (int64_t b = first; b <= last; ++b) {
       std::map<int64_t, RollupNode> nodes;
       const int64_t end = RollupBlockFirstStep(b + 1, 0);
@@ -63,8 +120,9 @@ Status RecomputeLeaves(Db& db, int64_t run_id, const std::set<int64_t>& blocks) 
         AppendNode(&nodes[RollupNodeOwner(rows[i].attempt_id, rows[i].superseded)],
                    NodeOfRow(rows[i]));
       }
-      BATON_RETURN_IF_ERROR(WriteBlock(db, run_id, 0, b, nodes));
+      for (const auto& [owner, node] : nodes) leaves.push_back(LeafNode{b, owner, node});
     }
+    BATON_RETURN_IF_ERROR(WriteLeaves(db, run_id, first, last, leaves));
     it = next;
   }
   return Status::Ok();

@@ -1,8 +1,119 @@
 // Store: steps, micro-steps, checkpoints, stop-save budgets and write probes (store.h).
+#include <cctype>
+#include <map>
+#include <utility>
+
 #include "orchestrator/store/record_columns.h"
 #include "orchestrator/store/store.h"
 
 namespace baton {
+
+namespace {
+
+// The step upsert (superseded computed by the store), as InsertStepInTx runs it.
+const TableStatement& StepUpsert() {
+  static const TableStatement kInsert = [] {
+    const ColumnTable<StepRecord>& t = StepTable();
+    return t.Upsert(
+        "attempt_id, step",
+        {{"superseded", "CASE WHEN EXISTS (SELECT 1 FROM steps WHERE run_id = " +
+                            t.Param("run_id") + " AND step = " + t.Param("step") +
+                            " AND attempt_id > " + t.Param("attempt_id") + ") THEN 1 ELSE 0 END"}});
+  }();
+  return kInsert;
+}
+
+// `sql` with every parameter ?N renumbered ?(N + offset).
+std::string ShiftParams(const std::string& sql, size_t offset) {
+  std::string out;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    out += sql[i];
+    if (sql[i] != '?') continue;
+    size_t j = i + 1;
+    while (j < sql.size() && std::isdigit(static_cast<unsigned char>(sql[j]))) ++j;
+    out += std::to_string(std::stoul(sql.substr(i + 1, j - i - 1)) + offset);
+    i = j - 1;
+  }
+  return out;
+}
+
+// Multi-row upserts of 1, 2, 4 ... 256 rows (only these sizes, so a connection caches at most
+// nine texts); row k binds StepUpsert()'s parameters shifted by k * columns.
+constexpr size_t kMaxRowsLog2 = 8;
+const std::string& MultiStepUpsert(size_t rows_log2) {
+  static const std::vector<std::string> kTexts = [] {
+    const std::string& one = StepUpsert().sql;
+    const size_t values = one.find(" VALUES ") + 8, conflict = one.find(" ON CONFLICT");
+    const std::string row = one.substr(values, conflict - values);
+    std::vector<std::string> texts;
+    for (size_t n = 1; n <= (size_t{1} << kMaxRowsLog2); n *= 2) {
+      std::string sql = one.substr(0, values);
+      for (size_t k = 0; k < n; ++k) {
+        sql += (k > 0 ? ", " : "") + ShiftParams(row, k * StepTable().size());
+      }
+      texts.push_back(sql + one.substr(conflict));
+    }
+    return texts;
+  }();
+  return kTexts[rows_log2];
+}
+
+// Store::InsertStepsInTx for rows [begin, end) of one attempt.
+Status InsertAttemptSteps(Db& db, RollupMaintainer& rollups, const StepRecord* begin,
+                          const StepRecord* end) {
+  if (begin == end) return Status::Ok();
+  // One row per (attempt, step), the last written winning, as one-by-one upserts leave it; a
+  // multi-row upsert may not touch one row twice.
+  std::map<std::pair<int64_t, int64_t>, const StepRecord*> rows;
+  for (const StepRecord* r = begin; r != end; ++r) rows[{r->attempt_id, r->step}] = r;
+  // Earlier attempts' rows at these steps are superseded: one UPDATE per range of consecutive
+  // steps of an attempt (a batch is usually one range).
+  BATON_ASSIGN_OR_RETURN(
+      Statement * older,
+      db.Prepare("UPDATE steps SET superseded = 1 WHERE run_id = ?1 AND step BETWEEN ?2 AND ?3 "
+                 "AND attempt_id < ?4 AND superseded = 0"));
+  int64_t last_step = begin->step;  // the largest step written
+  const StepRecord* lo = nullptr;
+  const StepRecord* hi = nullptr;
+  auto flush_range = [&]() -> Status {
+    if (lo == nullptr) return Status::Ok();
+    older->Reset();
+    return older->Bind(1, lo->run_id)
+        .Bind(2, lo->step)
+        .Bind(3, hi->step)
+        .Bind(4, lo->attempt_id)
+        .Run();
+  };
+  std::vector<const StepRecord*> ordered;
+  for (const auto& [key, r] : rows) {
+    if (lo == nullptr || r->step != hi->step + 1) {
+      BATON_RETURN_IF_ERROR(flush_range());
+      lo = r;
+    }
+    hi = r;
+    ordered.push_back(r);
+    last_step = std::max(last_step, r->step);
+    rollups.MarkDirty(r->run_id, r->step);
+  }
+  BATON_RETURN_IF_ERROR(flush_range());
+  for (size_t at = 0; at < ordered.size();) {
+    size_t log2 = kMaxRowsLog2;
+    while ((size_t{1} << log2) > ordered.size() - at) --log2;
+    BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(MultiStepUpsert(log2)));
+    for (size_t k = 0; k < (size_t{1} << log2); ++k) {
+      StepTable().Bind(*s, StepUpsert(), *ordered[at + k],
+                       static_cast<int>(k * StepTable().size()));
+    }
+    BATON_RETURN_IF_ERROR(s->Run());
+    at += size_t{1} << log2;
+  }
+  BATON_ASSIGN_OR_RETURN(Statement * last,
+                         db.Prepare("UPDATE attempts SET last_step = ?2 "
+                                    "WHERE id = ?1 AND (last_step IS NULL OR last_step < ?2)"));
+  return last->Bind(1, begin->attempt_id).Bind(2, last_step + 1).Run();
+}
+
+}  // namespace
 
 // ----------------------------------------------------------------------------------- steps
 
@@ -17,15 +128,7 @@ Status Store::InsertStepInTx(const StepRecord& r) {
 
   // superseded is the store's to set, never the caller's: this row is superseded already when a
   // later attempt has the step (a row ingested late).
-  static const TableStatement kInsert = [] {
-    const ColumnTable<StepRecord>& t = StepTable();
-    return t.Upsert(
-        "attempt_id, step",
-        {{"superseded", "CASE WHEN EXISTS (SELECT 1 FROM steps WHERE run_id = " +
-                            t.Param("run_id") + " AND step = " + t.Param("step") +
-                            " AND attempt_id > " + t.Param("attempt_id") + ") THEN 1 ELSE 0 END"}});
-  }();
-  BATON_RETURN_IF_ERROR(StepTable().Write(*db_, kInsert, r));
+  BATON_RETURN_IF_ERROR(StepTable().Write(*db_, StepUpsert(), r));
 
   BATON_ASSIGN_OR_RETURN(Statement * last,
                          db_->Prepare("UPDATE attempts SET last_step = ?2 "
@@ -33,6 +136,18 @@ Status Store::InsertStepInTx(const StepRecord& r) {
   // last_step counts finished steps (segment_end's "step"); step row k means k + 1 are done.
   BATON_RETURN_IF_ERROR(last->Bind(1, r.attempt_id).Bind(2, r.step + 1).Run());
   rollups_->MarkDirty(r.run_id, r.step);
+  return Status::Ok();
+}
+
+Status Store::InsertStepsInTx(const std::vector<StepRecord>& rows) {
+  // Attempt by attempt, in the order given: a multi-row statement does not see its own rows, so
+  // two attempts' rows in one would miss each other's superseded marks.
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j].attempt_id == rows[i].attempt_id) ++j;
+    BATON_RETURN_IF_ERROR(InsertAttemptSteps(*db_, *rollups_, rows.data() + i, rows.data() + j));
+    i = j;
+  }
   return Status::Ok();
 }
 

@@ -157,5 +157,48 @@ TEST(PgStore, AConnectionLostMidTransactionLeavesNothingAndTheNextWriteReconnect
   EXPECT_EQ(killer->ListRuns().value()[0].name, "retried");
 }
 
+// A batched write is a statement prepared on the server; a new session after a lost connection
+// has none, so the store prepares it again rather than failing on a statement the server forgot.
+TEST(PgStore, BatchedWritesArePreparedAgainAfterAReconnect) {
+  if (!test::OnPostgres()) GTEST_SKIP() << "needs BATON_TEST_STORE (a PostgreSQL server)";
+  TempDir tmp;
+  auto store = test::OpenStore(tmp / "baton.db");
+  auto killer = test::OpenStore(tmp / "baton.db");
+  RunRecord r = test::MakeRun(*store, tmp / "r");
+  auto batch = [&](int64_t first) {
+    return store->Write([&]() -> Status {
+      BATON_ASSIGN_OR_RETURN(const int64_t a, store->EnsureAttemptInTx(r.id, "7", 0));
+      std::vector<StepRecord> rows(100);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        rows[i].run_id = r.id;
+        rows[i].attempt_id = a;
+        rows[i].step = first + int64_t(i);
+        rows[i].loss = 1.0;
+      }
+      return store->InsertStepsInTx(rows);
+    });
+  };
+  ASSERT_TRUE(batch(0).ok());
+  Result<int64_t> pid = [&]() -> Result<int64_t> {
+    BATON_ASSIGN_OR_RETURN(Statement * s,
+                           StoreInternal::Db(*store).Prepare("SELECT pg_backend_pid()"));
+    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+    return row ? s->Int(0) : -1;
+  }();
+  ASSERT_TRUE(pid.ok());
+  Result<Statement*> k =
+      StoreInternal::Db(*killer).Prepare("SELECT pg_terminate_backend(CAST(?1 AS INTEGER))");
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE((*k)->Bind(1, *pid).Run().ok());
+  // The write that finds the connection gone fails whole (69); the retry reconnects.
+  Status again = batch(100);
+  if (!again.ok()) {
+    EXPECT_EQ(again.code(), Code::kUnavailable) << again.ToString();
+    again = batch(100);
+  }
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(killer->CountSteps(r.id, true).value(), 200);
+}
+
 }  // namespace
 }  // namespace baton

@@ -190,6 +190,72 @@ TEST(Store, StepsOfALaterAttemptSupersedeEarlierOnes) {
   EXPECT_EQ(attempts[1].last_step, 7);
 }
 
+// The batched write ingest uses gives exactly the rows of one-by-one writes: more rows than one
+// statement holds (256), gaps, a step written twice (the later wins), a resumed attempt that
+// supersedes, and rows of the earlier attempt that come in late (superseded at once).
+TEST(Store, BatchedStepsMatchOneByOne) {
+  TempDir tmp;
+  std::vector<std::vector<StepRecord>> batches(3);
+  auto row = [](int64_t attempt, int64_t step, double loss) {
+    StepRecord x;
+    x.attempt_id = attempt;  // 1 and 2: the ids the two attempts get below, set per store
+    x.step = step;
+    x.loss = loss;
+    x.time = 1000 + double(step);
+    x.tokens = step * 3;
+    return x;
+  };
+  for (int64_t s = 0; s < 600; ++s) {
+    if (s < 100 || s > 109) batches[0].push_back(row(1, s, 1.0 / double(s + 1)));
+  }
+  batches[0].push_back(row(1, 42, 9.5));  // written again: this one stays
+  for (int64_t s = 300; s < 350; ++s) batches[1].push_back(row(2, s, 0.25));
+  for (int64_t s = 340; s < 346; ++s) batches[2].push_back(row(1, s, 7.0));  // late rows
+  auto fill = [&](Store& store, bool batched) -> std::vector<StepRecord> {
+    RunRecord r = MakeRun(store, tmp / (batched ? "b" : "o"));
+    EXPECT_TRUE(store
+                    .Write([&]() -> Status {
+                      const int64_t ids[] = {store.EnsureAttemptInTx(r.id, "7", 0).value(),
+                                             store.EnsureAttemptInTx(r.id, "7", 1).value()};
+                      for (std::vector<StepRecord> batch : batches) {
+                        for (StepRecord& x : batch) {
+                          x.run_id = r.id;
+                          x.attempt_id = ids[x.attempt_id - 1];
+                          if (!batched) BATON_RETURN_IF_ERROR(store.InsertStepInTx(x));
+                        }
+                        if (batched) BATON_RETURN_IF_ERROR(store.InsertStepsInTx(batch));
+                      }
+                      return Status::Ok();
+                    })
+                    .ok());
+    StepQuery q;
+    q.include_superseded = true;
+    std::vector<StepRecord> rows = store.ListSteps(r.id, q).value();
+    for (const AttemptRecord& a : store.ListAttempts(r.id).value()) {
+      StepRecord last;
+      last.step = a.last_step.value_or(-1);
+      last.loss = 0;
+      rows.push_back(last);  // each attempt's last_step, compared with the rows
+    }
+    return rows;
+  };
+  auto one = OpenStore(tmp / "one.db");
+  auto many = OpenStore(tmp / "many.db");
+  const std::vector<StepRecord> want = fill(*one, false), got = fill(*many, true);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(want.size(), 590u + 50u + 2u);
+  int superseded = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].step, want[i].step) << i;
+    EXPECT_EQ(got[i].superseded, want[i].superseded) << "step " << want[i].step;
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "step " << want[i].step;
+    EXPECT_DOUBLE_EQ(got[i].loss, want[i].loss) << "step " << want[i].step;
+    superseded += want[i].superseded;
+  }
+  EXPECT_EQ(superseded, 50);            // 300..349 of attempt 1, the late rows among them
+  EXPECT_EQ(want[590 + 50].step, 600);  // attempt 1 finished 600 steps
+}
+
 // A database written by a baton that knew only schema version 1, with rows in every table
 // that version 2 changes: opening it migrates in place and keeps every row.
 TEST(Store, UpgradesAVersion1DatabaseInPlace) {
