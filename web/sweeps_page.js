@@ -10,6 +10,8 @@ import * as fmt from './format.js';
 const FIGURES = [['final_loss', 'final loss'], ['ettr', 'ETTR'], ['restarts', 'restarts'],
   ['last_step', 'step']];
 
+export const POINT_COLOR = 'rgb(31, 119, 180)';
+
 let chart = null;
 export function destroySweepCharts() { if (chart) chart.destroy(); chart = null; }
 
@@ -52,9 +54,12 @@ function plot(canvas, sweep, x, y) {
   destroySweepCharts();
   const pts = sweep.members.filter((m) => typeof valueOf(m, x) === 'number' && valueOf(m, y) !== null)
     .map((m) => ({ x: valueOf(m, x), y: valueOf(m, y), label: m.name }));
+  // A colour of its own, as the run charts have: without one Chart.js draws a dataset in a
+  // near-transparent grey unless its optional colour plugin is in effect.
   chart = new window.Chart(canvas, {
     type: 'scatter',
-    data: { datasets: [{ label: `${y} vs ${x}`, data: pts, pointRadius: 4 }] },
+    data: { datasets: [{ label: `${y} vs ${x}`, data: pts, pointRadius: 5, pointHoverRadius: 7,
+      backgroundColor: POINT_COLOR, borderColor: POINT_COLOR }] },
     options: { animation: false, maintainAspectRatio: false, scales: { x: { title: { display: true, text: x } },
       y: { title: { display: true, text: y } } } },
   });
