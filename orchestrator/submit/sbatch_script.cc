@@ -148,7 +148,8 @@ Result<std::string> WithExcludeLine(const std::string& script, const std::string
     if (line.rfind("#SBATCH ", 0) == 0) last_sbatch = lines.size();
     lines.push_back(line);
   }
-  if (last_sbatch == std::string::npos) return Status::Internal("the job script has no #SBATCH line");
+  if (last_sbatch == std::string::npos)
+    return Status::Internal("the job script has no #SBATCH line");
   if (!exclude.empty()) {
     lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(last_sbatch) + 1, kExclude + exclude);
   }

@@ -196,9 +196,8 @@ Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const
   const std::string script_path = sweep.sweep_dir + "/sweep.sh";
   BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadFile(script_path));
   BATON_ASSIGN_OR_RETURN(const RunRecord first, store.GetRun(members.front().run_id));
-  BATON_ASSIGN_OR_RETURN(
-      const std::string script,
-      ScriptWithCurrentExclude(store, slurm, old_script, first, now, warnings));
+  BATON_ASSIGN_OR_RETURN(const std::string script,
+                         ScriptWithCurrentExclude(store, slurm, old_script, first, now, warnings));
   // The script the new array runs; put back when anything below fails.
   BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, script));
   ScriptRestore restore{script_path, old_script};
@@ -215,8 +214,7 @@ Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const
   BATON_ASSIGN_OR_RETURN(
       const std::string job,
       slurm.SubmitArray(
-          script_path,
-          list + "%" + std::to_string(std::min<int64_t>(p, int64_t(indexes.size())))));
+          script_path, list + "%" + std::to_string(std::min<int64_t>(p, int64_t(indexes.size())))));
   Status st = SetSweepJobInTx(store, sweep.id, job);
   if (st.ok()) st = SetSweepCancelledInTx(store, sweep.id, false);
   for (const SweepMemberRecord& m : members) {

@@ -80,9 +80,9 @@ struct PreparedSweep {
 // its own checkpoints. The script's --exclude is first set to what the node ledger excludes now
 // (as for `baton submit`; what it cannot apply goes to `warnings`). The members resumed, by
 // index; none when every member is COMPLETED or live.
-[[nodiscard]] Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm,
-                                                       const SweepRecord& sweep, double now,
-                                                       std::vector<std::string>* warnings = nullptr);
+[[nodiscard]] Result<std::vector<int64_t>> ResumeSweep(
+    Store& store, SlurmClient& slurm, const SweepRecord& sweep, double now,
+    std::vector<std::string>* warnings = nullptr);
 
 // `baton sweep cancel`: scancel of every array the sweep's members are in, and each live member
 // marked for cancel as `baton cancel` does. The members cancelled.

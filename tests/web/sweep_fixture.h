@@ -48,8 +48,9 @@ inline Result<SweepFixture> CreateSweepThroughIngest(Store& store, const std::st
     SweepRecord s;
     s.name = "lr-seed";
     s.spec_path = runs_root + "/lr-seed.yaml";
-    s.spec = "base: base.yaml\nname: lr-seed\nmax_parallel: 2\n"
-             "grid: {optim.lr: [1.0e-4, 3.0e-4, 1.0e-3], run.seed: [1, 2]}\n";
+    s.spec =
+        "base: base.yaml\nname: lr-seed\nmax_parallel: 2\n"
+        "grid: {optim.lr: [1.0e-4, 3.0e-4, 1.0e-3], run.seed: [1, 2]}\n";
     s.base_config = runs_root + "/base.yaml";
     s.max_parallel = 2;
     s.keys = R"(["optim.lr","run.seed"])";

@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
                               {"compare_run_ids", compare_ids},
                               {"big_run_id",
                                big_id > 0 ? nlohmann::json(big_id) : nlohmann::json()},
-                              {"sweep_id", sweep ? nlohmann::json(sweep_fixture.sweep_id)
-                                                 : nlohmann::json()},
+                              {"sweep_id",
+                               sweep ? nlohmann::json(sweep_fixture.sweep_id) : nlohmann::json()},
                               {"sweep_run_ids", sweep_fixture.run_ids},
                               {"runs", extra + 3 + int64_t(compare_ids.size()) + (big_id > 0) +
                                            int64_t(sweep_fixture.run_ids.size())},
