@@ -284,6 +284,8 @@ TEST_F(SweepTest, ResumePassesTheNodeLedgersCurrentExclude) {
   fail_all(2);
   ManualNodeAction a;
   a.host = "node-b";
+  a.cluster = store_->GetRun(members[0].run_id).value().cluster;
+  a.partition = "debug";  // the members' (base.yaml)
   a.user = "admin";
   a.for_s = 3600;
   ASSERT_TRUE(ExcludeNodeByHand(*store_, a, 2).ok());

@@ -50,9 +50,28 @@ async function plotData(page) {
   return page.evaluate(() => {
     const c = window.Chart.getChart(document.getElementById('sweep-plot'));
     if (!c) return null;
+    const a = c.chartArea;
     return { points: c.data.datasets[0].data.map((p) => [p.x, p.y]),
-      x: c.options.scales.x.title.text, y: c.options.scales.y.title.text };
+      x: c.options.scales.x.title.text, y: c.options.scales.y.title.text, xType: c.scales.x.type,
+      area: { left: a.left, right: a.right, top: a.top, bottom: a.bottom } };
   });
+}
+
+// Runs of adjacent pixel columns inside `area` (the chart's plot area, CSS pixels of a
+// device-pixel-ratio-1 screenshot) that hold pixels of `colour`: one per distinct x drawn.
+function columnGroups(img, area, colour, tol = 30) {
+  let groups = 0, inGroup = false;
+  for (let x = Math.ceil(area.left); x < Math.floor(area.right); x++) {
+    let hit = false;
+    for (let y = Math.ceil(area.top); y < Math.floor(area.bottom) && !hit; y++) {
+      const i = (y * img.width + x) * 4;
+      hit = Math.abs(img.rgba[i] - colour[0]) <= tol && Math.abs(img.rgba[i + 1] - colour[1]) <= tol &&
+        Math.abs(img.rgba[i + 2] - colour[2]) <= tol;
+    }
+    if (hit && !inGroup) groups++;
+    inGroup = hit;
+  }
+  return groups;
 }
 
 const sortPairs = (pairs) => [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
@@ -125,11 +144,16 @@ const sortPairs = (pairs) => [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1
       await navigate(page, 'sweep', () => page.selectOption('#plot-x', x));
       const d = await plotData(page);
       const want = sortPairs(members.filter((m) => m.final_loss !== null).map((m) => [m.values[x], m.final_loss]));
-      check(d && same(sortPairs(d.points), want) && d.x === x && d.y === 'final_loss',
+      check(d && same(sortPairs(d.points), want) && d.x === x && d.y === 'final loss',
         `the plot holds each member's (${x}, final loss) (${d && JSON.stringify(d.points)})`);
+      const xType = x === 'optim.lr' ? 'logarithmic' : 'linear';
+      check(d && d.xType === xType, `${x} (spanning ${x === 'optim.lr' ? 'a decade' : 'less'}) is on a ${xType} axis (${d && d.xType})`);
       const shot = decodePng(await page.locator('#sweep-plot').screenshot({ path: path.join(artifacts, `sweep_plot_${x}.png`) }));
       const drawn = countColour(shot, POINT, 30);
-      check(drawn >= 100, `the plot against ${x} draws its points (${drawn} pixels of the point colour)`);
+      const columns = d ? columnGroups(shot, d.area, POINT) : 0;
+      const distinct = new Set(want.map((p) => p[0])).size;
+      check(drawn >= 100 && columns === distinct,
+        `the plot against ${x} draws its points (${drawn} pixels of the point colour, at ${columns} x positions; want ${distinct})`);
     }
     await navigate(page, 'sweep', () => page.selectOption('#plot-y', 'restarts'));
     const r = await plotData(page);
