@@ -7,7 +7,7 @@
 #   - 4 members drawn at random (BATON_IT_SEED) are preempted twice each: SLURM's preemption
 #     signal to the task's batch shell (scancel --batch --signal=USR1), the launcher requeues its
 #     own array task <array>_<task>, the test cuts the requeue hold; all of it while `baton watch`
-#     is stopped (SIGINT once it has run a few passes);
+#     is stopped (SIGTERM once it has run a few passes);
 #   - once watch runs again, 16/16 end COMPLETED in the store through watch alone, with no
 #     duplicate run or attempt: 3 attempts (fresh, exact, exact) for each preempted member, 1 for
 #     the others, every attempt file the launcher wrote ingested once, every step row once;
@@ -85,9 +85,9 @@ BATON_IT_WHO=watch "$baton" watch --interval 1 >"$TMP/watch1.log" 2>&1 &
 watch_pid=$!
 watched() { (($(calls_by watch) >= 3)); }
 wait_for 120 "watch to run its passes" watched
-kill -INT "$watch_pid"
+kill -TERM "$watch_pid"
 wait "$watch_pid" 2>/dev/null || true
-ok "watch ran $(calls_by watch) SLURM command(s), then was stopped (SIGINT)"
+ok "watch ran $(calls_by watch) SLURM command(s), then was stopped (SIGTERM)"
 watch_lines=$(calls_by watch)
 
 # ---------------------------------------------------------------- 4 random members, preempted twice
@@ -157,7 +157,7 @@ ended_early() {
   completed
 }
 wait_for 900 "16/16 members COMPLETED in the store (by watch)" ended_early
-kill -INT "$watch_pid"
+kill -TERM "$watch_pid"
 wait "$watch_pid" 2>/dev/null || true
 ok "16/16 members COMPLETED, caught up by watch"
 
