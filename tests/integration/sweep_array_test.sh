@@ -98,31 +98,34 @@ while ((${#CHOSEN[@]} < 4)); do
   [[ " ${CHOSEN[*]} " == *" $i "* ]] || CHOSEN+=("$i")
 done
 note "members ${CHOSEN[*]} are preempted (BATON_IT_SEED=$SEED)"
-# Per member: the preemptions done, and whether the signal for the next one was sent.
-declare -A done_n=() signalled=()
-for i in "${CHOSEN[@]}"; do done_n[$i]=0 signalled[$i]=0; done
+# Per member: the preemptions done, and when the signal for the next one was sent (0: not yet).
+# scancel runs in the background: on a loaded controller it may answer long after the signal
+# landed, and the other members must be served meanwhile. Whether it landed is read from the
+# attempt's own end (the launcher writes attempt_end before it requeues); a signal without effect
+# after 30 s (scancel refuses a task that is still starting) is sent again.
+declare -A done_n=() sent_at=()
+for i in "${CHOSEN[@]}"; do done_n[$i]=0 sent_at[$i]=0; done
 # step_preemption I: moves member I's preemptions on by what its task shows now.
 step_preemption() {
-  local i=$1 t=${array}_$1 r=${done_n[$1]} f state
+  local i=$1 t=${array}_$1 r=${done_n[$1]} f
   f=${DIRS[i]}/events/$t.$r.jsonl
-  if ((signalled[$i] == 0)); then
-    attempt_finished "${DIRS[i]}" "$t" "$r" &&
-      fail "member $i: attempt $r ended before its preemption: $(tail -n 2 "$f")"
-    # Once it trained 3 steps its trainer is surely up; scancel refuses a task still starting,
-    # so a refusal is tried again on the next poll.
-    if attempt_advanced "${DIRS[i]}" "$t" "$r" 3 && scancel --batch --signal=USR1 "$t" 2>/dev/null; then
-      signalled[$i]=1
-      note "member $i ($t) signalled in attempt $r at step $(last_step_in "$f")"
+  if attempt_finished "${DIRS[i]}" "$t" "$r"; then
+    grep '"type":"attempt_end"' "$f" | grep -q '"reason":"preempted"' ||
+      fail "member $i: attempt $r ended before its preemption landed: $(tail -n 2 "$f")"
+    ((sent_at[$i] > 0)) || fail "member $i: attempt $r ended preempted without a signal"
+    if requeued "$t" $((r + 1)); then
+      release_now "$t"
+      done_n[$i]=$((r + 1)) sent_at[$i]=0
+      note "member $i requeued itself as $t (Restarts=$((r + 1))), hold cut"
     fi
     return 0
   fi
-  state=$(job_field "$t" JobState)
-  [[ $state == COMPLETED ]] && fail "member $i COMPLETED before preemption $((r + 1)) landed"
-  if requeued "$t" $((r + 1)); then
-    grep -q '"reason":"preempted"' "$f" || fail "member $i: attempt $r did not end preempted: $(tail -n 1 "$f")"
-    release_now "$t"
-    done_n[$i]=$((r + 1)) signalled[$i]=0
-    note "member $i requeued itself as $t (Restarts=$((r + 1))), hold cut"
+  ((sent_at[$i] > 0 && SECONDS - sent_at[$i] < 30)) && return 0
+  # Once it trained 3 steps its trainer is surely up.
+  if attempt_advanced "${DIRS[i]}" "$t" "$r" 3; then
+    timeout 120 scancel --batch --signal=USR1 "$t" >/dev/null 2>&1 &
+    sent_at[$i]=$SECONDS
+    note "member $i ($t) signalled in attempt $r at step $(last_step_in "$f")"
   fi
 }
 all_preempted() {
