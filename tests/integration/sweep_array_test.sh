@@ -99,17 +99,25 @@ while ((${#CHOSEN[@]} < 4)); do
 done
 note "members ${CHOSEN[*]} are preempted (BATON_IT_SEED=$SEED)"
 # Per member: the preemptions done, and when the signal for the next one was sent (0: not yet).
-# scancel runs in the background: on a loaded controller it may answer long after the signal
-# landed, and the other members must be served meanwhile. Whether it landed is read from the
-# attempt's own end (the launcher writes attempt_end before it requeues); a signal without effect
-# after 30 s (scancel refuses a task that is still starting) is sent again.
-declare -A done_n=() sent_at=()
-for i in "${CHOSEN[@]}"; do done_n[$i]=0 sent_at[$i]=0; done
+# scancel runs in the background: after the signal landed it keeps retrying while the task is
+# in transition (requeued), and a retry that reached the next attempt would preempt it once more;
+# so the test ends it as soon as the attempt's own end shows the signal landed (the launcher
+# writes attempt_end before it requeues), before the hold is cut. A signal without effect after
+# 30 s (scancel refuses a task that is still starting) is sent again.
+declare -A done_n=() sent_at=() scancel_pid=()
+for i in "${CHOSEN[@]}"; do done_n[$i]=0 sent_at[$i]=0 scancel_pid[$i]=0; done
+stop_scancel() {
+  ((scancel_pid[$1] > 0)) || return 0
+  kill -KILL "${scancel_pid[$1]}" 2>/dev/null || true
+  wait "${scancel_pid[$1]}" 2>/dev/null || true
+  scancel_pid[$1]=0
+}
 # step_preemption I: moves member I's preemptions on by what its task shows now.
 step_preemption() {
   local i=$1 t=${array}_$1 r=${done_n[$1]} f
   f=${DIRS[i]}/events/$t.$r.jsonl
   if attempt_finished "${DIRS[i]}" "$t" "$r"; then
+    stop_scancel "$i"
     grep '"type":"attempt_end"' "$f" | grep -q '"reason":"preempted"' ||
       fail "member $i: attempt $r ended before its preemption landed: $(tail -n 2 "$f")"
     ((sent_at[$i] > 0)) || fail "member $i: attempt $r ended preempted without a signal"
@@ -123,8 +131,9 @@ step_preemption() {
   ((sent_at[$i] > 0 && SECONDS - sent_at[$i] < 30)) && return 0
   # Once it trained 3 steps its trainer is surely up.
   if attempt_advanced "${DIRS[i]}" "$t" "$r" 3; then
-    timeout 120 scancel --batch --signal=USR1 "$t" >/dev/null 2>&1 &
-    sent_at[$i]=$SECONDS
+    stop_scancel "$i"
+    scancel --batch --signal=USR1 "$t" >/dev/null 2>&1 &
+    scancel_pid[$i]=$! sent_at[$i]=$SECONDS
     note "member $i ($t) signalled in attempt $r at step $(last_step_in "$f")"
   fi
 }
@@ -166,7 +175,7 @@ ok "16/16 members COMPLETED, caught up by watch"
 
 # ---------------------------------------------------------------- no duplicates, nothing lost
 show=$("$baton" sweep show it-lr-seed --json)
-[[ $(jq -c '[.members[].run_id]' <<<"$show") == $(printf '%s\n' "${RUNS[@]}" | jq -sc .) ]] ||
+[[ $(jq -r '[.members[].run_id | tostring] | join(",")' <<<"$show") == "$(IFS=,; echo "${RUNS[*]}")" ]] ||
   fail "the sweep's members are not the 16 runs submitted: $show"
 [[ $("$baton" ls --json --no-sync | jq length) == 16 ]] || fail "runs other than the 16 members"
 [[ $(jq -r '[.members[].run_id] | unique | length' <<<"$show") == 16 ]] || fail "duplicate runs"
