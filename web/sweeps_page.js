@@ -10,6 +10,8 @@ import * as fmt from './format.js';
 const FIGURES = [['final_loss', 'final loss'], ['ettr', 'ETTR'], ['restarts', 'restarts'],
   ['last_step', 'step']];
 
+export const POINT_COLOR = 'rgb(31, 119, 180)';
+
 let chart = null;
 export function destroySweepCharts() { if (chart) chart.destroy(); chart = null; }
 
@@ -48,15 +50,33 @@ function text(v) {
   return typeof v === 'number' ? fmt.num(v) : String(v);
 }
 
+// Learning rates and weight decays are swept over decades: an axis of positive values that
+// spans ten times or more is logarithmic, so 1e-4 and 3e-4 do not sit on top of each other.
+// Its ticks are labelled at 1, 2 and 5 times a power of ten only (the others would overlap), and
+// it reaches a little past the outer points so that none sits on the edge.
+function xScale(values, title) {
+  const lo = Math.min(...values), hi = Math.max(...values);
+  if (!(values.length > 1 && lo > 0 && hi / lo >= 10)) return { type: 'linear', title };
+  const mantissa = (v) => v / 10 ** Math.floor(Math.log10(v) + 1e-9);
+  return { type: 'logarithmic', title, min: lo / 1.3, max: hi * 1.3,
+    ticks: { callback: (v) => ([1, 2, 5].some((k) => Math.abs(mantissa(v) - k) < 1e-6) ? fmt.num(v) : '') } };
+}
+
 function plot(canvas, sweep, x, y) {
   destroySweepCharts();
-  const pts = sweep.members.filter((m) => typeof valueOf(m, x) === 'number' && valueOf(m, y) !== null)
+  const pts = sweep.members.filter((m) => typeof valueOf(m, x) === 'number' && typeof valueOf(m, y) === 'number')
     .map((m) => ({ x: valueOf(m, x), y: valueOf(m, y), label: m.name }));
+  const yLabel = (FIGURES.find(([k]) => k === y) || [y, y])[1];
+  // A colour of its own, as the run charts have: without one Chart.js draws a dataset in a
+  // near-transparent grey unless its optional colour plugin is in effect.
   chart = new window.Chart(canvas, {
     type: 'scatter',
-    data: { datasets: [{ label: `${y} vs ${x}`, data: pts, pointRadius: 4 }] },
-    options: { animation: false, maintainAspectRatio: false, scales: { x: { title: { display: true, text: x } },
-      y: { title: { display: true, text: y } } } },
+    data: { datasets: [{ label: `${yLabel} vs ${x}`, data: pts, pointRadius: 5, pointHoverRadius: 7,
+      backgroundColor: POINT_COLOR, borderColor: POINT_COLOR }] },
+    options: { animation: false, maintainAspectRatio: false,
+      plugins: { legend: { display: false } },
+      scales: { x: xScale(pts.map((p) => p.x), { display: true, text: x }),
+        y: { title: { display: true, text: yLabel } } } },
   });
 }
 

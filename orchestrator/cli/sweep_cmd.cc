@@ -168,8 +168,10 @@ int RunSweepAction(const SweepOptions& o, bool resume) {
   RealSlurmClient slurm;
   const double now = UnixTimeNow();
   if (resume) {
-    Result<std::vector<int64_t>> r = ResumeSweep(**store, slurm, view->sweep, now);
+    std::vector<std::string> warnings;
+    Result<std::vector<int64_t>> r = ResumeSweep(**store, slurm, view->sweep, now, &warnings);
     if (!r.ok()) return ReportError(r.status());
+    PrintWarnings(warnings);
     Result<SweepRecord> after = FindSweep(**store, std::to_string(view->sweep.id));
     std::cout << "sweep " << view->sweep.id << " (" << view->sweep.name << "): ";
     if (r->empty()) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "orchestrator/embedded/embedded_files.h"
 
@@ -131,6 +132,30 @@ Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p
   const std::vector<EmbeddedFile>& files = SbatchTemplateFiles();
   if (files.empty()) return Status::Internal("no embedded sbatch template");
   return RenderTemplate(files[0].text, values);
+}
+
+Result<std::string> WithExcludeLine(const std::string& script, const std::string& exclude) {
+  if (!SafeForSbatch(exclude)) {
+    return Status::Config("excluded nodes '" + exclude +
+                          "' have characters that cannot go into an #SBATCH line");
+  }
+  const std::string kExclude = "#SBATCH --exclude=";
+  std::vector<std::string> lines;
+  size_t last_sbatch = std::string::npos;
+  std::istringstream in(script);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kExclude, 0) == 0) continue;
+    if (line.rfind("#SBATCH ", 0) == 0) last_sbatch = lines.size();
+    lines.push_back(line);
+  }
+  if (last_sbatch == std::string::npos)
+    return Status::Internal("the job script has no #SBATCH line");
+  if (!exclude.empty()) {
+    lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(last_sbatch) + 1, kExclude + exclude);
+  }
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
 }
 
 }  // namespace baton

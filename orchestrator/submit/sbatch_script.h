@@ -31,6 +31,13 @@ struct SbatchParams {
 [[nodiscard]] Result<std::string> RenderSbatchScript(const RunConfig& config,
                                                      const SbatchParams& params);
 
+// `script` (a rendered sbatch.sh or a sweep's array script) with its `#SBATCH --exclude=` line
+// set to `exclude` ("a,b"), after its last #SBATCH line, or dropped when `exclude` is "". A job
+// resubmitted later (a sweep's resume) then avoids the nodes the ledger excludes now, not those
+// of its first submit. kConfig when the host names cannot go into an #SBATCH line.
+[[nodiscard]] Result<std::string> WithExcludeLine(const std::string& script,
+                                                  const std::string& exclude);
+
 // slurm.mem_per_task_gb as sbatch's --mem-per-cpu value ("1536M"): the task's GiB split over its
 // cpus_per_task, in MiB rounded up. "" when the key is 0 (no memory request).
 std::string MemPerCpu(const SlurmSection& slurm);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "orchestrator/nodes/node_ledger.h"
@@ -40,6 +41,16 @@ class CreatedFolders {
  private:
   bool armed_ = true;
   std::vector<std::string> dirs_;
+};
+
+// Writes a file's old text back unless disarmed.
+struct ScriptRestore {
+  std::string path;
+  std::string text;
+  bool armed = true;
+  ~ScriptRestore() {
+    if (armed) (void)WriteTextAtomic(path, text);
+  }
 };
 
 std::string Absolute(const std::string& p) {
@@ -85,6 +96,29 @@ Status CreateMember(Store& store, const SweepRequest& req, const PreparedSweep& 
   BATON_RETURN_IF_ERROR(store.SetRunDirInTx(p.run_id, p.run_dir, frozen));
   return AddSweepMemberInTx(
       store, {sweep.sweep_id, p.member.index, p.run_id, p.member.ValuesJson().dump()});
+}
+
+// The value of the array script's `#SBATCH --<option>=` line ("" when it has none).
+std::string SbatchOption(const std::string& script, const std::string& option) {
+  const std::string head = "#SBATCH --" + option + "=";
+  const size_t at = script.find("\n" + head);
+  if (at == std::string::npos) return "";
+  const size_t from = at + 1 + head.size();
+  return script.substr(from, script.find('\n', from) - from);
+}
+
+// The array script with the --exclude the node ledger gives a new job now, as `baton submit`
+// and `baton resume` compute it: on the members' cluster and the script's partition and nodes.
+Result<std::string> ScriptWithCurrentExclude(Store& store, SlurmClient& slurm,
+                                             const std::string& script, const RunRecord& member,
+                                             double now, std::vector<std::string>* warnings) {
+  const std::string nodes = SbatchOption(script, "nodes");
+  BATON_ASSIGN_OR_RETURN(
+      const std::string exclude,
+      ExcludeForNewJob(&store, slurm, member.cluster, SbatchOption(script, "partition"),
+                       nodes.empty() ? 1 : std::max<int64_t>(1, std::atoll(nodes.c_str())), now,
+                       warnings));
+  return WithExcludeLine(script, exclude);
 }
 
 }  // namespace
@@ -146,7 +180,7 @@ Status SubmitSweep(Store& store, SlurmClient& slurm, const SweepRequest& req, Pr
 }
 
 Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const SweepRecord& sweep,
-                                         double now) {
+                                         double now, std::vector<std::string>* warnings) {
   BATON_ASSIGN_OR_RETURN(const std::vector<SweepMemberRecord> members,
                          ListSweepMembers(store, sweep.id));
   std::vector<int64_t> indexes;
@@ -159,6 +193,14 @@ Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const
   }
   if (indexes.empty()) return indexes;
   const int64_t p = sweep.max_parallel > 0 ? sweep.max_parallel : int64_t(indexes.size());
+  const std::string script_path = sweep.sweep_dir + "/sweep.sh";
+  BATON_ASSIGN_OR_RETURN(const std::string old_script, ReadFile(script_path));
+  BATON_ASSIGN_OR_RETURN(const RunRecord first, store.GetRun(members.front().run_id));
+  BATON_ASSIGN_OR_RETURN(const std::string script,
+                         ScriptWithCurrentExclude(store, slurm, old_script, first, now, warnings));
+  // The script the new array runs; put back when anything below fails.
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, script));
+  ScriptRestore restore{script_path, old_script};
   BATON_ASSIGN_OR_RETURN(Transaction tx, store.Begin());
   // `baton cancel`'s marks would end the new tasks at their start.
   for (const SweepMemberRecord& m : members) {
@@ -172,8 +214,7 @@ Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const
   BATON_ASSIGN_OR_RETURN(
       const std::string job,
       slurm.SubmitArray(
-          sweep.sweep_dir + "/sweep.sh",
-          list + "%" + std::to_string(std::min<int64_t>(p, int64_t(indexes.size())))));
+          script_path, list + "%" + std::to_string(std::min<int64_t>(p, int64_t(indexes.size())))));
   Status st = SetSweepJobInTx(store, sweep.id, job);
   if (st.ok()) st = SetSweepCancelledInTx(store, sweep.id, false);
   for (const SweepMemberRecord& m : members) {
@@ -189,6 +230,7 @@ Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm, const
     (void)slurm.Cancel(job);
     return st.Annotate("resuming sweep " + sweep.name + " as array " + job + " (cancelled it)");
   }
+  restore.armed = false;
   return indexes;
 }
 

@@ -82,10 +82,12 @@ struct PreparedSweep {
 
 // `baton sweep resume`: every member not COMPLETED and no longer live submitted again, as one
 // array over their indexes (--array=i,j,..%P) with the sweep's script; each resumes exactly from
-// its own checkpoints. The members resumed, by index; none when every member is COMPLETED or
-// live.
-[[nodiscard]] Result<std::vector<int64_t>> ResumeSweep(Store& store, SlurmClient& slurm,
-                                                       const SweepRecord& sweep, double now);
+// its own checkpoints. The script's --exclude is first set to what the node ledger excludes now
+// (as for `baton submit`; what it cannot apply goes to `warnings`). The members resumed, by
+// index; none when every member is COMPLETED or live.
+[[nodiscard]] Result<std::vector<int64_t>> ResumeSweep(
+    Store& store, SlurmClient& slurm, const SweepRecord& sweep, double now,
+    std::vector<std::string>* warnings = nullptr);
 
 // `baton sweep cancel`: scancel of every array the sweep's members are in, and each live member
 // marked for cancel as `baton cancel` does. The members cancelled.

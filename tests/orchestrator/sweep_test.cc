@@ -2,12 +2,17 @@
 // run whose job is its array task, refusals that create nothing, resume and cancel.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <filesystem>
 
 #include "orchestrator/history/sweep_view.h"
+#include "orchestrator/nodes/manual_exclusion.h"
+#include "orchestrator/nodes/node_policy.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "orchestrator/submit/sweep_spec.h"
 #include "orchestrator/submit/sweeper.h"
+#include "schema/atomic_file.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -240,6 +245,67 @@ TEST_F(SweepTest, ResumeResubmitsOnlyTheMembersNotCompleted) {
   EXPECT_EQ(store_->GetRun(members[1].run_id).value().status, RunStatus::kCancelled);
   EXPECT_EQ(store_->GetRun(members[0].run_id).value().status, RunStatus::kCompleted);
   EXPECT_TRUE(FindSweep(*store_, "lr-seed").value().cancelled);
+}
+
+// The array script's --exclude lines (the ledger's hosts, "" when none).
+std::string ExcludeLines(const std::string& script) {
+  std::string out;
+  for (size_t at = script.find("#SBATCH --exclude="); at != std::string::npos;
+       at = script.find("#SBATCH --exclude=", at + 1)) {
+    out += script.substr(at, script.find('\n', at) - at) + ";";
+  }
+  return out;
+}
+
+TEST_F(SweepTest, ResumePassesTheNodeLedgersCurrentExclude) {
+  Append(tmp_ / "nodes.yaml", "max_excluded_fraction: 0.5\n");
+  ::setenv("BATON_NODES_CONFIG", (tmp_ / "nodes.yaml").c_str(), 1);
+  Spec("grid: {run.seed: [1, 2]}\n");
+  ASSERT_TRUE(Submit().ok());
+  const std::string script_path = prepared_.sweep_dir + "/sweep.sh";
+  EXPECT_EQ(ExcludeLines(ReadFile(script_path).value()), "");
+  const std::vector<SweepMemberRecord> members =
+      ListSweepMembers(*store_, prepared_.sweep_id).value();
+  auto fail_all = [&](double now) {
+    ASSERT_TRUE(store_
+                    ->Write([&]() -> Status {
+                      for (const SweepMemberRecord& m : members) {
+                        BATON_RETURN_IF_ERROR(
+                            store_->SetRunStatusInTx(m.run_id, RunStatus::kFailed, "node", now));
+                      }
+                      return Status::Ok();
+                    })
+                    .ok());
+  };
+  auto resume = [&](double now) {
+    return ResumeSweep(*store_, slurm_, FindSweep(*store_, "lr-seed").value(), now);
+  };
+  // Excluded after the submit: the resumed array avoids it.
+  fail_all(2);
+  ManualNodeAction a;
+  a.host = "node-b";
+  a.cluster = store_->GetRun(members[0].run_id).value().cluster;
+  a.partition = "debug";  // the members' (base.yaml)
+  a.user = "admin";
+  a.for_s = 3600;
+  ASSERT_TRUE(ExcludeNodeByHand(*store_, a, 2).ok());
+  ASSERT_EQ(resume(3).value().size(), 2u);
+  ASSERT_EQ(slurm_.submitted.size(), 2u);
+  EXPECT_EQ(ExcludeLines(ReadFile(slurm_.submitted[1]).value()), "#SBATCH --exclude=node-b;");
+  const std::string excluded = ReadFile(script_path).value();
+  // The line sits with the other #SBATCH lines, before the first command.
+  EXPECT_LT(excluded.find("#SBATCH --exclude=node-b"), excluded.find("\necho "));
+  // SLURM refusing the array leaves the script as it was.
+  fail_all(4);
+  ASSERT_TRUE(ReadmitNode(*store_, a, LoadNodePolicy(tmp_ / "nodes.yaml").value(), 4).ok());
+  slurm_.reject_message = "invalid partition";
+  EXPECT_FALSE(resume(5).ok());
+  EXPECT_EQ(ReadFile(script_path).value(), excluded);
+  // Readmitted: the next resume excludes nothing.
+  slurm_.reject_message.clear();
+  ASSERT_EQ(resume(6).value().size(), 2u);
+  EXPECT_EQ(ExcludeLines(ReadFile(slurm_.submitted.back()).value()), "");
+  ::unsetenv("BATON_NODES_CONFIG");
 }
 
 }  // namespace

@@ -2,27 +2,29 @@
 // the web bench, through the real path (run_fixture.h: event files + IngestRun).
 //
 //   baton_web_fixture --db DB --runs-root DIR [--scale N] [--extra-runs N] [--big-scale N]
-//                     [--no-compare] [--no-rollups]
+//                     [--no-compare] [--no-rollups] [--sweep]
 //
 // Creates the demo run (3 attempts, weights-only resume; ×N steps with --scale), a run with
 // non-finite (skipped) steps that diverged (with its job log, logs/3003.out), a live run named
 // <script>alert(1)</script>, N small completed runs, two runs to compare with the demo
 // ("compare-lr-high" on partition "a100" with micro-step profiles, "compare-short" — unless
 // --no-compare), and with --big-scale N a demo run ×N ("million-demo"; N = 1667 gives 1,000,200
-// effective steps). --no-rollups skips the series rollups (the web bench's ingest baseline). Prints
-// {"demo_run_id":..,"nonfinite_run_id":..,"xss_run_id":..,
-// "compare_run_ids":[..],"big_run_id":..,"runs":..,"step_rows":..} on stdout.
+// effective steps). --no-rollups skips the series rollups (the web bench's ingest baseline).
+// --sweep adds the six-member sweep "lr-seed" of sweep_fixture.h. Prints
+// {"demo_run_id":..,"nonfinite_run_id":..,"xss_run_id":..,"compare_run_ids":[..],"big_run_id":..,
+// "sweep_id":..,"sweep_run_ids":[..],"runs":..,"step_rows":..} on stdout.
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "run_fixture.h"
+#include "sweep_fixture.h"
 
 namespace {
 
 int Usage() {
   std::cerr << "usage: baton_web_fixture --db DB --runs-root DIR [--scale N] [--extra-runs N] "
-               "[--big-scale N] [--no-compare] [--no-rollups]\n";
+               "[--big-scale N] [--no-compare] [--no-rollups] [--sweep]\n";
   return 64;
 }
 
@@ -31,11 +33,14 @@ int Usage() {
 int main(int argc, char** argv) {
   std::string db, root;
   int64_t scale = 1, extra = 0, big = 0;
-  bool compare = true, rollups = true;
+  bool compare = true, rollups = true, sweep = false;
   for (int i = 1; i < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--no-compare" || k == "--no-rollups") {
-      (k == "--no-compare" ? compare : rollups) = false;
+    if (k == "--no-compare" || k == "--no-rollups" || k == "--sweep") {
+      if (k == "--sweep")
+        sweep = true;
+      else
+        (k == "--no-compare" ? compare : rollups) = false;
       --i;
       continue;
     }
@@ -113,6 +118,15 @@ int main(int argc, char** argv) {
     for (webtest::AttemptSpec& a : r.attempts) a.job_id = "7001";
     big_id = check(webtest::CreateRunThroughIngest(**store, root, r));
   }
+  webtest::SweepFixture sweep_fixture;
+  if (sweep) {
+    Result<webtest::SweepFixture> made = webtest::CreateSweepThroughIngest(**store, root);
+    if (!made.ok()) {
+      std::cerr << "baton_web_fixture: " << made.status().ToString() << "\n";
+      return 1;
+    }
+    sweep_fixture = *made;
+  }
   const int64_t xss = check(webtest::CreateRunThroughIngest(
       **store, root, webtest::LiveRunSpec("<script>alert(1)</script>", 40)));
   std::cout << nlohmann::json{{"demo_run_id", demo},
@@ -121,7 +135,11 @@ int main(int argc, char** argv) {
                               {"compare_run_ids", compare_ids},
                               {"big_run_id",
                                big_id > 0 ? nlohmann::json(big_id) : nlohmann::json()},
-                              {"runs", extra + 3 + int64_t(compare_ids.size()) + (big_id > 0)},
+                              {"sweep_id",
+                               sweep ? nlohmann::json(sweep_fixture.sweep_id) : nlohmann::json()},
+                              {"sweep_run_ids", sweep_fixture.run_ids},
+                              {"runs", extra + 3 + int64_t(compare_ids.size()) + (big_id > 0) +
+                                           int64_t(sweep_fixture.run_ids.size())},
                               {"step_rows", (*store)->CountSteps(demo, true).value()}}
                    .dump()
             << std::endl;
