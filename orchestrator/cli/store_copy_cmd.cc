@@ -13,10 +13,6 @@
 #include "schema/exit_codes.h"
 
 namespace baton {
-inline constexpr int kExitTargetNotEmpty = 73;  // TEMP
-}
-
-namespace baton {
 
 namespace {
 
