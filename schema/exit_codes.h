@@ -13,8 +13,10 @@ inline constexpr int kExitData = 65;  // dataset / checkpoint file missing or co
 inline constexpr int kExitNotFound = 66;     // an unknown run or input the user named
 inline constexpr int kExitUnavailable = 69;  // SLURM or another service is not reachable
 inline constexpr int kExitInternal = 70;     // an internal invariant broke
-inline constexpr int kExitIo = 74;           // a read or write the OS refused
-inline constexpr int kExitRequeue = 75;      // checkpointed on a stop signal: requeue me
+// `baton store copy`: the target store already holds a history (and --merge was not given).
+inline constexpr int kExitTargetNotEmpty = 73;
+inline constexpr int kExitIo = 74;       // a read or write the OS refused
+inline constexpr int kExitRequeue = 75;  // checkpointed on a stop signal: requeue me
 // A node of the job failed the preflight (docs/nodes.md): requeue with the node excluded,
 // spending no crash budget.
 inline constexpr int kExitNodeUnhealthy = 76;

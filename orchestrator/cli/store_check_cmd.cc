@@ -61,7 +61,7 @@ int RunStoreCheck(bool repair) {
 }  // namespace
 
 void AddStoreCommand(CLI::App& app, int* rc) {
-  CLI::App* store = app.add_subcommand("store", "Check the run-history database");
+  CLI::App* store = app.add_subcommand("store", "Check or copy the run-history database");
   store->require_subcommand(1);
   auto repair = std::make_shared<bool>(false);
   CLI::App* check =
@@ -69,6 +69,7 @@ void AddStoreCommand(CLI::App& app, int* rc) {
   check->add_flag("--repair", *repair,
                   "Delete them (and what belongs to them) in one transaction, and say which");
   check->callback([repair, rc] { *rc = RunStoreCheck(*repair); });
+  AddStoreCopyCommand(*store, rc);
 }
 
 }  // namespace baton

@@ -160,6 +160,44 @@ std::string SchemaVersionSql(Backend backend) {
   return "SELECT COALESCE(MAX(version), 0) FROM baton_schema_version";
 }
 
+Result<int64_t> ReadSchemaVersion(Db& db) {
+  BATON_ASSIGN_OR_RETURN(Statement * has, db.Prepare(HasSchemaVersionSql(db.backend())));
+  BATON_ASSIGN_OR_RETURN(const bool has_row, has->Step());
+  const bool kept = has_row && has->Int(0) != 0;
+  has->Reset();
+  if (!kept) return 0;
+  BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(SchemaVersionSql(db.backend())));
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  const int64_t version = row ? s->Int(0) : 0;
+  // Not left mid-result: an active statement makes a migration's DROP TABLE fail as locked.
+  s->Reset();
+  return version;
+}
+
+std::string ReadSnapshotSql(Backend backend) {
+  // SQLite: a deferred transaction's first read fixes its snapshot (WAL), and takes no lock that
+  // keeps a writer out.
+  if (backend == Backend::kSqlite) return "BEGIN";
+  return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+}
+
+std::string ListTablesSql(Backend backend) {
+  if (backend == Backend::kSqlite) {
+    return "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+           "ORDER BY name";
+  }
+  return "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+         "AND table_type = 'BASE TABLE' AND table_name <> 'baton_schema_version' ORDER BY "
+         "table_name";
+}
+
+std::string ListColumnsSql(Backend backend) {
+  if (backend == Backend::kSqlite)
+    return "SELECT name, type FROM pragma_table_info(?1) ORDER BY cid";
+  return "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
+         "current_schema() AND table_name = ?1 ORDER BY ordinal_position";
+}
+
 std::string ColumnExistsSql(Backend backend, const std::string& table) {
   if (backend == Backend::kSqlite) {
     return "SELECT 1 FROM pragma_table_info('" + table + "') WHERE name = ?1";
@@ -199,6 +237,10 @@ Status PgAfterMigration(Db& db, const std::vector<std::string>& foreign_keys) {
     Status st = db.Exec(sql);
     if (!st.ok()) return st.Annotate("re-adding a foreign key of the rebuilt table");
   }
+  return PgResetIdentitySequences(db);
+}
+
+Status PgResetIdentitySequences(Db& db) {
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
       db.Prepare("SELECT table_name, column_name FROM information_schema.columns WHERE "

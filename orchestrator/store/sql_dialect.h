@@ -46,6 +46,15 @@ std::string ColumnExistsSql(Backend backend, const std::string& table);
 
 // SQL that sets the schema version to `version` (a number we own, so spliced).
 std::string SetSchemaVersionSql(Backend backend, int64_t version);
+// The schema version of the open database `db` (0 for one that keeps none yet).
+[[nodiscard]] Result<int64_t> ReadSchemaVersion(Db& db);
+
+// SQL that opens a read-only transaction whose reads all see one snapshot of the database.
+std::string ReadSnapshotSql(Backend backend);
+// SQL of the store's tables by name, one row each (SQLite's own and the version table left out).
+std::string ListTablesSql(Backend backend);
+// SQL of the columns of the table bound to ?1 in their order: name and declared type.
+std::string ListColumnsSql(Backend backend);
 
 // PostgreSQL, before a migration that drops `tables`: the SQL that re-adds every foreign key of
 // another table that points at one of them (the drop's CASCADE removes those keys).
@@ -55,6 +64,9 @@ std::string SetSchemaVersionSql(Backend backend, int64_t version);
 // row stops the migration) and moves every identity column's sequence past the largest id, so
 // rows copied with their ids by a rebuild never collide with new ones.
 [[nodiscard]] Status PgAfterMigration(Db& db, const std::vector<std::string>& foreign_keys);
+// PostgreSQL: moves every identity column's sequence past the largest id of its table (after rows
+// went in with their ids given: a rebuild, a copy).
+[[nodiscard]] Status PgResetIdentitySequences(Db& db);
 
 // PostgreSQL: one key for the advisory locks of the store (writes and migrations).
 inline constexpr int64_t kPgWriteLockKey = 0x6261746f6e;  // "baton"

@@ -100,19 +100,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
-Result<int64_t> Store::SchemaVersion() {
-  BATON_ASSIGN_OR_RETURN(Statement * has, db_->Prepare(HasSchemaVersionSql(db_->backend())));
-  BATON_ASSIGN_OR_RETURN(const bool has_row, has->Step());
-  const bool kept = has_row && has->Int(0) != 0;
-  has->Reset();
-  if (!kept) return 0;
-  BATON_ASSIGN_OR_RETURN(Statement * s, db_->Prepare(SchemaVersionSql(db_->backend())));
-  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-  const int64_t version = row ? s->Int(0) : 0;
-  // Not left mid-result: an active statement makes a migration's DROP TABLE fail as locked.
-  s->Reset();
-  return version;
-}
+Result<int64_t> Store::SchemaVersion() { return ReadSchemaVersion(*db_); }
 
 Status Store::Migrate() {
   // Each migration and its user_version bump commit together, so a crash leaves the database at
