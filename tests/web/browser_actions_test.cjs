@@ -5,21 +5,11 @@
 // the page) and listed as denied; the runs page filters by owner and shows the owner column.
 // No page errors but the expected 403. Screenshots go to $ARTIFACTS.
 const path = require('path');
-const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { check, failures, consoleError, launchChromium } = require('./browser_lib.cjs');
 
 const base = process.env.BASE_URL;
 const run = process.env.RUN_ID;
 const artifacts = process.env.ARTIFACTS;
-const failures = [];
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-}
-
-// A console error, but the browser's own favicon request (the UI has none; a new page asks).
-function consoleError(m) {
-  return m.type() === 'error' && !/\/favicon\.ico$/.test(m.location().url || '');
-}
 
 async function auditRows(page) {
   return page.$$eval('#actions-table tbody tr', (rows) => rows.map((r) =>
@@ -27,13 +17,7 @@ async function auditRows(page) {
 }
 
 (async () => {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: process.env.CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    viewport: { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium();
   const errors = [], dialogs = [];
   try {
     // ---- bob opens alice's run: the button is there, the server refuses

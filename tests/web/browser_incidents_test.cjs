@@ -5,18 +5,10 @@
 // row is checked against GET /api/runs/ID/incidents. No page errors. A screenshot goes to
 // $ARTIFACTS.
 const path = require('path');
-const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { check, failures, consoleError, launchChromium } = require('./browser_lib.cjs');
 
 const base = process.env.BASE_URL;
 const artifacts = process.env.ARTIFACTS;
-const failures = [];
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-}
-function consoleError(m) {
-  return m.type() === 'error' && !/\/favicon\.ico$/.test(m.location().url || '');
-}
 
 // The section's rows as {kind, outcome, attempt, step, where, cause, stack, alerts: [lines]}.
 async function incidentRows(page) {
@@ -43,13 +35,7 @@ async function openRun(context, id, errors) {
 }
 
 (async () => {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: process.env.CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    viewport: { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium();
   const errors = [];
   try {
     // ---- the hung run: one incident, two sinks

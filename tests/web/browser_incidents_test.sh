@@ -9,22 +9,15 @@
 set -euo pipefail
 baton=$1 fixture=$2 node_modules=$3 artifacts=$4
 here=$(cd "$(dirname "$0")" && pwd)
-chromium=${BATON_CHROMIUM:-/usr/bin/chromium}
-[ -x "$chromium" ] || { echo "browser_incidents_test: $chromium not found (apt-get install chromium)"; exit 1; }
-
-tmp=$(mktemp -d)
-server_pid="" receiver_pid=""
-cleanup() {
-  for p in $server_pid $receiver_pid; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-export BATON_HOME=$tmp/home
-mkdir -p "$BATON_HOME" "$artifacts"
+test_name=browser_incidents_test
+# shellcheck source=browser_lib.sh
+. "$here/browser_lib.sh"
+browser_setup
+mkdir -p "$artifacts"
 db=$BATON_HOME/baton.db
 
 python3 "$here/../orchestrator/alert_receiver.py" "$tmp/port" "$tmp/received" "$tmp/fail" &
-receiver_pid=$!
+track_pid $!
 for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 [ -s "$tmp/port" ] || { echo "browser_incidents_test: the receiver did not start"; exit 1; }
 BATON_ALERT_URL="http://127.0.0.1:$(cat "$tmp/port")/hook/s3cr3t"
@@ -43,16 +36,7 @@ broken=$("$fixture" "$db" run broken)
 "$fixture" "$db" attempt "$broken" 200 diverged
 "$fixture" "$db" status "$broken" FAILED
 
-"$baton" serve --port 0 --no-reconcile --interval 0.5 >"$tmp/serve.log" 2>&1 &
-server_pid=$!
-url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/serve.log" | head -1 || true)
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "browser_incidents_test: baton serve did not start"; cat "$tmp/serve.log"; exit 1; }
+start_serve --no-reconcile --interval 0.5
 # Every incident's lab delivery confirmed and every down one tried (and failed) once at least.
 delivered() {
   "$baton" incidents --json | jq -e 'length == 3 and all(.[]; any(.deliveries[]; .sink == "lab" and .state == "sent")

@@ -5,27 +5,13 @@
 // text for the admins; the host link shows one node; the header links the page. No page errors.
 // A screenshot goes to $ARTIFACTS.
 const path = require('path');
-const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { check, failures, consoleError, launchChromium } = require('./browser_lib.cjs');
 
 const base = process.env.BASE_URL;
 const run = process.env.RUN_ID;
-const failures = [];
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-}
-function consoleError(m) {
-  return m.type() === 'error' && !/\/favicon\.ico$/.test(m.location().url || '');
-}
 
 (async () => {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: process.env.CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    viewport: { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium();
   const errors = [];
   try {
     const page = await context.newPage();

@@ -9,20 +9,12 @@
 set -euo pipefail
 baton=$1 fixture=$2 node_modules=$3 artifacts=$4
 here=$(cd "$(dirname "$0")" && pwd)
-chromium=${BATON_CHROMIUM:-/usr/bin/chromium}
-[ -x "$chromium" ] || { echo "browser_nodes_test: $chromium not found (apt-get install chromium)"; exit 1; }
-
-tmp=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-export BATON_HOME=$tmp/home
+test_name=browser_nodes_test
+# shellcheck source=browser_lib.sh
+. "$here/browser_lib.sh"
+browser_setup
 export BATON_NODES_CONFIG=$tmp/nodes.yaml  # none: the default policy
-mkdir -p "$BATON_HOME" "$artifacts"
+mkdir -p "$artifacts"
 db=$BATON_HOME/baton.db
 "$fixture" --db "$db" --runs-root "$tmp/runs" --no-compare >/dev/null
 run=$(sqlite3 "$db" "SELECT id FROM runs ORDER BY id LIMIT 1")
@@ -45,16 +37,7 @@ incident 4242 2 node-a hang 1 'rank 1 heartbeat stale in micro-step at step 120 
 [ "$(jq -r '.[] | select(.host == "node-b") | .status' "$tmp/nodes.json")" = excluded ] ||
   { echo "browser_nodes_test: the fixture did not exclude node-b: $(cat "$tmp/nodes.json")"; exit 1; }
 
-"$baton" serve --port 0 --no-reconcile --interval 1 >"$tmp/serve.log" 2>&1 &
-server_pid=$!
-url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/serve.log" | head -1 || true)
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "browser_nodes_test: baton serve did not start"; cat "$tmp/serve.log"; exit 1; }
+start_serve --no-reconcile --interval 1
 
 BASE_URL=$url RUN_ID=$run HAND_USER=$(id -un) PW_NODE_MODULES=$node_modules CHROMIUM=$chromium \
   ARTIFACTS=$artifacts USER_DATA_DIR=$tmp/chromium-profile node "$here/browser_nodes_test.cjs"

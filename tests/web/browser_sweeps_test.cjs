@@ -6,23 +6,14 @@
 // the canvas screenshot); two members selected, "compare" opens the compare page with exactly
 // their runs. No page errors. Screenshots go to $ARTIFACTS.
 const path = require('path');
-const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { check, failures, consoleError, launchChromium } = require('./browser_lib.cjs');
 const { decodePng, countColour } = require('./png_pixels.cjs');
 
 const base = process.env.BASE_URL;
 const ids = JSON.parse(process.env.FIXTURE_IDS);
 const artifacts = process.env.ARTIFACTS;
 const POINT = [31, 119, 180];  // sweeps_page.js POINT_COLOR
-const failures = [];
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-}
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-
-function consoleError(m) {
-  return m.type() === 'error' && !/\/favicon\.ico$/.test(m.location().url || '');
-}
 
 // Members' run ids in the order the page must show for a sort (the page's rule: nulls last,
 // ties in member order).
@@ -77,13 +68,7 @@ function columnGroups(img, area, colour, tol = 30) {
 const sortPairs = (pairs) => [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
 
 (async () => {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: process.env.CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    viewport: { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium();
   const errors = [];
   try {
     const page = await context.newPage();

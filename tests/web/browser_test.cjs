@@ -15,7 +15,7 @@
 // adding up to its wall time, the ETTR the API gives (and in the compare table), the Young/Daly
 // checkpoint interval. Screenshots go to $ARTIFACTS.
 const path = require('path');
-const { chromium } = require(path.join(process.env.PW_NODE_MODULES, 'playwright-core'));
+const { check, failures, launchChromium } = require('./browser_lib.cjs');
 const { decodePng, countColour } = require('./png_pixels.cjs');
 
 const base = process.env.BASE_URL;
@@ -23,12 +23,6 @@ const ids = JSON.parse(process.env.FIXTURE_IDS);
 const artifacts = process.env.ARTIFACTS;
 const XSS = '<script>alert(1)</script>';
 const MARKUP_EPISODE = 'ep_<img src=x onerror=alert(2)>';  // run_fixture.h kMarkupEpisode
-
-const failures = [];
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures.push(what);
-}
 
 // One numbering: the run page's attempts table, /api/runs/N/attempts and `baton attempts`
 // (CLI_ATTEMPTS, its text) give each attempt the same number (#1 is the first) and the same
@@ -104,13 +98,7 @@ async function checkTableFits(page, what) {
 }
 
 (async () => {
-  const context = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: process.env.CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    viewport: { width: 1400, height: 1000 },
-  });
+  const context = await launchChromium();
   const page = context.pages()[0] || await context.newPage();
   const dialogs = [], errors = [];
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });

@@ -6,20 +6,11 @@
 set -euo pipefail
 baton=$1 fixture=$2 node_modules=$3 artifacts=$4
 here=$(cd "$(dirname "$0")" && pwd)
-chromium=${BATON_CHROMIUM:-/usr/bin/chromium}
-[ -x "$chromium" ] || { echo "browser_test: $chromium not found (apt-get install chromium)"; exit 1; }
-[ -d "$node_modules/playwright-core" ] || { echo "browser_test: $node_modules/playwright-core missing (build target baton_web_test_npm)"; exit 1; }
-
-tmp=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-export BATON_HOME=$tmp/home
-mkdir -p "$BATON_HOME" "$artifacts"
+test_name=browser_test
+# shellcheck source=browser_lib.sh
+. "$here/browser_lib.sh"
+browser_setup
+mkdir -p "$artifacts"
 # A run of ~1 M step rows for the page-load check (BATON_BROWSER_BIG_SCALE=0 leaves it out).
 ids=$("$fixture" --db "$BATON_HOME/baton.db" --runs-root "$tmp/runs" --extra-runs 3 \
   --big-scale "${BATON_BROWSER_BIG_SCALE:-1667}")
@@ -30,16 +21,7 @@ echo "fixture: $ids"
 demo_id=$(jq -r .demo_run_id <<<"$ids")
 cli_attempts=$("$baton" attempts "$demo_id" --no-sync)
 
-"$baton" serve --port 0 --no-reconcile --interval 1 >"$tmp/serve.log" 2>&1 &
-server_pid=$!
-url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/serve.log" | head -1 || true)
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/serve.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "browser_test: baton serve did not start"; cat "$tmp/serve.log"; exit 1; }
+start_serve --no-reconcile --interval 1
 echo "serving at $url"
 
 BASE_URL=$url FIXTURE_IDS=$ids CLI_ATTEMPTS=$cli_attempts PW_NODE_MODULES=$node_modules CHROMIUM=$chromium \
