@@ -141,10 +141,10 @@ TEST_F(ReconcileTest, AJobWhoseRunFolderIsGoneFailsSayingSo) {
   slurm_.job(job_)->exit_code = "66:0";
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
-  EXPECT_EQ(r.reason.rfind("run folder " + (tmp_ / "run").string() + " is gone: job " + job_ +
-                               " FAILED (exit code 66:0)",
-                           0),
-            0u)
+  EXPECT_EQ(
+      r.reason.rfind(
+          "run folder " + (tmp_ / "run") + " is gone: job " + job_ + " FAILED (exit code 66:0)", 0),
+      0u)
       << r.reason;
   std::vector<std::string> changes;
   ASSERT_TRUE(ReconcileRun(*store_, slurm_, store_->GetRun(other.id).value(), 100, &changes).ok());
