@@ -29,6 +29,25 @@ Status RaiseCannotExclude(Store& store, const AlertsSection& lab, const RunRecor
   return RaiseIncident(store, seen, lab, now).status();
 }
 
+Status RecordNewJobRefusals(Store& store, const AlertsSection& lab, int64_t run_id,
+                            const std::string& job_id,
+                            const std::vector<ExclusionPlan::Refused>& refused, double now) {
+  if (refused.empty()) return Status::Ok();
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
+  const NodeRefusalHook hook = CannotExcludeHook(lab);
+  for (const ExclusionPlan::Refused& r : refused) {
+    BATON_RETURN_IF_ERROR(RecordExclusionRefusal(store, run, job_id, r, now, &hook, nullptr));
+  }
+  return Status::Ok();
+}
+
+Status RecordNewJobRefusals(Store& store, int64_t run_id, const std::string& job_id,
+                            const std::vector<ExclusionPlan::Refused>& refused, double now) {
+  if (refused.empty()) return Status::Ok();
+  BATON_ASSIGN_OR_RETURN(const AlertsSection lab, LoadLabAlertRules());
+  return RecordNewJobRefusals(store, lab, run_id, job_id, refused, now);
+}
+
 NodeRefusalHook CannotExcludeHook(const AlertsSection& lab) {
   return [&lab](Store& store, const RunRecord& run, const std::string& job_id,
                 const std::string& host, const std::string& message) {

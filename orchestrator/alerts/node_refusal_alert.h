@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "orchestrator/nodes/node_ledger.h"
 #include "schema/alerts_config.h"
@@ -22,6 +23,17 @@ namespace baton {
                                         const RunRecord& run, const std::string& job_id,
                                         const std::string& host, const std::string& message,
                                         double now);
+
+// `baton submit` / `baton resume`: the refusals of the new job `job_id` of run `run_id`, each
+// recorded once (RecordExclusionRefusal) with a `cannot_exclude` incident for `lab`'s sinks.
+[[nodiscard]] Status RecordNewJobRefusals(Store& store, const AlertsSection& lab, int64_t run_id,
+                                          const std::string& job_id,
+                                          const std::vector<ExclusionPlan::Refused>& refused,
+                                          double now);
+// The same with the lab's rules (LoadLabAlertRules).
+[[nodiscard]] Status RecordNewJobRefusals(Store& store, int64_t run_id, const std::string& job_id,
+                                          const std::vector<ExclusionPlan::Refused>& refused,
+                                          double now);
 
 // A NodeRefusalHook over RaiseCannotExclude with `lab`, which must outlive it.
 NodeRefusalHook CannotExcludeHook(const AlertsSection& lab);

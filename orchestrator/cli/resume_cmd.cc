@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "orchestrator/alerts/node_refusal_alert.h"
 #include "orchestrator/cli/cli_audit.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
@@ -33,6 +34,11 @@ int RunResume(const ResumeOptions& o) {
   AuditCliAction(**store, o.run, "resume", r.status(), now);
   if (!r.ok()) return ReportError(r.status());
   for (const std::string& w : r->warnings) std::cerr << "baton: warning: " << w << "\n";
+  // As submit does: what the exclusion cap kept in the new job's list reaches the sinks.
+  if (Status st = RecordNewJobRefusals(**store, r->run_id, r->job_id, r->exclusion_refused, now);
+      !st.ok()) {
+    std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
+  }
   if (o.json) {
     std::cout << nlohmann::json{{"run_id", r->run_id},
                                 {"name", r->name},

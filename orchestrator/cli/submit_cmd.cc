@@ -20,17 +20,8 @@ namespace {
 // What the exclusion cap kept in the new job's node list: a `refuse` action on the node and a
 // `cannot_exclude` incident for the sinks. The job is submitted already; a problem is a warning.
 void RecordRefusals(Store& store, const SubmitResult& r) {
-  if (r.exclusion_refused.empty()) return;
-  Result<AlertsSection> lab = LoadLabAlertRules();
-  Result<RunRecord> run = store.GetRun(r.run_id);
-  Status st = !lab.ok() ? lab.status() : run.status();
-  if (st.ok()) {
-    const NodeRefusalHook hook = CannotExcludeHook(*lab);
-    for (const ExclusionPlan::Refused& refused : r.exclusion_refused) {
-      st = RecordExclusionRefusal(store, *run, r.job_id, refused, UnixTimeNow(), &hook, nullptr);
-      if (!st.ok()) break;
-    }
-  }
+  const Status st =
+      RecordNewJobRefusals(store, r.run_id, r.job_id, r.exclusion_refused, UnixTimeNow());
   if (!st.ok())
     std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
 }

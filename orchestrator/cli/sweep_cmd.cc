@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "orchestrator/alerts/node_refusal_alert.h"
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/history/sweep_view.h"
@@ -82,6 +83,11 @@ int RunSweep(const SweepOptions& o) {
   if (!st.ok()) return ReportError(st);
   PrintWarnings(
       {sweep->warnings.begin() + static_cast<std::ptrdiff_t>(warned), sweep->warnings.end()});
+  // One incident for the array, on member 0's run: every member shares the array's node list.
+  st = RecordNewJobRefusals(**store, sweep->members.front().run_id, sweep->job_id,
+                            sweep->exclusion_refused, now);
+  if (!st.ok())
+    std::cerr << "baton: warning: exclusion refusal not recorded: " << st.ToString() << "\n";
   nlohmann::json runs = nlohmann::json::array();
   for (const PreparedMember& p : sweep->members) runs.push_back(p.run_id);
   if (o.json) {

@@ -1,5 +1,7 @@
 #include "orchestrator/reconcile/reconciler.h"
 
+#include <filesystem>
+
 #include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
@@ -18,6 +20,15 @@ bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
 
 std::string StepText(const AttemptRecord* a) {
   return a && a->last_step ? std::to_string(*a->last_step) : std::string("0");
+}
+
+// A job that ended with its run folder gone (a sweep member's folder deleted, a run folder moved)
+// says so first: the launcher could not even start, and nothing else will explain it.
+std::string WithFolderGone(std::string reason, const RunRecord& run) {
+  std::error_code ec;
+  if (!run.run_dir.empty() && !std::filesystem::exists(run.run_dir, ec) && !ec)
+    return "run folder " + run.run_dir + " is gone: " + reason;
+  return reason;
 }
 
 // A FAILED run's reason ends with the trainer's own words when it left any (as ingest does), so
@@ -196,10 +207,12 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
       if ((last && last->action == Name(ExitAction::kDone)) || reached_target) {
         return set_status(RunStatus::kCompleted, "");
       }
-      return set_status(RunStatus::kFailed,
-                        WithTrainerMessage("job " + j.job_id + " ended at step " + StepText(last) +
-                                               " of " + std::to_string(run.target_steps),
-                                           last));
+      return set_status(
+          RunStatus::kFailed,
+          WithFolderGone(WithTrainerMessage("job " + j.job_id + " ended at step " + StepText(last) +
+                                                " of " + std::to_string(run.target_steps),
+                                            last),
+                         run));
     }
     if (s == "CANCELLED") {
       if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kCancelled));
@@ -220,10 +233,12 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
       }
       if (last && last->action == Name(ExitAction::kFail))
         return Status::Ok();  // ingest has the reason
-      return set_status(RunStatus::kFailed,
-                        WithTrainerMessage("job " + j.job_id + " " + s + " (exit code " +
-                                               j.exit_code + ") at step " + StepText(last),
-                                           last));
+      return set_status(
+          RunStatus::kFailed,
+          WithFolderGone(WithTrainerMessage("job " + j.job_id + " " + s + " (exit code " +
+                                                j.exit_code + ") at step " + StepText(last),
+                                            last),
+                         run));
     }
     return Status::Ok();  // a state we do not act on
   }));

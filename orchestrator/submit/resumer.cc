@@ -157,9 +157,10 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
                          req.config_path.empty() ? RunAlertsFromConfig(old_yaml, folder.RunYaml())
                                                  : LoadRunAlerts(req.config_path));
   const std::string frozen = AppendAlerts(ToYaml(config), alerts);
-  BATON_ASSIGN_OR_RETURN(const std::string exclude,
-                         ExcludeForNewJob(&store, slurm, cluster, config.slurm.partition,
-                                          config.slurm.nodes, now, &out.warnings));
+  BATON_ASSIGN_OR_RETURN(
+      const std::string exclude,
+      ExcludeForNewJob(&store, slurm, cluster, config.slurm.partition, config.slurm.nodes, now,
+                       &out.warnings, &out.exclusion_refused));
   BATON_ASSIGN_OR_RETURN(
       const std::string script,
       RenderSbatchScript(config, {std::to_string(run.id), run.name, run.run_dir, req.baton_bin,

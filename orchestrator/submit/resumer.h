@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/nodes/node_policy.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "schema/status.h"
@@ -46,6 +47,8 @@ struct ResumeRunResult {
   // checked (`warnings` says why).
   std::optional<StopSaveBudgetRecord> budget;
   std::vector<std::string> warnings;  // for stderr
+  // What the exclusion cap kept in the new job's node list (the caller records it).
+  std::vector<ExclusionPlan::Refused> exclusion_refused;
 };
 
 // The `section.key: old -> new` lines between two resolved configs (ToYaml of each), sorted.

@@ -150,9 +150,10 @@ Status SubmitSweep(Store& store, SlurmClient& slurm, const SweepRequest& req, Pr
   RunConfig first = sw->members.front().config;
   first.run.dir = sw->sweep_dir;
   // The node ledger's exclusions on the members' partition, as a submit adds them.
-  BATON_ASSIGN_OR_RETURN(const std::string exclude,
-                         ExcludeForNewJob(&store, slurm, sw->cluster, first.slurm.partition,
-                                          first.slurm.nodes, now, &sw->warnings));
+  BATON_ASSIGN_OR_RETURN(
+      const std::string exclude,
+      ExcludeForNewJob(&store, slurm, sw->cluster, first.slurm.partition, first.slurm.nodes, now,
+                       &sw->warnings, &sw->exclusion_refused));
   BATON_ASSIGN_OR_RETURN(
       const std::string base_script,
       RenderSbatchScript(first, {"sweep-" + std::to_string(sw->sweep_id), sw->name, sw->sweep_dir,

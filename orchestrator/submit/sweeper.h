@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/nodes/node_policy.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
 #include "orchestrator/store/store_sweeps.h"
@@ -58,6 +59,8 @@ struct PreparedSweep {
   // Every member's forecast summed, against the filesystem they share; none when one had none.
   std::optional<StorageForecast> storage;
   std::vector<std::string> warnings;
+  // What the exclusion cap kept in the array's node list (the caller records it).
+  std::vector<ExclusionPlan::Refused> exclusion_refused;
   int64_t sweep_id = 0;
   std::string sweep_dir;
   std::string array_script;

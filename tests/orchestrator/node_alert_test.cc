@@ -126,6 +126,24 @@ TEST_F(NodeAlertTest, TheCapsRefusalReachesASubscribedSinkOnce) {
   EXPECT_EQ(DeliverDue(*store_, UnixTimeNow(), 10, nullptr).value(), 0);
 }
 
+// submit and resume: the new job's refusals, recorded twice (a retried command), reach the sink
+// once.
+TEST_F(NodeAlertTest, ANewJobsRefusalReachesASubscribedSinkOnce) {
+  ExcludeNodeBAndHoldTwoNodeJob();
+  const AlertsSection lab = Lab("cannot_exclude");
+  const std::vector<ExclusionPlan::Refused> refused = {
+      {"node-b", "cannot exclude: job would not fit (it needs 2 nodes of 2)"}};
+  ASSERT_TRUE(RecordNewJobRefusals(*store_, lab, run_.id, job_, refused, now_).ok());
+  ASSERT_TRUE(RecordNewJobRefusals(*store_, lab, run_.id, job_, refused, now_).ok());
+  ASSERT_TRUE(RecordNewJobRefusals(*store_, lab, run_.id, job_, {}, now_).ok());
+  EXPECT_EQ(DeliverDue(*store_, UnixTimeNow(), 10, nullptr).value(), 1);
+  const std::string mail = Mail();
+  EXPECT_NE(mail.find("node-b"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("would not fit"), std::string::npos) << mail;
+  const NodeRecord b = FindNodesByHost(*store_, "node-b").value().at(0);
+  EXPECT_EQ(ListNodeActions(*store_, b.id).value().at(0).action, "refuse");
+}
+
 TEST_F(NodeAlertTest, AnUnsubscribedSinkHearsNothingButTheRefusalIsRecorded) {
   ExcludeNodeBAndHoldTwoNodeJob();
   const AlertsSection lab = Lab("hang");

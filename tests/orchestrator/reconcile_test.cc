@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "orchestrator/ingest/event_ingester.h"
 #include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
@@ -125,6 +127,28 @@ TEST_F(ReconcileTest, FailedJobIsACrash) {
   RunRecord r = Reconcile();
   EXPECT_EQ(r.status, RunStatus::kFailed);
   EXPECT_EQ(LastAttempt().end_reason, "crashed");
+}
+
+// A sweep member whose run folder was deleted: its task's launcher refuses (66) before any
+// attempt, and the run is FAILED saying the folder is gone; another run is not touched.
+TEST_F(ReconcileTest, AJobWhoseRunFolderIsGoneFailsSayingSo) {
+  RunRecord other = MakeRun(*store_, tmp_ / "other", "o", /*target=*/10);
+  const std::string other_job = slurm_.Submit("/x/sbatch.sh").value();
+  ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(other.id, other_job, 1); }).ok());
+  slurm_.SetState(other_job, "RUNNING");
+  std::filesystem::remove_all(tmp_ / "run");
+  slurm_.SetState(job_, "FAILED");
+  slurm_.job(job_)->exit_code = "66:0";
+  RunRecord r = Reconcile();
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(
+      r.reason.rfind(
+          "run folder " + (tmp_ / "run") + " is gone: job " + job_ + " FAILED (exit code 66:0)", 0),
+      0u)
+      << r.reason;
+  std::vector<std::string> changes;
+  ASSERT_TRUE(ReconcileRun(*store_, slurm_, store_->GetRun(other.id).value(), 100, &changes).ok());
+  EXPECT_EQ(store_->GetRun(other.id).value().status, RunStatus::kRunning);
 }
 
 // When SLURM rather than the launcher ends the story, the trainer's own words still end the reason.

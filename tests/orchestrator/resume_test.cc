@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "orchestrator/nodes/manual_exclusion.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "orchestrator/submit/submitter.h"
 #include "schema/atomic_file.h"
@@ -104,6 +105,34 @@ TEST_F(ResumeTest, ChangesOutsideSlurmAreRefusedNamingEachKey) {
   EXPECT_TRUE(slurm_.cancelled.empty());
   EXPECT_EQ(RunYaml(), before);
   EXPECT_EQ(Script(), script);
+}
+
+// node-b excluded by hand, and the 2-node job needs both nodes of the partition: the resumed job
+// keeps it, and the refusal comes back for the caller to record and alert on.
+TEST_F(ResumeTest, AnExclusionTheJobCannotFitIsReturnedNotApplied) {
+  Append(tmp_ / "nodes.yaml", "max_excluded_fraction: 0.5\n");
+  ::setenv("BATON_NODES_CONFIG", (tmp_ / "nodes.yaml").c_str(), 1);
+  ASSERT_TRUE(store_
+                  ->Write([&] {
+                    return store_->SetRunStatusInTx(submitted_.run_id, RunStatus::kCancelled,
+                                                    "by user", 2);
+                  })
+                  .ok());
+  ManualNodeAction a;
+  a.host = "node-b";
+  a.cluster = store_->GetRun(submitted_.run_id).value().cluster;
+  a.partition = "debug";
+  a.user = "admin";
+  a.for_s = 3600;
+  ASSERT_TRUE(ExcludeNodeByHand(*store_, a, 2).ok());
+  Result<ResumeRunResult> r = ResumeRun(*store_, slurm_, {run_, "", "/opt/bin/baton", ""}, 5);
+  ::unsetenv("BATON_NODES_CONFIG");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->exclusion_refused.size(), 1u);
+  EXPECT_EQ(r->exclusion_refused[0].host, "node-b");
+  EXPECT_NE(r->exclusion_refused[0].why.find("would not fit"), std::string::npos)
+      << r->exclusion_refused[0].why;
+  EXPECT_EQ(Script().find("--exclude"), std::string::npos) << Script();
 }
 
 TEST_F(ResumeTest, RunningAndCompletedRunsAreRefused) {

@@ -308,5 +308,27 @@ TEST_F(SweepTest, ResumePassesTheNodeLedgersCurrentExclude) {
   ::unsetenv("BATON_NODES_CONFIG");
 }
 
+// node-b excluded by hand, but the default cap (10 %) excludes nothing of a 2-node partition:
+// the array keeps it, and the refusal comes back for the command to record and alert on.
+TEST_F(SweepTest, AnExclusionOverTheCapIsReturnedNotApplied) {
+  ::setenv("BATON_NODES_CONFIG", (tmp_ / "no-nodes.yaml").c_str(), 1);  // the default policy
+  ManualNodeAction a;
+  a.host = "node-b";
+  a.cluster = "fake";     // the fake SLURM's ClusterName
+  a.partition = "debug";  // the members' (base.yaml)
+  a.user = "admin";
+  a.for_s = 3600;
+  ASSERT_TRUE(ExcludeNodeByHand(*store_, a, 1).ok());
+  Spec("grid: {run.seed: [1, 2]}\n");
+  const Status st = Submit();
+  ::unsetenv("BATON_NODES_CONFIG");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(prepared_.exclusion_refused.size(), 1u);
+  EXPECT_EQ(prepared_.exclusion_refused[0].host, "node-b");
+  EXPECT_NE(prepared_.exclusion_refused[0].why.find("over the cap"), std::string::npos)
+      << prepared_.exclusion_refused[0].why;
+  EXPECT_EQ(ExcludeLines(ReadFile(prepared_.sweep_dir + "/sweep.sh").value()), "");
+}
+
 }  // namespace
 }  // namespace baton
