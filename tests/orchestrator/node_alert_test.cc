@@ -24,7 +24,7 @@ namespace baton {
 namespace {
 
 using test::Append;
-using test::MakeRun;
+using test::MakeRunWithJob;
 using test::OpenStore;
 using test::TempDir;
 
@@ -32,10 +32,8 @@ class NodeAlertTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = OpenStore(tmp_ / "baton.db");
-    run_ = MakeRun(*store_, tmp_ / "run", "r", /*target=*/10);
     job_ = slurm_.Submit("/x/sbatch.sh").value();
-    ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run_.id, job_, 1); }).ok());
-    run_ = store_->GetRun(run_.id).value();
+    run_ = MakeRunWithJob(*store_, tmp_ / "run", "r", /*target=*/10, job_);
     slurm_.partition_nodes = {"node-a", "node-b"};
     Append(tmp_ / "nodes.yaml", "max_excluded_fraction: 0.5\n");
     config_ = LoadNodeLedgerConfig(tmp_ / "nodes.yaml").value();

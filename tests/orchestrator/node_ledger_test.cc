@@ -19,7 +19,7 @@ namespace baton {
 namespace {
 
 using test::Append;
-using test::MakeRun;
+using test::MakeRunWithJob;
 using test::OpenStore;
 using test::TempDir;
 
@@ -27,10 +27,8 @@ class NodeLedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = OpenStore(tmp_ / "baton.db");
-    run_ = MakeRun(*store_, tmp_ / "run", "r", /*target=*/10);
     job_ = slurm_.Submit("/x/sbatch.sh").value();
-    ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run_.id, job_, 1); }).ok());
-    run_ = store_->GetRun(run_.id).value();
+    run_ = MakeRunWithJob(*store_, tmp_ / "run", "r", /*target=*/10, job_);
     // Two fake nodes: the cap must let one go (submit reads the file, the pass this copy).
     Append(tmp_ / "nodes.yaml", "max_excluded_fraction: 0.5\n");
     ::setenv("BATON_NODES_CONFIG", (tmp_ / "nodes.yaml").c_str(), 1);

@@ -18,7 +18,7 @@ namespace {
 
 using test::Append;
 using test::EndLine;
-using test::MakeRun;
+using test::MakeRunWithJob;
 using test::OpenStore;
 using test::StartLine;
 using test::StepLine;
@@ -28,10 +28,8 @@ class ReconcileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = OpenStore(tmp_ / "baton.db");
-    run_ = MakeRun(*store_, tmp_ / "run", "r", /*target=*/10);
     job_ = slurm_.Submit("/x/sbatch.sh").value();
-    ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(run_.id, job_, 1); }).ok());
-    run_ = store_->GetRun(run_.id).value();
+    run_ = MakeRunWithJob(*store_, tmp_ / "run", "r", /*target=*/10, job_);
   }
   // Attempt `restart` of the job went from step0 to `last` finished steps (step indices
   // step0..last-1), then wrote `tail` (more records, e.g. a segment_end).
@@ -132,9 +130,8 @@ TEST_F(ReconcileTest, FailedJobIsACrash) {
 // A sweep member whose run folder was deleted: its task's launcher refuses (66) before any
 // attempt, and the run is FAILED saying the folder is gone; another run is not touched.
 TEST_F(ReconcileTest, AJobWhoseRunFolderIsGoneFailsSayingSo) {
-  RunRecord other = MakeRun(*store_, tmp_ / "other", "o", /*target=*/10);
   const std::string other_job = slurm_.Submit("/x/sbatch.sh").value();
-  ASSERT_TRUE(store_->Write([&] { return store_->SetRunJobInTx(other.id, other_job, 1); }).ok());
+  const RunRecord other = MakeRunWithJob(*store_, tmp_ / "other", "o", /*target=*/10, other_job);
   slurm_.SetState(other_job, "RUNNING");
   std::filesystem::remove_all(tmp_ / "run");
   slurm_.SetState(job_, "FAILED");
