@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 namespace baton {
 
@@ -127,7 +130,7 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int bu
   sqlite3_extended_result_codes(raw, 1);
   // WAL: readers (the web UI, `baton ls`) never block the writer (`baton watch`) and vice versa.
   // synchronous=NORMAL is durable across process crashes in WAL mode, which is what we need.
-  BATON_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+  BATON_RETURN_IF_ERROR(db->SetWalMode(busy_timeout_ms));
   BATON_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL"));
   BATON_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
   // The WAL pragma wrote the header: the file is there now, and this is the one we hold open.
@@ -136,6 +139,22 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int bu
     db->identity_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   }
   return db;
+}
+
+Status SqliteDb::SetWalMode(int busy_timeout_ms) {
+  // Two processes opening a new database at once (a first `baton watch` and a `baton submit`)
+  // both switch it to WAL; the loser is answered BUSY at once, without the busy handler, so it
+  // waits here instead, within the same timeout.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(busy_timeout_ms, 0));
+  while (true) {
+    Status st = Exec("PRAGMA journal_mode = WAL");
+    if (st.ok() || st.code() != Code::kUnavailable ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 Status SqliteDb::CheckStillAtPath() const {

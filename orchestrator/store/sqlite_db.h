@@ -90,6 +90,8 @@ class SqliteDb final : public Db {
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // PRAGMA journal_mode = WAL, retried while another opener holds the lock it needs.
+  [[nodiscard]] Status SetWalMode(int busy_timeout_ms);
   sqlite3* db_;
   std::string path_;
   std::optional<std::pair<uint64_t, uint64_t>> identity_;  // st_dev, st_ino at Open
