@@ -330,8 +330,20 @@ Status PgDb::SetQueryOnly() {
 }
 
 Status PgDb::BeginWrite() {
+  return BeginLocked("SELECT pg_advisory_xact_lock(" + std::to_string(kPgWriteLockKey) + ")");
+}
+
+Status PgDb::BeginRunWrite(int64_t run_id) {
+  // The store's key shared (any number of run writers; a BeginWrite writer or a migration holds
+  // it alone), then the run's own key alone: one writer per run, in a fixed order (no deadlock).
+  return BeginLocked("SELECT pg_advisory_xact_lock_shared(" + std::to_string(kPgWriteLockKey) +
+                     "); SELECT pg_advisory_xact_lock(" + std::to_string(kPgRunLockClass) + ", " +
+                     std::to_string(run_id % 2147483647) + ")");
+}
+
+Status PgDb::BeginLocked(const std::string& lock) {
   BATON_RETURN_IF_ERROR(Reconnect());
-  Status st = Exec("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(kPgWriteLockKey) + ")");
+  Status st = Exec("BEGIN; " + lock);
   if (!st.ok()) {
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE) (void)Exec("ROLLBACK");
     return st;

@@ -102,9 +102,12 @@ class PgDb final : public Db {
 
  protected:
   [[nodiscard]] Status BeginWrite() override;
+  [[nodiscard]] Status BeginRunWrite(int64_t run_id) override;
 
  private:
   PgDb(PGconn* conn, std::string shown) : conn_(conn), shown_(std::move(shown)) {}
+  // BEGIN, then `lock` (a SELECT of advisory locks); marks the write transaction open.
+  [[nodiscard]] Status BeginLocked(const std::string& lock);
   // Re-establishes a lost connection (outside a write transaction only).
   [[nodiscard]] Status Reconnect();
   PGconn* conn_;
