@@ -277,7 +277,7 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
   const int64_t chunk_bytes = std::max<int64_t>(options.chunk_bytes, 4096);
   std::string buf;
   while (true) {
-    Result<Transaction> tx = store.Begin();
+    Result<Transaction> tx = store.BeginForRun(run.id);
     if (!tx.ok()) return tx.status();
     applier.ForgetAttempt();
     Result<int64_t> cursor = store.CursorInTx(path);
@@ -296,7 +296,7 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
       tx->Rollback();
       BATON_ASSIGN_OR_RETURN(const int64_t line_end, FindLineEnd(in, path, *cursor + chunk_bytes));
       if (line_end < 0) return stats;  // still being written: skipped once it is complete
-      Result<Transaction> skip_tx = store.Begin();
+      Result<Transaction> skip_tx = store.BeginForRun(run.id);
       if (!skip_tx.ok()) return skip_tx.status();
       Result<int64_t> now_at = store.CursorInTx(path);
       if (!now_at.ok()) return now_at.status();

@@ -7,6 +7,11 @@ Result<Transaction> Transaction::Begin(Db& db) {
   return Transaction(&db);
 }
 
+Result<Transaction> Transaction::BeginForRun(Db& db, int64_t run_id) {
+  BATON_RETURN_IF_ERROR(db.BeginRunWrite(run_id));
+  return Transaction(&db);
+}
+
 Status Transaction::Commit() {
   if (db_ == nullptr) return Status::Internal("store: commit of a finished transaction");
   if (db_->before_commit_) BATON_RETURN_IF_ERROR(db_->before_commit_());

@@ -123,6 +123,10 @@ class Db {
  protected:
   // Opens a transaction holding the write lock.
   [[nodiscard]] virtual Status BeginWrite() = 0;
+  // Opens a transaction for writes that touch only one run's rows (ingest). A backend that can
+  // lets such writers of different runs go on side by side while excluding every BeginWrite
+  // writer; by default it is BeginWrite (SQLite: one writer at a time).
+  [[nodiscard]] virtual Status BeginRunWrite(int64_t /*run_id*/) { return BeginWrite(); }
 
  private:
   friend class Transaction;
@@ -134,6 +138,8 @@ class Db {
 class Transaction {
  public:
   [[nodiscard]] static Result<Transaction> Begin(Db& db);
+  // Db::BeginRunWrite: a transaction whose writes touch only run `run_id`'s rows.
+  [[nodiscard]] static Result<Transaction> BeginForRun(Db& db, int64_t run_id);
   Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();

@@ -7,6 +7,7 @@
 #include <limits>
 #include <regex>
 
+#include "orchestrator/store/pg_values.h"
 #include "orchestrator/store/sql_dialect.h"
 #include "orchestrator/store/store_spec.h"
 
@@ -18,8 +19,10 @@ constexpr unsigned kInt8Oid = 20;
 constexpr unsigned kFloat8Oid = 701;
 constexpr unsigned kByteaOid = 17;
 constexpr const char* kDefaultConnectTimeoutS = "5";
-// Statements with at least this many parameters are prepared on the server (pg_db.h).
+// Statements with at least this many parameters are prepared on the server at once, others from
+// their kPrepareFromRun-th run on the connection (pg_db.h).
 constexpr size_t kPrepareFromParams = 64;
+constexpr int64_t kPrepareFromRun = 3;
 
 // libpq's message on one line: its own line breaks become "; ".
 std::string Trim(std::string s) {
@@ -50,13 +53,6 @@ std::string Option(PQconninfoOption* opts, const char* key) {
     if (std::strcmp(o->keyword, key) == 0 && o->val != nullptr) return o->val;
   }
   return "";
-}
-
-std::string FormatDouble(double v) {
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 }  // namespace
@@ -104,7 +100,7 @@ Statement& PgStatement::Bind(int i, int64_t v) {
 
 Statement& PgStatement::Bind(int i, double v) {
   if (std::isnan(v)) return BindNull(i);
-  At(i) = Param{false, false, kFloat8Oid, FormatDouble(v)};
+  At(i) = Param{false, false, kFloat8Oid, PgFormatDouble(v)};
   return *this;
 }
 
@@ -138,7 +134,10 @@ Result<bool> PgStatement::Step() {
       lengths[k] = static_cast<int>(p.value.size());
       formats[k] = p.binary ? 1 : 0;
     }
-    if (n >= kPrepareFromParams) {
+    ++runs_;
+    // A result whose columns all decode in binary form (known from an earlier run) comes in it.
+    const int result_format = binary_results_ == 1 ? 1 : 0;
+    if (n >= kPrepareFromParams || runs_ >= kPrepareFromRun) {
       auto it = prepared_.find(types);
       if (it == prepared_.end()) {
         static std::atomic<uint64_t> next{0};
@@ -154,11 +153,12 @@ Result<bool> PgStatement::Step() {
         it = prepared_.emplace(types, name).first;
       }
       result_ = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(n), values.data(),
-                               lengths.data(), formats.data(), 0);
+                               lengths.data(), formats.data(), result_format);
     } else {
       result_ = PQexecParams(conn_, pg_sql_.c_str(), static_cast<int>(n), types.data(),
-                             values.data(), lengths.data(), formats.data(), 0);
+                             values.data(), lengths.data(), formats.data(), result_format);
     }
+    binary_ = result_format == 1;
     const ExecStatusType st = PQresultStatus(result_);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
       Status err = FromPg(conn_, result_, "postgresql: " + sql_);
@@ -166,6 +166,7 @@ Result<bool> PgStatement::Step() {
       result_ = nullptr;
       return err;
     }
+    if (binary_results_ < 0 && st == PGRES_TUPLES_OK) binary_results_ = PgBinaryReadable(result_);
     row_ = -1;
   }
   blobs_.clear();
@@ -179,47 +180,30 @@ bool PgStatement::IsNull(int col) const {
 }
 
 int64_t PgStatement::Int(int col) const {
-  if (IsNull(col)) return 0;
-  const char* v = PQgetvalue(result_, row_, col);
-  if (std::strcmp(v, "t") == 0) return 1;  // a boolean expression reads as SQLite's 0/1
-  if (std::strcmp(v, "f") == 0) return 0;
-  if (std::strpbrk(v, ".eEIN") != nullptr) {
-    const double d = std::strtod(v, nullptr);
-    return std::isfinite(d) ? static_cast<int64_t>(d) : 0;
-  }
-  return std::strtoll(v, nullptr, 10);
+  return IsNull(col) ? 0 : PgInt(result_, row_, col, binary_);
 }
 
 double PgStatement::Double(int col) const {
   if (IsNull(col)) return std::numeric_limits<double>::quiet_NaN();
-  const char* v = PQgetvalue(result_, row_, col);
-  if (std::strcmp(v, "t") == 0) return 1;
-  if (std::strcmp(v, "f") == 0) return 0;
-  return std::strtod(v, nullptr);
+  return PgDouble(result_, row_, col, binary_);
 }
 
 std::string PgStatement::Text(int col) const {
-  if (IsNull(col)) return std::string();
-  return std::string(PQgetvalue(result_, row_, col),
-                     static_cast<size_t>(PQgetlength(result_, row_, col)));
+  return IsNull(col) ? std::string() : PgText(result_, row_, col, binary_);
 }
 
 const void* PgStatement::BlobData(int col) const {
   if (IsNull(col)) return nullptr;
+  // A binary result holds the bytes themselves.
+  if (binary_) return PQgetvalue(result_, row_, col);
   auto it = blobs_.find(col);
-  if (it == blobs_.end()) {
-    size_t len = 0;
-    unsigned char* raw = PQunescapeBytea(
-        reinterpret_cast<const unsigned char*>(PQgetvalue(result_, row_, col)), &len);
-    std::string bytes = raw != nullptr ? std::string(reinterpret_cast<char*>(raw), len) : "";
-    PQfreemem(raw);
-    it = blobs_.emplace(col, std::move(bytes)).first;
-  }
+  if (it == blobs_.end()) it = blobs_.emplace(col, PgBytes(result_, row_, col, false)).first;
   return it->second.data();
 }
 
 size_t PgStatement::BlobSize(int col) const {
   if (IsNull(col)) return 0;
+  if (binary_) return static_cast<size_t>(PQgetlength(result_, row_, col));
   (void)BlobData(col);
   return blobs_.at(col).size();
 }
@@ -346,8 +330,20 @@ Status PgDb::SetQueryOnly() {
 }
 
 Status PgDb::BeginWrite() {
+  return BeginLocked("SELECT pg_advisory_xact_lock(" + std::to_string(kPgWriteLockKey) + ")");
+}
+
+Status PgDb::BeginRunWrite(int64_t run_id) {
+  // The store's key shared (any number of run writers; a BeginWrite writer or a migration holds
+  // it alone), then the run's own key alone: one writer per run, in a fixed order (no deadlock).
+  return BeginLocked("SELECT pg_advisory_xact_lock_shared(" + std::to_string(kPgWriteLockKey) +
+                     "); SELECT pg_advisory_xact_lock(" + std::to_string(kPgRunLockClass) + ", " +
+                     std::to_string(run_id % 2147483647) + ")");
+}
+
+Status PgDb::BeginLocked(const std::string& lock) {
   BATON_RETURN_IF_ERROR(Reconnect());
-  Status st = Exec("BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(kPgWriteLockKey) + ")");
+  Status st = Exec("BEGIN; " + lock);
   if (!st.ok()) {
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE) (void)Exec("ROLLBACK");
     return st;

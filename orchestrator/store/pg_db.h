@@ -2,13 +2,16 @@
 // ORM), used only by the store. One PgDb is one server connection: not thread-safe.
 //
 // Statements are the store's portable SQL with `?` placeholders translated (sql_dialect.h) and
-// run with PQexecParams (a statement of 64 parameters or more, a batched write, is prepared on
-// the server once and run with PQexecPrepared); a statement's whole result is fetched at its
-// first Step. Values are
-// bound as text (integers, doubles in round-trip form) or binary (BLOBs as bytea), never
-// spliced. A write transaction is BEGIN plus pg_advisory_xact_lock on one key: writers queue one
-// at a time as SQLite's BEGIN IMMEDIATE makes them, readers never wait. Connection errors map to
-// Code::kUnavailable (exit 69) naming host:port or the user; the password is never in a message.
+// run with PQexecParams; a statement run again and again on one connection (from its third run),
+// or one of 64 parameters or more (a batched write), is prepared on the server once and run with
+// PQexecPrepared, so it is parsed and planned once (the server still plans the first runs for
+// their values before it settles on a generic plan). A statement's whole result is fetched at its
+// first Step; once a statement's result columns are known to be of types pg_values.h decodes,
+// its later results come in binary form (no printing and parsing of doubles, no hex bytea).
+// Values are bound as text (integers, doubles in round-trip form) or binary (BLOBs as bytea),
+// never spliced. A write transaction is BEGIN plus pg_advisory_xact_lock on one key: writers queue
+// one at a time as SQLite's BEGIN IMMEDIATE makes them, readers never wait. Connection errors map
+// to Code::kUnavailable (exit 69) naming host:port or the user; the password is never in a message.
 #pragma once
 
 #include <libpq-fe.h>
@@ -46,7 +49,10 @@ class PgStatement final : public Statement {
   void Reset() override;
   const char* sql() const override { return sql_.c_str(); }
   // The server forgot its prepared statements (a new session after a lost connection).
-  void ForgetPrepared() { prepared_.clear(); }
+  void ForgetPrepared() {
+    prepared_.clear();
+    runs_ = 0;
+  }
 
  private:
   struct Param {
@@ -68,6 +74,9 @@ class PgStatement final : public Statement {
   // the server, so one text may need more than one). Only for statements of many parameters:
   // the batched writes, whose parse and plan cost more than running them.
   std::map<std::vector<unsigned>, std::string> prepared_;
+  int64_t runs_ = 0;         // runs on this connection
+  int binary_results_ = -1;  // 1: results decode in binary form, 0: text only, -1: not yet known
+  bool binary_ = false;      // the current result is in binary form
 };
 
 class PgDb final : public Db {
@@ -93,9 +102,12 @@ class PgDb final : public Db {
 
  protected:
   [[nodiscard]] Status BeginWrite() override;
+  [[nodiscard]] Status BeginRunWrite(int64_t run_id) override;
 
  private:
   PgDb(PGconn* conn, std::string shown) : conn_(conn), shown_(std::move(shown)) {}
+  // BEGIN, then `lock` (a SELECT of advisory locks); marks the write transaction open.
+  [[nodiscard]] Status BeginLocked(const std::string& lock);
   // Re-establishes a lost connection (outside a write transaction only).
   [[nodiscard]] Status Reconnect();
   PGconn* conn_;

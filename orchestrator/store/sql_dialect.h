@@ -70,5 +70,8 @@ std::string ListColumnsSql(Backend backend);
 
 // PostgreSQL: one key for the advisory locks of the store (writes and migrations).
 inline constexpr int64_t kPgWriteLockKey = 0x6261746f6e;  // "baton"
+// PostgreSQL: the class of the per-run advisory locks (the two-key form, run id second), which
+// never collide with the one-key locks above.
+inline constexpr int32_t kPgRunLockClass = 0x62746e72;  // "btnr"
 
 }  // namespace baton

@@ -179,6 +179,12 @@ Status Store::Write(const std::function<Status()>& body) {
   return tx.Commit();
 }
 
+Status Store::WriteForRun(int64_t run_id, const std::function<Status()>& body) {
+  BATON_ASSIGN_OR_RETURN(Transaction tx, BeginForRun(run_id));
+  BATON_RETURN_IF_ERROR(body());
+  return tx.Commit();
+}
+
 // -------------------------------------------------------------------------- ingest cursors
 
 Result<int64_t> Store::CursorInTx(const std::string& path) {

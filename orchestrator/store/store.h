@@ -82,6 +82,13 @@ class Store {
   // Runs `body` inside BEGIN IMMEDIATE; commits when it returns Ok, rolls back otherwise.
   [[nodiscard]] Status Write(const std::function<Status()>& body);
   [[nodiscard]] Result<Transaction> Begin() { return Transaction::Begin(*db_); }
+  // The same for writes that touch only run `run_id`'s rows (its steps, attempts, cursors, time
+  // buckets, rollups, its own runs row): on PostgreSQL such writers of different runs go on side
+  // by side (db.h BeginRunWrite), each still excluded by every Write()/Begin() writer.
+  [[nodiscard]] Status WriteForRun(int64_t run_id, const std::function<Status()>& body);
+  [[nodiscard]] Result<Transaction> BeginForRun(int64_t run_id) {
+    return Transaction::BeginForRun(*db_, run_id);
+  }
 
   // ---- runs
   [[nodiscard]] Result<int64_t> CreateRunInTx(const NewRun& run, double now);

@@ -37,25 +37,47 @@ std::string ShiftParams(const std::string& sql, size_t offset) {
   return out;
 }
 
-// Multi-row upserts of 1, 2, 4 ... 256 rows (only these sizes, so a connection caches at most
-// nine texts); row k binds StepUpsert()'s parameters shifted by k * columns.
+// The step upsert with superseded = 0: for rows no later attempt has a row at (the batch asked
+// once, rather than every row asking as StepUpsert() does).
+const TableStatement& PlainStepUpsert() {
+  static const TableStatement kInsert =
+      StepTable().Upsert("attempt_id, step", {{"superseded", "0"}});
+  return kInsert;
+}
+
+// Multi-row upserts of 1, 2, 4 ... 256 rows of `one` (only these sizes, so a connection caches at
+// most nine texts of each); row k binds its parameters shifted by k * columns.
 constexpr size_t kMaxRowsLog2 = 8;
-const std::string& MultiStepUpsert(size_t rows_log2) {
-  static const std::vector<std::string> kTexts = [] {
-    const std::string& one = StepUpsert().sql;
-    const size_t values = one.find(" VALUES ") + 8, conflict = one.find(" ON CONFLICT");
-    const std::string row = one.substr(values, conflict - values);
-    std::vector<std::string> texts;
-    for (size_t n = 1; n <= (size_t{1} << kMaxRowsLog2); n *= 2) {
-      std::string sql = one.substr(0, values);
-      for (size_t k = 0; k < n; ++k) {
-        sql += (k > 0 ? ", " : "") + ShiftParams(row, k * StepTable().size());
-      }
-      texts.push_back(sql + one.substr(conflict));
+std::vector<std::string> MultiRowTexts(const std::string& one) {
+  const size_t values = one.find(" VALUES ") + 8, conflict = one.find(" ON CONFLICT");
+  const std::string row = one.substr(values, conflict - values);
+  std::vector<std::string> texts;
+  for (size_t n = 1; n <= (size_t{1} << kMaxRowsLog2); n *= 2) {
+    std::string sql = one.substr(0, values);
+    for (size_t k = 0; k < n; ++k) {
+      sql += (k > 0 ? ", " : "") + ShiftParams(row, k * StepTable().size());
     }
-    return texts;
-  }();
-  return kTexts[rows_log2];
+    texts.push_back(sql + one.substr(conflict));
+  }
+  return texts;
+}
+const std::string& MultiStepUpsert(size_t rows_log2, bool plain) {
+  static const std::vector<std::string> kTexts = MultiRowTexts(StepUpsert().sql);
+  static const std::vector<std::string> kPlain = MultiRowTexts(PlainStepUpsert().sql);
+  return (plain ? kPlain : kTexts)[rows_log2];
+}
+
+// True when a later attempt of the run has a row with step in [first, last] (the batch's rows
+// there are superseded already: a row ingested late).
+Result<bool> LaterAttemptHasSteps(Db& db, int64_t run_id, int64_t attempt_id, int64_t first,
+                                  int64_t last) {
+  BATON_ASSIGN_OR_RETURN(Statement * s,
+                         db.Prepare("SELECT 1 FROM steps WHERE run_id = ?1 AND step BETWEEN ?2 AND "
+                                    "?3 AND attempt_id > ?4 LIMIT 1"));
+  s->Bind(1, run_id).Bind(2, first).Bind(3, last).Bind(4, attempt_id);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  s->Reset();
+  return row;
 }
 
 // Store::InsertStepsInTx for rows [begin, end) of one attempt.
@@ -96,13 +118,18 @@ Status InsertAttemptSteps(Db& db, RollupMaintainer& rollups, const StepRecord* b
     rollups.MarkDirty(r->run_id, r->step);
   }
   BATON_RETURN_IF_ERROR(flush_range());
+  // The rows are in step order (one attempt): one question for the whole batch, and the common
+  // answer (no later rows) lets every row be written without a look-up of its own.
+  BATON_ASSIGN_OR_RETURN(const bool later,
+                         LaterAttemptHasSteps(db, begin->run_id, begin->attempt_id,
+                                              ordered.front()->step, ordered.back()->step));
+  const TableStatement& one = later ? StepUpsert() : PlainStepUpsert();
   for (size_t at = 0; at < ordered.size();) {
     size_t log2 = kMaxRowsLog2;
     while ((size_t{1} << log2) > ordered.size() - at) --log2;
-    BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(MultiStepUpsert(log2)));
+    BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(MultiStepUpsert(log2, !later)));
     for (size_t k = 0; k < (size_t{1} << log2); ++k) {
-      StepTable().Bind(*s, StepUpsert(), *ordered[at + k],
-                       static_cast<int>(k * StepTable().size()));
+      StepTable().Bind(*s, one, *ordered[at + k], static_cast<int>(k * StepTable().size()));
     }
     BATON_RETURN_IF_ERROR(s->Run());
     at += size_t{1} << log2;

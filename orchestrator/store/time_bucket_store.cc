@@ -239,7 +239,7 @@ Status RefreshTimeBuckets(Store& store, const RunRecord& run, double now) {
   std::vector<std::string> stamp;
   BATON_ASSIGN_OR_RETURN(const RunTimeBuckets b,
                          ComputeTimeBucketsUnlocked(store, run, now, &stamp));
-  return store.Write([&]() -> Status {
+  return store.WriteForRun(run.id, [&]() -> Status {
     BATON_ASSIGN_OR_RETURN(const std::vector<std::string> now_stamp,
                            TimeBucketInputStamp(store, run.id));
     if (now_stamp != stamp) return RefreshTimeBucketsInTx(store, run, now);  // changed: again
