@@ -21,7 +21,7 @@ export async function getJson(path, query = {}) {
   if (token) headers.Authorization = 'Bearer ' + token;
   const res = await fetch(url, { headers, cache: 'no-store' });
   let body = null;
-  try { body = await res.json(); } catch (e) { body = null; }
+  try { body = await res.json(); } catch { body = null; }
   if (!res.ok) {
     const err = (body && body.error) || {};
     throw new ApiError(res.status, err.code || 'http_error', err.message || res.statusText);
@@ -38,7 +38,7 @@ export async function postJson(path) {
   if (token) headers.Authorization = 'Bearer ' + token;
   const res = await fetch('/api/' + path, { method: 'POST', headers, cache: 'no-store' });
   let body = null;
-  try { body = await res.json(); } catch (e) { body = null; }
+  try { body = await res.json(); } catch { body = null; }
   if (!res.ok) {
     const err = (body && body.error) || {};
     throw new ApiError(res.status, err.code || 'http_error', err.message || res.statusText);

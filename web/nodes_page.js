@@ -65,7 +65,7 @@ export async function showNodes(root, query, isCurrent) {
     n.cluster || '–', n.partition || '(default)', statusBadge(n), untilText(n), String(n.incidents.length)]);
   const report = el('pre', { id: 'node-report' }, reportText(nodes, data.now));
   const copy = el('button', { id: 'copy-report', type: 'button', onclick: async () => {
-    try { await navigator.clipboard.writeText(report.textContent); copy.textContent = 'copied'; } catch (e) {
+    try { await navigator.clipboard.writeText(report.textContent); copy.textContent = 'copied'; } catch {
       copy.textContent = 'select the text below to copy it';
     }
   } }, 'copy the report');
