@@ -4,13 +4,11 @@
 #include <chrono>
 #include <vector>
 
+#include "schema/clock.h"
+
 namespace baton {
 
 namespace {
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
 std::string Cut(const std::string& s, size_t max_bytes) {
@@ -48,7 +46,7 @@ bool HangResponse::operator()(int child_pid) {
   }
   if (ranks.empty()) return false;
   // The record keeps Unix times; the watch's clock is this host's monotonic one.
-  const double wall = WallNow();
+  const double wall = UnixTimeNow();
   double newest = proved.front().changed_at;
   for (const StaleRank& s : proved) newest = std::max(newest, s.changed_at);
   r->stale = proved;

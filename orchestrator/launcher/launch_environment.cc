@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 
 #include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/process_runner.h"
+#include "schema/clock.h"
 #include "schema/run_folder.h"
 
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ LaunchEnvironment LaunchEnvironmentFromProcess() {
   const std::string array = Env("SLURM_ARRAY_JOB_ID");
   const std::string task = Env("SLURM_ARRAY_TASK_ID");
   if (env.in_allocation && !array.empty() && !task.empty()) env.job_id = array + "_" + task;
-  if (!env.in_allocation) env.job_id = "local-" + std::to_string(std::time(nullptr));
+  if (!env.in_allocation) env.job_id = "local-" + std::to_string(int64_t(UnixTimeNow()));
   const std::string restart = Env("SLURM_RESTART_COUNT");
   env.restart_count = restart.empty() ? 0 : std::atoll(restart.c_str());
   env.nodes = Env("SLURM_JOB_NODELIST");

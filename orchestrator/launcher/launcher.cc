@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "orchestrator/launcher/node_checks.h"
 #include "orchestrator/launcher/trainer_process.h"
 #include "orchestrator/slurm/process_runner.h"
+#include "schema/clock.h"
 #include "schema/events.h"
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
@@ -279,7 +279,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
           (*job)->fields.count("TimeLimit")) {
         ctx.near_time_limit =
             NearTimeLimit((*job)->fields.at("StartTime"), (*job)->fields.at("TimeLimit"),
-                          double(std::time(nullptr)), config->slurm.signal_lead_s);
+                          UnixTimeNow(), config->slurm.signal_lead_s);
       }
     }
     ExitDecision next = DecideAfterExit(ctx);

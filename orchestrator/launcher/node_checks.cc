@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <set>
 
 #include "orchestrator/nodes/incident_file.h"
 #include "orchestrator/nodes/preflight.h"
 #include "orchestrator/slurm/process_runner.h"
+#include "schema/clock.h"
 #include "schema/exit_codes.h"
 
 namespace baton {
@@ -55,7 +55,7 @@ void RecordLauncherIncidents(const LaunchEnvironment& env, const std::string& ru
   r.restart_count = env.restart_count;
   r.in_job_seq = seq;
   r.source = "launcher";
-  r.at = double(std::time(nullptr));
+  r.at = UnixTimeNow();
   if (hang != nullptr && !hang->stale.empty()) {
     std::set<std::string> hosts;
     for (const StaleRank& s : hang->stale)
@@ -88,9 +88,8 @@ void RecordStragglers(const LaunchEnvironment& env, const std::string& run_dir, 
     std::snprintf(text, sizeof text,
                   "rank %ld: steps of %.3f s, over %ld steps, against a median of %.3f s",
                   long(s.rank), s.step_s, long(s.steps), s.median_s);
-    NodeIncidentReport r{
-        env.job_id, env.restart_count,         seq, s.rank, s.node, "straggler", "launcher",
-        text,       double(std::time(nullptr))};
+    NodeIncidentReport r{env.job_id,  env.restart_count, seq,  s.rank,       s.node,
+                         "straggler", "launcher",        text, UnixTimeNow()};
     if (Status st = WriteNodeIncident(run_dir, r); !st.ok()) {
       log << "baton launch: warning: straggler not recorded: " << st.ToString() << "\n";
     }

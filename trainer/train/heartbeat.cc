@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "schema/clock.h"
 #include "schema/file_kind.h"
 #include "schema/run_folder.h"
 #include "trainer/ckpt/transfer_progress.h"
@@ -45,10 +46,6 @@ struct State {
 State& S() {
   static State s;
   return s;
-}
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double Monotonic() {
@@ -122,7 +119,7 @@ void KeepOwnFile(State& s) {
 }
 
 void Write(State& s) {
-  s.record.wall = WallNow();
+  s.record.wall = UnixTimeNow();
   s.written_at = Monotonic();
   const std::string text = FormatHeartbeat(s.record);
   const ssize_t n = ::pwrite(s.fd, text.data(), text.size(), 0);

@@ -2,10 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 
 #include "schema/checkpoint_manifest.h"
+#include "schema/clock.h"
 #include "schema/exit_codes.h"
 #include "schema/resume_decision.h"
 #include "trainer/ckpt/upstream_io.h"
@@ -39,7 +39,7 @@ void ClearForFreshStart(const TrainOptions& o, const Setup& s) {
   }
   if (!s.leader()) return;
   const std::string aside =
-      s.checkpoints_dir() + ".replaced-" + std::to_string(int64_t(std::time(nullptr)));
+      s.checkpoints_dir() + ".replaced-" + std::to_string(int64_t(UnixTimeNow()));
   std::error_code ec;
   fs::rename(s.checkpoints_dir(), aside, ec);
   if (ec)
