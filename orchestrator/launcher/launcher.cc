@@ -21,6 +21,7 @@
 #include "schema/exit_codes.h"
 #include "schema/run_config.h"
 #include "schema/run_folder.h"
+#include "schema/stop_signals.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,12 +31,8 @@ namespace baton {
 namespace {
 
 void LogSignal(int sig) {
-  std::cerr << "baton launch: forwarded "
-            << (sig == SIGUSR1   ? "SIGUSR1"
-                : sig == SIGUSR2 ? "SIGUSR2"
-                : sig == SIGTERM ? "SIGTERM"
-                                 : "SIGINT")
-            << " to the trainer\n";
+  const StopSignalEntry* e = FindStopSignal(sig);
+  std::cerr << "baton launch: forwarded " << (e ? e->posix_name : "SIGINT") << " to the trainer\n";
 }
 
 // A run folder is a folder holding run.yaml (written by `baton submit`). Checked before anything

@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "orchestrator/slurm/process_runner.h"
+#include "schema/stop_signals.h"
 
 namespace baton {
 
@@ -25,7 +27,6 @@ void OnSignal(int sig) {
   errno = saved;
 }
 
-constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT};
 // How often the loop checks for the child's exit when no signal arrives, in milliseconds.
 constexpr int kPollMs = 200;
 
@@ -46,10 +47,11 @@ Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv, void
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  struct sigaction old[4];
-  for (int i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &sa, &old[i]);
+  constexpr size_t kForwarded = std::size(kStopSignals);
+  struct sigaction old[kForwarded];
+  for (size_t i = 0; i < kForwarded; ++i) ::sigaction(kStopSignals[i].number, &sa, &old[i]);
   auto restore = [&]() {
-    for (int i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
+    for (size_t i = 0; i < kForwarded; ++i) ::sigaction(kStopSignals[i].number, &old[i], nullptr);
     g_signal_pipe_write = -1;
     ::close(fds[0]);
     ::close(fds[1]);
@@ -64,7 +66,7 @@ Result<TrainerExit> RunTrainerProcess(const std::vector<std::string>& argv, void
     return Status::Io(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    for (int sig : kForwarded) ::signal(sig, SIG_DFL);
+    for (const StopSignalEntry& e : kStopSignals) ::signal(e.number, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

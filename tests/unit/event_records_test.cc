@@ -6,10 +6,12 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <set>
 
 #include "schema/event_records.h"
 #include "schema/resume_decision.h"
 #include "schema/run_folder.h"
+#include "schema/stop_signals.h"
 #include "vocabulary_checks.h"
 
 namespace baton {
@@ -150,6 +152,20 @@ TEST(EventRecords, EveryProtocolWordParsesBack) {
   EXPECT_EQ(std::string(Name(AttemptEndReason::kConfigError)), "config_error");
   EXPECT_EQ(std::string(Name(ResumeMode::kWeightsOnly)), "weights_only");
   EXPECT_EQ(std::string(Name(SaveReason::kSignal)), "signal");
+}
+
+// The stop-signal table covers every protocol word once, and each log name is "SIG" + its word.
+TEST(StopSignals, EveryWordOnceAndTheLogNameIsItsWord) {
+  std::set<Signal> words;
+  for (const StopSignalEntry& e : kStopSignals) {
+    EXPECT_TRUE(words.insert(e.word).second) << e.posix_name;
+    EXPECT_EQ(std::string(e.posix_name), std::string("SIG") + Name(e.word));
+    EXPECT_EQ(StopSignalWord(e.number), e.word);
+    EXPECT_EQ(FindStopSignal(e.number), &e);
+  }
+  EXPECT_EQ(words.size(), std::size(Vocabulary<Signal>::kWords));
+  EXPECT_EQ(StopSignalWord(SIGKILL), std::nullopt);
+  EXPECT_EQ(FindStopSignal(SIGSEGV), nullptr);
 }
 
 TEST(RunFolder, NamesEveryFileOnce) {

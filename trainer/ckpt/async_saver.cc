@@ -11,6 +11,7 @@
 
 #include "schema/exit_codes.h"
 #include "schema/grace_seconds.h"
+#include "schema/stop_signals.h"
 #include "trainer/fail.h"
 #include "trainer/memory/snapshot_fit.h"
 
@@ -89,7 +90,7 @@ void AsyncSaver::Start(PreparedSave p) {
     // Stop signals go to the training thread, which decides what a stop means for this save.
     sigset_t stop;
     sigemptyset(&stop);
-    for (int s : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT}) sigaddset(&stop, s);
+    AddStopSignals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     try {
       payload_ = WriteSaveFiles(save_, [this](uint64_t bytes) {

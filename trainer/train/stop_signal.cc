@@ -20,8 +20,6 @@ volatile std::sig_atomic_t g_saving = 0;
 volatile std::sig_atomic_t g_stop_count = 0;
 std::atomic<int> g_agreed{0};
 
-constexpr int kStopSignals[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT};
-
 // The trainer's mark, and the handler's copy of it. Lock-free atomics: safe in a handler, which
 // may run on any thread that leaves the signals unblocked.
 struct Mark {
@@ -61,7 +59,7 @@ void OnSignal(int sig) {
 sigset_t StopSet() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : kStopSignals) sigaddset(&set, sig);
+  AddStopSignals(&set);
   return set;
 }
 
@@ -84,7 +82,7 @@ void InstallStopSignalHandlers() {
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : kStopSignals) sigaction(sig, &sa, nullptr);
+  for (const StopSignalEntry& e : kStopSignals) sigaction(e.number, &sa, nullptr);
   const sigset_t set = StopSet();
   ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
@@ -94,21 +92,6 @@ int StopSignal() { return g_stop_signal; }
 int StopSignalCount() { return int(g_stop_count); }
 
 bool InStopSave() { return g_saving != 0; }
-
-std::optional<Signal> StopSignalWord(int sig) {
-  switch (sig) {
-    case SIGUSR1:
-      return Signal::kUsr1;
-    case SIGUSR2:
-      return Signal::kUsr2;
-    case SIGTERM:
-      return Signal::kTerm;
-    case SIGINT:
-      return Signal::kInt;
-    default:
-      return std::nullopt;
-  }
-}
 
 const char* StopSignalName(int sig) {
   const std::optional<Signal> word = StopSignalWord(sig);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "schema/stop_signals.h"
 #include "schema/vocabularies.h"
 
 namespace baton {
@@ -32,8 +33,6 @@ void UnblockStopSignals();
 void InstallStopSignalHandlers();
 // The signal number that asked this process to stop, or 0.
 int StopSignal();
-// The stop signal `sig` as a word of the protocol (segment_end "signal"); none for 0 or another.
-std::optional<Signal> StopSignalWord(int sig);
 // Its name ("USR1", ...), "none" for 0, "other" for a signal that is not a stop signal.
 const char* StopSignalName(int sig);
 // The signal the ranks agreed on (AdoptStopSignal), else this process's own, else 0: what
