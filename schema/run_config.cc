@@ -23,9 +23,8 @@ const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model", "objective",
-                                            "optim", "checkpoint", "train", "alerts",
-                                            "eval"};
+const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model",  "objective",
+                                            "optim", "checkpoint", "train", "alerts", "eval"};
 
 template <class S>
 void WriteSection(YAML::Emitter& e, const char* name, const S& x,

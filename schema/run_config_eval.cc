@@ -86,9 +86,9 @@ void ReadKeepBest(Context& ctx, const YAML::Node& checkpoint, RunConfig& c) {
     ctx.Error(metric.IsDefined() ? metric : v, "checkpoint.keep_best.metric",
               "required: the metric to rank checkpoints by (" + MetricList() + ")");
   } else if (!KnownMetric(metric.Scalar())) {
-    ctx.Error(metric, "checkpoint.keep_best.metric",
-              "no eval produces the metric '" + metric.Scalar() + "' (known: " + MetricList() +
-                  ")");
+    ctx.Error(
+        metric, "checkpoint.keep_best.metric",
+        "no eval produces the metric '" + metric.Scalar() + "' (known: " + MetricList() + ")");
   } else {
     x.keep_best_metric = metric.Scalar();
   }
@@ -150,9 +150,9 @@ void ReadEval(Context& ctx, const YAML::Node& root, RunConfig& c) {
                 "the eval set is empty: give fraction (with seed), episodes, or data");
     }
     if (!x.data.empty() && !c.data.path.empty() && x.data == c.data.path) {
-      ctx.Error(s.node()["data"], "eval.data",
-                "is data.path itself: every eval episode would be a training episode ('" +
-                    x.data + "')");
+      ctx.Error(
+          s.node()["data"], "eval.data",
+          "is data.path itself: every eval episode would be a training episode ('" + x.data + "')");
     }
   }
   ReadKeepBest(ctx, root["checkpoint"], c);
