@@ -1,5 +1,6 @@
 #include "schema/eval_results.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,14 @@ double EvalMetric(const EvalEvent& result, const std::string& metric) {
   if (metric == "eval.loss_video") return result.loss_video;
   if (metric == "eval.loss_action") return result.loss_action;
   return kNoNumber;
+}
+
+bool IsEvalTarget(const RunConfig& config, int64_t step) {
+  if (!config.eval.enabled() || step <= 0) return false;
+  if (step == config.run.steps) return true;
+  const int64_t every = config.checkpoint.every;
+  if (every <= 0 || step % every != 0) return false;
+  return (step / every) % std::max<int64_t>(config.eval.every, 1) == 0;
 }
 
 }  // namespace baton

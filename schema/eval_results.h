@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "schema/event_records.h"
+#include "schema/run_config.h"
 #include "schema/run_folder.h"
 #include "schema/status.h"
 
@@ -36,5 +37,11 @@ EvalResults ReadEvalResults(const RunFolder& run);
 // The value of `metric` (one of kEvalMetricNames, schema/run_config.h) in `result`; NaN when the
 // name is unknown or the value missing.
 double EvalMetric(const EvalEvent& result, const std::string& metric);
+
+// Whether the checkpoint at `step` is one the run evaluates: saves fall at multiples of
+// checkpoint.every and at run.steps, and every eval.every-th of them is evaluated, counted by
+// step so the answer stays the same across requeues, resumes and retention. The last save is
+// always evaluated, so a run ends with a value. false when the config has no eval.
+bool IsEvalTarget(const RunConfig& config, int64_t step);
 
 }  // namespace baton

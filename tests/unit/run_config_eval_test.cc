@@ -109,3 +109,16 @@ TEST(EvalResultsTest, AWrittenResultReadsBackAndABadFileIsNamedNotFatal) {
 
 }  // namespace
 }  // namespace baton::test
+
+TEST(EvalResultsTest, EvalTargetsAreEveryKthSaveByStepAndTheLastSave) {
+  RunConfig config;
+  config.run.steps = 25;
+  config.checkpoint.every = 5;
+  EXPECT_FALSE(IsEvalTarget(config, 10));  // no eval section
+  config.eval.fraction = 0.1;
+  config.eval.every = 2;
+  std::vector<int64_t> targets;
+  for (int64_t step = 1; step <= 25; ++step)
+    if (IsEvalTarget(config, step)) targets.push_back(step);
+  EXPECT_EQ(targets, (std::vector<int64_t>{10, 20, 25}));
+}
