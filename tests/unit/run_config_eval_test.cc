@@ -107,9 +107,6 @@ TEST(EvalResultsTest, AWrittenResultReadsBackAndABadFileIsNamedNotFatal) {
   EXPECT_EQ(r.problems.size(), 2u);
 }
 
-}  // namespace
-}  // namespace baton::test
-
 TEST(EvalResultsTest, EvalTargetsAreEveryKthSaveByStepAndTheLastSave) {
   RunConfig config;
   config.run.steps = 25;
@@ -122,3 +119,6 @@ TEST(EvalResultsTest, EvalTargetsAreEveryKthSaveByStepAndTheLastSave) {
     if (IsEvalTarget(config, step)) targets.push_back(step);
   EXPECT_EQ(targets, (std::vector<int64_t>{10, 20, 25}));
 }
+
+}  // namespace
+}  // namespace baton::test
