@@ -190,6 +190,40 @@ CheckpointEvent CheckpointEvent::FromJson(const json& j) {
   return e;
 }
 
+json EvalEvent::ToJson() const {
+  return json{{"step", Optional(step)},
+              {"checkpoint", checkpoint},
+              {"mode", mode},
+              {"metrics",
+               {{"loss", Number(loss)},
+                {"loss_video", Number(loss_video)},
+                {"loss_action", Number(loss_action)}}},
+              {"episodes", episodes},
+              {"valid_frames", valid_frames},
+              {"seconds", Number(seconds)},
+              {"config_hash", config_hash},
+              {"job_id", job_id}};
+}
+
+EvalEvent EvalEvent::FromJson(const json& j) {
+  EvalEvent e;
+  e.step = OptInt(j, "step");
+  e.checkpoint = Str(j, "checkpoint");
+  e.mode = Str(j, "mode");
+  auto m = j.find("metrics");
+  if (m != j.end() && m->is_object()) {
+    e.loss = Num(*m, "loss");
+    e.loss_video = Num(*m, "loss_video");
+    e.loss_action = Num(*m, "loss_action");
+  }
+  e.episodes = Int(j, "episodes");
+  e.valid_frames = Int(j, "valid_frames");
+  e.seconds = Num(j, "seconds");
+  e.config_hash = Str(j, "config_hash");
+  e.job_id = Str(j, "job_id");
+  return e;
+}
+
 json SegmentEndEvent::ToJson() const {
   json j{{"step", Optional(step)},
          {"reason", reason},

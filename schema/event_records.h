@@ -169,6 +169,23 @@ struct CheckpointEvent {
   static CheckpointEvent FromJson(const nlohmann::json& j);
 };
 
+// Trainer (an inline eval, rank 0) or `baton-train eval` (an eval job): a committed checkpoint's
+// held-out value (docs/eval.md). `step` is the checkpoint's step; the metrics are the
+// flow-matching validation loss and its video and action parts at the eval's fixed draws.
+struct EvalEvent {
+  static constexpr const char* kType = "eval";
+  std::optional<int64_t> step;
+  std::string checkpoint;  // the checkpoint folder evaluated
+  std::string mode;        // Name(EvalMode)
+  double loss = kNoNumber, loss_video = kNoNumber, loss_action = kNoNumber;
+  int64_t episodes = 0, valid_frames = 0;
+  double seconds = kNoNumber;
+  std::string config_hash;
+  std::string job_id;  // the job that computed it (the training job inline, the eval job's)
+  nlohmann::json ToJson() const;
+  static EvalEvent FromJson(const nlohmann::json& j);
+};
+
 // Trainer, any rank on an error, else rank 0: the segment ended (`step` finished steps).
 struct SegmentEndEvent {
   static constexpr const char* kType = "segment_end";

@@ -23,14 +23,15 @@ const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model", "objective",
-                                            "optim", "checkpoint", "train", "alerts"};
+const std::vector<std::string> kSections = {"run",   "slurm",      "data",  "model",  "objective",
+                                            "optim", "checkpoint", "train", "alerts", "eval"};
 
 template <class S>
 void WriteSection(YAML::Emitter& e, const char* name, const S& x,
                   const std::vector<ConfigKey<S>>& keys) {
   e << YAML::Key << name << YAML::Value << YAML::BeginMap;
   for (const auto& k : keys) {
+    if (k.written && !k.written(x)) continue;
     e << YAML::Key << k.name << YAML::Value;
     k.write(e, x);
   }
@@ -92,7 +93,7 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
       if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
         ctx.Error(kv.first, key,
                   "unknown section (known: run, slurm, data, model, objective, optim, "
-                  "checkpoint, train, alerts)");
+                  "checkpoint, train, alerts, eval)");
       }
     }
     ReadRun(ctx, root, c);
@@ -103,6 +104,7 @@ Result<RunConfig> ParseRunConfig(const std::string& yaml_text, const std::string
     ReadOptim(ctx, root, c);
     ReadCheckpoint(ctx, root, c);
     ReadTrain(ctx, root, c);
+    ReadEval(ctx, root, c);
     AlertsSection alerts;  // checked here; frozen beside ToYaml's text (AppendAlerts)
     ReadAlerts(ctx, root, alerts);
   } catch (const YAML::Exception& e) {
@@ -126,6 +128,7 @@ std::string ToYaml(const RunConfig& c) {
   WriteSection(e, "optim", c.optim, OptimKeys());
   WriteSection(e, "checkpoint", c.checkpoint, CheckpointKeys());
   WriteSection(e, "train", c.train, TrainKeys());
+  if (c.eval.enabled()) WriteSection(e, "eval", c.eval, EvalKeys());
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

@@ -136,6 +136,32 @@ struct CheckpointSection {
   // training goes on (sync when the snapshot does not fit in host memory;
   // docs/checkpoint_format.md).
   bool async = true;
+  // keep_best: also keep the k checkpoints with the lowest value of `keep_best_metric` (one of
+  // kEvalMetricNames); empty = no keep-best. A checkpoint not yet evaluated is never deleted
+  // while keep-best is on (docs/eval.md, "Retention").
+  std::string keep_best_metric;
+  int64_t keep_best_k = 0;
+};
+
+// The metrics an eval produces, as a retention rule names them.
+inline constexpr const char* kEvalMetricNames[] = {"eval.loss", "eval.loss_video",
+                                                   "eval.loss_action"};
+
+// eval: the held-out set, and when and where committed checkpoints are evaluated (docs/eval.md).
+// Exactly one source: a seeded fraction of data.path (removed from training), a list of episode
+// indices of data.path (removed from training), or a second dataset folder. No source: no eval.
+struct EvalSection {
+  double fraction = 0;            // (0, 1): that share of data.path's episodes, drawn by `seed`
+  int64_t seed = 0;               // the draw of `fraction`, and the eval's noise and timesteps
+  std::vector<int64_t> episodes;  // episode indices of data.path
+  std::string data;               // a second dataset folder (relative to the config file)
+  int64_t every = 1;              // evaluate every K-th committed checkpoint
+  EvalMode mode = EvalMode::kInline;
+  // job mode: the eval job's own SLURM request (empty partition: the run's; 0: the run's).
+  std::string partition;
+  std::string time = "00:30:00";
+  int64_t cpus_per_task = 0;
+  bool enabled() const { return fraction > 0 || !episodes.empty() || !data.empty(); }
 };
 
 struct TrainSection {
@@ -176,6 +202,7 @@ struct RunConfig {
   OptimSection optim;
   CheckpointSection checkpoint;
   TrainSection train;
+  EvalSection eval;
 };
 
 const char* SamplerPlanName(SamplerPlan plan);

@@ -27,6 +27,10 @@ struct ConfigKey {
   const char* name;
   std::function<void(Section&, S&)> read;
   std::function<void(YAML::Emitter&, const S&)> write;
+  // Whether ToYaml writes the key; empty = always. A key that is off by default and written
+  // only when set keeps the frozen run.yaml (and its hash) of a run that does not use it as it
+  // was before the key existed.
+  std::function<bool(const S&)> written = {};
 };
 
 template <class S>
@@ -94,6 +98,7 @@ const std::vector<ConfigKey<ObjectiveSection>>& ObjectiveKeys();
 const std::vector<ConfigKey<OptimSection>>& OptimKeys();
 const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys();
 const std::vector<ConfigKey<TrainSection>>& TrainKeys();
+const std::vector<ConfigKey<EvalSection>>& EvalKeys();
 
 // Each reads its section of `root` into `c`, with the checks across keys of that section.
 void ReadRun(Context& ctx, const YAML::Node& root, RunConfig& c);
@@ -104,5 +109,7 @@ void ReadObjective(Context& ctx, const YAML::Node& root, RunConfig& c);
 void ReadOptim(Context& ctx, const YAML::Node& root, RunConfig& c);
 void ReadCheckpoint(Context& ctx, const YAML::Node& root, RunConfig& c);
 void ReadTrain(Context& ctx, const YAML::Node& root, RunConfig& c);
+// After the others: checks eval against data and checkpoint.keep_best against eval.
+void ReadEval(Context& ctx, const YAML::Node& root, RunConfig& c);
 
 }  // namespace baton::config_reader

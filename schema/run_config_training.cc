@@ -56,6 +56,14 @@ const std::vector<ConfigKey<CheckpointSection>>& CheckpointKeys() {
       IntKey<S>("max_shard_bytes", &S::max_shard_bytes, 1),
       FloatKey<S>("write_gbps", &S::write_gbps, 0.0, 10000.0),
       EnumKey<S, bool>("async", &S::async, {{"false", false}, {"true", true}}),
+      // Read (and checked against eval:) by ReadEval; asked for here so Finish knows the key.
+      {"keep_best", [](Section& s, S&) { s.Get("keep_best"); },
+       [](YAML::Emitter& e, const S& x) {
+         e << YAML::Flow << YAML::BeginMap << YAML::Key << "metric" << YAML::Value
+           << x.keep_best_metric << YAML::Key << "k" << YAML::Value << x.keep_best_k
+           << YAML::EndMap;
+       },
+       [](const S& x) { return !x.keep_best_metric.empty(); }},
   };
   return keys;
 }

@@ -46,6 +46,10 @@ std::string RunFolder::CheckpointDir(int64_t step) const {
 }
 
 std::string RunFolder::CancelMark() const { return Join(root, "CANCELLED"); }
+std::string RunFolder::EvalsDir() const { return Join(root, "evals"); }
+std::string RunFolder::EvalFile(int64_t step) const {
+  return Join(EvalsDir(), "step_" + std::to_string(step) + ".json");
+}
 std::string RunFolder::HeartbeatDir() const { return Join(root, "heartbeat"); }
 std::string RunFolder::HeartbeatFile(int64_t rank) const {
   char name[32];

@@ -10,6 +10,8 @@
 //   <root>/heartbeat/rank-<NNNNN>                  each rank's progress, rewritten in place
 //                                                  (schema/heartbeat_record.h)
 //   <root>/checkpoints/checkpoint_step_<N>/        schema/checkpoint_manifest.h
+//   <root>/evals/step_<N>.json                     a committed checkpoint's eval result, written
+//                                                  once, atomically (schema/eval_results.h)
 //   <root>/CANCELLED                               `baton cancel`'s mark, written before scancel:
 //                                                  the launcher never requeues, nor trains, a
 //                                                  run that has it (`baton resume` removes it)
@@ -36,6 +38,8 @@ struct RunFolder {
   std::string CheckpointsDir() const;
   std::string CheckpointDir(int64_t step) const;
   std::string CancelMark() const;
+  std::string EvalsDir() const;
+  std::string EvalFile(int64_t step) const;  // evals/step_<N>.json
   std::string HeartbeatDir() const;
   std::string HeartbeatFile(int64_t rank) const;  // heartbeat/rank-00003
 

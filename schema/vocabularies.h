@@ -28,6 +28,10 @@ enum class ShardMode { kNone, kOptimizer, kGradients };
 // the master of each parameter lives only on the rank that owns its AdamW state (optim.shard's
 // plan), and in bf16 runs every rank computes with bf16 copies of the matmul weights.
 enum class OptimMaster { kReplicated, kSharded };
+// eval.mode: where a committed checkpoint is evaluated (docs/eval.md). inline: by the training
+// job itself at the step boundary after the save; job: by a small SLURM job of its own that
+// `baton watch` / `baton serve` submit.
+enum class EvalMode { kInline, kJob };
 // train.activation_checkpointing: what the backward pass recomputes instead of keeping.
 enum class ActivationCheckpointing { kNone, kBlocks, kBlocksAttention };
 // train.device.
@@ -59,6 +63,11 @@ template <>
 struct Vocabulary<OptimMaster> {
   static constexpr Word<OptimMaster> kWords[] = {{OptimMaster::kReplicated, "replicated"},
                                                  {OptimMaster::kSharded, "sharded"}};
+};
+template <>
+struct Vocabulary<EvalMode> {
+  static constexpr Word<EvalMode> kWords[] = {{EvalMode::kInline, "inline"},
+                                              {EvalMode::kJob, "job"}};
 };
 template <>
 struct Vocabulary<ActivationCheckpointing> {
