@@ -1,6 +1,5 @@
 #include "trainer/eval/eval_loss.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,8 +13,8 @@ namespace baton {
 
 namespace {
 
-// One episode's part of the value, as it travels between ranks (raw bytes: the same machine
-// type on every rank, and the doubles must arrive bit for bit).
+// One episode's part of the value, as it travels between ranks: its raw bytes in hex (the
+// agreement's payloads are text; the doubles must arrive bit for bit).
 struct EpisodeSums {
   int64_t k = 0;  // position in the eval set
   double video = 0, action = 0;
@@ -23,9 +22,25 @@ struct EpisodeSums {
 };
 
 std::string Pack(const std::vector<EpisodeSums>& v) {
-  std::string out(v.size() * sizeof(EpisodeSums), '\0');
-  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(EpisodeSums); ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
   return out;
+}
+
+std::vector<EpisodeSums> Unpack(const std::string& hex) {
+  TORCH_CHECK(hex.size() % (2 * sizeof(EpisodeSums)) == 0, "an eval part of ", hex.size(),
+              " hex digits");
+  auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::vector<EpisodeSums> v(hex.size() / (2 * sizeof(EpisodeSums)));
+  auto* bytes = reinterpret_cast<unsigned char*>(v.data());
+  for (size_t i = 0; i < hex.size() / 2; ++i)
+    bytes[i] = static_cast<unsigned char>(digit(hex[2 * i]) * 16 + digit(hex[2 * i + 1]));
+  return v;
 }
 
 // The config the eval's forward runs under: its draws keyed by eval.seed, the text kept.
@@ -85,10 +100,7 @@ EvalValue EvaluateHeldOut(VideoActionModel& model, const RunConfig& config, cons
   std::vector<EpisodeSums> all(static_cast<size_t>(n));
   std::vector<bool> seen(static_cast<size_t>(n), false);
   for (const std::string& p : parts) {
-    TORCH_CHECK(p.size() % sizeof(EpisodeSums) == 0, "an eval part of ", p.size(), " bytes");
-    for (size_t off = 0; off < p.size(); off += sizeof(EpisodeSums)) {
-      EpisodeSums e;
-      std::memcpy(&e, p.data() + off, sizeof e);
+    for (const EpisodeSums& e : Unpack(p)) {
       TORCH_CHECK(e.k >= 0 && e.k < n && !seen[size_t(e.k)], "eval episode ", e.k, " twice");
       all[size_t(e.k)] = e;
       seen[size_t(e.k)] = true;
