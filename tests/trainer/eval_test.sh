@@ -162,6 +162,19 @@ PY
 expect_exit 65 "$bt" eval --config "$tmp/job.yaml" --checkpoint "$tmp/corrupt/checkpoints/checkpoint_step_4"
 expect_in "$err" "${victim#./}"
 [ ! -e "$tmp/corrupt/evals" ] || fail "a corrupted checkpoint got an eval result"
+# A file the weights-only load does not read is hashed too.
+rm -r "$tmp/corrupt/checkpoints/checkpoint_step_4"
+cp -r "$tmp/job/checkpoints/checkpoint_step_4" "$tmp/corrupt/checkpoints/"
+python3 - "$tmp/corrupt/checkpoints/checkpoint_step_4/optimizer.safetensors" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[-3] ^= 0x01
+open(p, "wb").write(bytes(b))
+PY
+expect_exit 65 "$bt" eval --config "$tmp/job.yaml" --checkpoint "$tmp/corrupt/checkpoints/checkpoint_step_4"
+expect_in "$err" "optimizer.safetensors"
+[ ! -e "$tmp/corrupt/evals" ] || fail "a checkpoint with a corrupted optimizer file got an eval result"
 rm "$tmp/corrupt/checkpoints/checkpoint_step_4/MANIFEST.json"
 expect_exit 65 "$bt" eval --config "$tmp/job.yaml" --checkpoint "$tmp/corrupt/checkpoints/checkpoint_step_4"
 expect_in "$err" "MANIFEST.json"
