@@ -148,6 +148,21 @@ print("world sizes 1/2/3:", [w[k]["metrics"]["loss"] for k in ("w1a", "w2", "w3"
 PY
 checks=$((checks + 1)); echo "ok: recompute bitwise equal, inline == command, ranks 1/2/3 within 1e-12"
 
+# --- 4b. Inline on 2 ranks with sharded optimizer state: the same targets, the command's value.
+STEPS=8 EVERY=2 SHARD=optimizer write_config "$tmp/two.yaml" "$tmp/two" "$held, mode: inline}"
+train_ranks 2 --config "$tmp/two.yaml" || fail "2-rank inline run: $(tail -5 "$tmp/train.log")"
+eval_ranks 1 --config "$tmp/two.yaml" --checkpoint "$tmp/two/checkpoints/checkpoint_step_8" --json
+python3 - "$tmp" "$out" <<'PY' || fail "2-rank inline evals"
+import glob, json, sys
+tmp, printed = sys.argv[1], json.loads(sys.argv[2])
+rows = [json.loads(l) for p in glob.glob(tmp + "/two/events/*.jsonl") for l in open(p)]
+assert [r["step"] for r in rows if r["type"] == "eval"] == [4, 8], rows
+inline = [r for r in rows if r["type"] == "eval"][-1]["metrics"]
+for m, v in printed["metrics"].items():
+    assert abs(inline[m] - v) <= 1e-12 * max(1.0, abs(v)), (m, inline[m], v)
+PY
+checks=$((checks + 1)); echo "ok: 2 ranks evaluate inline at steps 4 and 8, as the command does"
+
 # --- 5. A checkpoint corrupted after its commit: 65 naming the file, nothing written. ---------
 mkdir -p "$tmp/corrupt/checkpoints"
 cp -r "$tmp/job/checkpoints/checkpoint_step_4" "$tmp/corrupt/checkpoints/"
