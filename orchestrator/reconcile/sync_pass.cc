@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "orchestrator/ingest/eval_file_ingest.h"
 #include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
@@ -9,11 +10,24 @@
 
 namespace baton {
 
+namespace {
+
+// The run's events, then its evals/ files (eval_file_ingest.h: in job mode the only record of
+// an eval).
+Result<IngestStats> IngestRunAndEvals(Store& store, const RunRecord& run) {
+  BATON_ASSIGN_OR_RETURN(IngestStats stats, IngestRun(store, run));
+  BATON_ASSIGN_OR_RETURN(const IngestStats evals, IngestEvalFiles(store, run));
+  stats.Add(evals);
+  return stats;
+}
+
+}  // namespace
+
 Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
                             const SyncOptions& options, double now) {
   SyncReport report;
   for (const RunRecord& run : runs) {
-    Result<IngestStats> ingested = IngestRun(store, run);
+    Result<IngestStats> ingested = IngestRunAndEvals(store, run);
     if (ingested.ok()) {
       report.ingested.Add(*ingested);
     } else if (options.continue_after_ingest_error) {

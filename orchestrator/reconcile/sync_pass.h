@@ -9,6 +9,7 @@
 // SLURM being down stops asking it for the rest of the pass and is reported, not returned: what
 // is already ingested is still worth showing. Last, each run's time buckets are brought up to `now`
 // (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.
+// Each run's eval results (evals/step_<N>.json, eval_file_ingest.h) are ingested after its events.
 // Stateless; thread-compatible (one Store per thread).
 #pragma once
 
