@@ -21,6 +21,29 @@ Result<IngestStats> IngestRunAndEvals(Store& store, const RunRecord& run) {
   return stats;
 }
 
+// The eval results of runs that ended lately and are not among `given` (SyncOptions::
+// follow_up_ended_runs).
+Status IngestEndedRunsEvals(Store& store, const std::vector<RunRecord>& given,
+                            const SyncOptions& options, double now, SyncReport* report) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> ended,
+                         store.ListRunsEndedSince(now - kEvalFollowUpS));
+  std::set<int64_t> given_ids;
+  for (const RunRecord& run : given) given_ids.insert(run.id);
+  for (const RunRecord& run : ended) {
+    if (given_ids.count(run.id) > 0) continue;
+    Result<IngestStats> evals = IngestEvalFiles(store, run);
+    if (evals.ok()) {
+      report->ingested.Add(*evals);
+    } else if (options.continue_after_ingest_error) {
+      report->ingested.warnings.push_back("eval results of run " + std::to_string(run.id) + ": " +
+                                          evals.status().ToString());
+    } else {
+      return evals.status().Annotate("eval results of run " + std::to_string(run.id));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
@@ -36,6 +59,9 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     } else {
       return ingested.status().Annotate("ingesting run " + std::to_string(run.id));
     }
+  }
+  if (options.follow_up_ended_runs) {
+    BATON_RETURN_IF_ERROR(IngestEndedRunsEvals(store, runs, options, now, &report));
   }
   // Re-read: ingest may have ended a run (nothing left to ask SLURM) and the caller shows them.
   auto reread = [&]() -> Status {

@@ -274,6 +274,39 @@ TEST(IngestEvalFiles, AnInlineEventAndItsFileAreOneRow) {
   EXPECT_EQ(rows[0].source, "event");  // the file said the same: not stored again
 }
 
+TEST(IngestEvalFiles, WatchReadsTheResultsOfARunThatEndedLately) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  const double now = 1.7e9;
+  const RunRecord live = MakeRunWithJob(*store, tmp / "live", "live", 10, "7");
+  const RunRecord lately = MakeRunWithJob(*store, tmp / "lately", "lately", 10, "8");
+  const RunRecord long_ago = MakeRunWithJob(*store, tmp / "long_ago", "long_ago", 10, "9");
+  ASSERT_TRUE(store
+                  ->Write([&]() -> Status {
+                    BATON_RETURN_IF_ERROR(
+                        store->SetRunStatusInTx(lately.id, RunStatus::kCompleted, "", now - 3600));
+                    return store->SetRunStatusInTx(long_ago.id, RunStatus::kCompleted, "",
+                                                   now - kEvalFollowUpS - 60);
+                  })
+                  .ok());
+  // The last checkpoint's eval job finished after its run did.
+  for (const RunRecord& run : {live, lately, long_ago}) {
+    WriteEvalFile(run, EvalJson(10, 0.5, 0.25, 0.25, "job"));
+  }
+  SyncOptions watch;
+  watch.follow_up_ended_runs = true;
+  Result<SyncReport> pass = SyncRuns(*store, {live}, watch, now);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(pass->ingested.records, 2);
+  EXPECT_EQ(Evals(*store, live.id).size(), 1u);
+  EXPECT_EQ(Evals(*store, lately.id).size(), 1u);
+  EXPECT_TRUE(Evals(*store, long_ago.id).empty());
+  // A query command reads only the runs it shows.
+  pass = SyncRuns(*store, {long_ago}, SyncOptions{}, now);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(Evals(*store, long_ago.id).size(), 1u);
+}
+
 TEST(IngestEvalFiles, ARunWithoutAFolderOrEvalsHasNothingToDo) {
   TempDir tmp;
   auto store = OpenStore(tmp / "baton.db");
