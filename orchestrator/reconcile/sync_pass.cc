@@ -44,25 +44,31 @@ Status IngestEndedRunsEvals(Store& store, const std::vector<RunRecord>& given,
   return Status::Ok();
 }
 
+// Every given run's events and eval results, then (watch, serve) the eval results of the runs
+// that ended lately.
+Status IngestRuns(Store& store, const std::vector<RunRecord>& runs, const SyncOptions& options,
+                  double now, SyncReport* report) {
+  for (const RunRecord& run : runs) {
+    Result<IngestStats> ingested = IngestRunAndEvals(store, run);
+    if (ingested.ok()) {
+      report->ingested.Add(*ingested);
+    } else if (options.continue_after_ingest_error) {
+      report->ingested.warnings.push_back("ingesting run " + std::to_string(run.id) + ": " +
+                                          ingested.status().ToString());
+    } else {
+      return ingested.status().Annotate("ingesting run " + std::to_string(run.id));
+    }
+  }
+  if (!options.follow_up_ended_runs) return Status::Ok();
+  return IngestEndedRunsEvals(store, runs, options, now, report);
+}
+
 }  // namespace
 
 Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
                             const SyncOptions& options, double now) {
   SyncReport report;
-  for (const RunRecord& run : runs) {
-    Result<IngestStats> ingested = IngestRunAndEvals(store, run);
-    if (ingested.ok()) {
-      report.ingested.Add(*ingested);
-    } else if (options.continue_after_ingest_error) {
-      report.ingested.warnings.push_back("ingesting run " + std::to_string(run.id) + ": " +
-                                         ingested.status().ToString());
-    } else {
-      return ingested.status().Annotate("ingesting run " + std::to_string(run.id));
-    }
-  }
-  if (options.follow_up_ended_runs) {
-    BATON_RETURN_IF_ERROR(IngestEndedRunsEvals(store, runs, options, now, &report));
-  }
+  BATON_RETURN_IF_ERROR(IngestRuns(store, runs, options, now, &report));
   // Re-read: ingest may have ended a run (nothing left to ask SLURM) and the caller shows them.
   auto reread = [&]() -> Status {
     report.runs.clear();
