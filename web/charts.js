@@ -91,7 +91,8 @@ export function nonfiniteMarks(ranges, toX) {
   return out;
 }
 
-// datasets: [{label, data, color, dashed, faint, yAxisID, hidden}]
+// datasets: [{label, data, color, dashed, faint, yAxisID, hidden, points}]; `points` draws a
+// marker at each point (few points: eval results), the others are plain lines.
 export function lineChart(canvas, { axis, datasets, annotation, yTitle, y2Title, logY }) {
   const scales = {
     x: { type: 'linear', title: { display: true, text: AXES[axis].label }, ticks: { callback: tick } },
@@ -109,7 +110,7 @@ export function lineChart(canvas, { axis, datasets, annotation, yTitle, y2Title,
         label: d.label, data: d.data, yAxisID: d.yAxisID || 'y', hidden: !!d.hidden,
         borderColor: d.faint ? fade(d.color) : d.color, backgroundColor: d.color,
         borderWidth: d.faint ? 1 : 1.5, borderDash: d.dashed ? [6, 4] : undefined,
-        pointRadius: 0, pointHitRadius: 4, tension: 0, spanGaps: false,
+        pointRadius: d.points ? 3 : 0, pointHitRadius: 4, tension: 0, spanGaps: false,
       })),
     },
     options: {

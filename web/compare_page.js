@@ -1,5 +1,6 @@
 // #/compare?runs=1,4,7&axis=step: the runs (with their ETTR, with and without queue time) and their
-// loss, learning rate, throughput and padding waste overlaid (one colour per run), x by step,
+// loss, learning rate, throughput and padding waste overlaid (one colour per run; the held-out
+// eval loss too, when a run has any), x by step,
 // tokens seen or wall time; each run's attempt boundaries (dashed, in its colour, "name #n") and
 // warmup ranges (shaded in its colour); and a table of the config keys whose values differ between
 // the runs (only those). Text from the runs (names, config values) goes in as text nodes (dom.js).
@@ -8,6 +9,7 @@ import { el, fill, table } from './dom.js';
 import * as fmt from './format.js';
 import { AXES, points, stepMapper, lineChart } from './charts.js';
 import { statusBadge } from './runs_page.js';
+import { evalPoints } from './run_evals.js';
 
 const MAX_POINTS = 1000;  // per run and key
 const MAX_RUNS = 8;
@@ -115,6 +117,13 @@ export async function showCompare(root, state, isCurrent) {
       return { label: run.name, data: points(series[key], axis), color };
     });
     charts.push(lineChart(canvas, { axis, datasets, annotation, yTitle }));
+  }
+  if (runs.some(({ run }) => run.evals && run.evals.length)) {
+    const canvas = el('canvas', { id: 'compare-eval' });
+    grid.appendChild(el('section', { class: 'chart' }, el('h3', {}, 'Eval loss (held-out)'), el('div', { class: 'canvas-wrap' }, canvas)));
+    const datasets = runs.map(({ run, series, color }) => ({ label: run.name, color, points: true,
+      data: evalPoints(run.evals, 'loss', stepMapper(series.lr, axis)) }));
+    charts.push(lineChart(canvas, { axis, datasets, annotation: {}, yTitle: 'eval loss' }));
   }
   document.body.dataset.ready = 'compare';
 }

@@ -1,5 +1,5 @@
 // One run: why it stopped, audit line, ETTR, charts (LR with the expected schedule, warmup shading
-// and attempt boundaries; losses; grad norm; throughput; padding; the micro-step profile), where
+// and attempt boundaries; losses with the held-out eval loss beside them (run_evals.js); grad norm; throughput; padding; the micro-step profile), where
 // the time went per attempt (stacked bars, time_buckets.js), the attempts table with per-attempt
 // summaries and every witness of how each one ended (launcher, trainer, signal, SLURM) and its log,
 // the steps the trainer skipped as non-finite, checkpoints and the resolved config; its owner,
@@ -16,6 +16,7 @@ import { statusBadge } from './runs_page.js';
 import { ettrLine, checkpointAdvice, timeChartBox, renderTimeChart } from './time_buckets.js';
 import { actionsSection } from './run_actions.js';
 import { incidentsSection } from './run_incidents.js';
+import { evalOverlay, evalDatasets, evalsSection } from './run_evals.js';
 
 const MAX_POINTS = 2000;  // per series: the server downsamples (min/max-preserving)
 const REFRESH_MS = 10000; // while the run is live
@@ -218,7 +219,10 @@ function renderCharts(grid, run, series, view, profile) {
     { label: 'expected', data: points(s.expected_lr, axis), color: C.expected, dashed: true },
   ], { annotation: annotations(run.segments, toX, { fullLabels: true, shade: true }), yTitle: 'lr' });
   add('chart-loss', 'Loss', [...ds('loss', 'total', C.loss), ...ds('loss_video', 'video', C.video),
-    ...ds('loss_action', 'action', C.action)], { yTitle: 'loss', annotation: skipped });
+    ...ds('loss_action', 'action', C.action), ...evalOverlay(run.evals, toX)], { yTitle: 'loss', annotation: skipped });
+  if (run.evals && run.evals.length) {
+    add('chart-eval', 'Eval loss (held-out, per evaluated checkpoint)', evalDatasets(run.evals, toX), { yTitle: 'loss' });
+  }
   add('chart-grad', 'Gradient norm', ds('grad_norm', 'grad norm', C.grad), { yTitle: 'norm', annotation: skipped });
   add('chart-throughput', 'Throughput', [...ds('tokens_per_s', 'tokens/s', C.tps),
     ...ds('step_time_s', 's/step', C.sps, { yAxisID: 'y2' })], { yTitle: 'tokens/s', y2Title: 's/step' });
@@ -310,6 +314,7 @@ export async function showRun(root, id, state, isCurrent) {
     logBox,
     el('h2', {}, 'Profile'), profileTable(profile),
     ...nonfiniteSection(run.nonfinite),
+    ...evalsSection(run.evals),
     el('h2', {}, 'Checkpoints'), checkpointsTable(checkpoints.checkpoints),
     el('h2', {}, 'Config'), el('pre', { id: 'config', class: 'config' }, run.config));
   renderCharts(grid, run, series, view, profile);

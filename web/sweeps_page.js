@@ -1,5 +1,6 @@
 // #/sweeps (every sweep: name, array job, members and their status counts) and #/sweeps/<id>
-// (one sweep): its members table, sortable by any varied key or final figure (?sort=&order=), a
+// (one sweep): its members table, sortable by any varied key or final figure (the best eval loss
+// among them, with its step as the cell's tooltip) (?sort=&order=), a
 // plot of a chosen final figure against a chosen varied key (?y=&x=, Chart.js scatter), and a
 // checkbox per member: "compare" opens #/compare?runs=... with the selected members' runs. Text
 // from the store (names, values) goes in as text nodes (dom.js).
@@ -8,7 +9,7 @@ import { el, fill, table } from './dom.js';
 import * as fmt from './format.js';
 
 const FIGURES = [['final_loss', 'final loss'], ['ettr', 'ETTR'], ['restarts', 'restarts'],
-  ['last_step', 'step']];
+  ['last_step', 'step'], ['best_eval_loss', 'best eval loss']];
 
 export const POINT_COLOR = 'rgb(31, 119, 180)';
 
@@ -108,7 +109,9 @@ export async function showSweep(root, id, query, isCurrent) {
     ...sweep.keys.map((k) => text(m.values[k])),
     el('span', { class: `status status-${m.status.toLowerCase()}`, title: m.reason || null }, m.status),
     fmt.num(m.final_loss), m.ettr === null ? '–' : fmt.pct(m.ettr), String(m.restarts),
-    `${fmt.int(m.last_step ?? 0)} / ${fmt.int(m.target_steps)}`]);
+    `${fmt.int(m.last_step ?? 0)} / ${fmt.int(m.target_steps)}`,
+    el('td', { class: 'best-eval', title: m.best_eval_step === null ? null : `at step ${m.best_eval_step}` },
+      fmt.num(m.best_eval_loss))]);
   const x = query.x || sweep.keys[0];
   const y = query.y || 'final_loss';
   const select = (name, options, value) => el('select', { id: `plot-${name}`,

@@ -15,12 +15,14 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/cli/eval_text.h"
 #include "orchestrator/cli/history_text.h"
 #include "orchestrator/history/attempt_log.h"
 #include "orchestrator/history/run_timeline.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/attempt_evidence.h"
 #include "orchestrator/store/stop_save_summary.h"
+#include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "orchestrator/store/time_buckets_json.h"
 #include "schema/checkpoint_manifest.h"
@@ -124,6 +126,29 @@ int RunLs(const QueryOptions& o) {
   return 0;
 }
 
+// The skipped steps of `baton show`: not applied (weights and optimizer state untouched), with
+// the episodes of each step listed so the data can be checked.
+void PrintSkippedSteps(const NonfiniteCounts& counts, const std::vector<StepRecord>& skipped,
+                       const std::vector<AttemptRecord>& attempts) {
+  if (counts.effective > 0 || counts.superseded > 0) {
+    std::cout << "  skipped  " << counts.effective << " non-finite step"
+              << (counts.effective == 1 ? "" : "s") << " (not applied)";
+    if (counts.superseded > 0) {
+      std::cout << ", " << counts.superseded << " more in steps redone after a resume";
+    }
+    std::cout << "\n";
+    for (const StepRecord& s : skipped) {
+      std::cout << "           step " << StepNumber(s.step) << " (attempt "
+                << AttemptNumberOf(attempts, s.attempt_id)
+                << "): " << EpisodeList(s.nonfinite_episodes) << "\n";
+    }
+    if (counts.effective > static_cast<int64_t>(skipped.size())) {
+      std::cout << "           ... " << counts.effective - static_cast<int64_t>(skipped.size())
+                << " more (--json lists up to " << kJsonNonfiniteSteps << ")\n";
+    }
+  }
+}
+
 int RunShow(const QueryOptions& o) {
   Result<OpenedRun> opened = OpenRun(o);
   if (!opened.ok()) return ReportError(opened.status());
@@ -146,6 +171,8 @@ int RunShow(const QueryOptions& o) {
   if (!stop_save.ok()) return ReportError(stop_save.status());
   Result<RunTimeBuckets> time = TimeBucketsOf(*store, *run, UnixTimeNow());
   if (!time.ok()) return ReportError(time.status());
+  Result<std::vector<EvalRecord>> evals = ListEvals(*store, run->id);
+  if (!evals.ok()) return ReportError(evals.status());
   if (o.json) {
     json j = CliRunJson(*run);
     j["time"] = TimeBucketsJson(*time, /*first_attempt=*/AttemptNumber(0));
@@ -164,6 +191,7 @@ int RunShow(const QueryOptions& o) {
     j["nonfinite"] = skipped_list;
     j["attempts"] = CliAttemptsJson(*attempts);
     j["stop_save"] = StopSaveJson(*stop_save);
+    j["evals"] = EvalsJson(*evals);
     std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
@@ -172,25 +200,7 @@ int RunShow(const QueryOptions& o) {
             << (run->reason.empty() ? "" : " — " + PrintableText(run->reason)) << "\n"
             << "  step     " << last << " of " << run->target_steps << " (" << *steps
             << " step rows, " << (*all_steps - *steps) << " superseded)\n";
-  if (nonfinite->effective > 0 || nonfinite->superseded > 0) {
-    // Skipped steps: not applied (weights and optimizer state untouched), with the episodes of
-    // the step so the data can be checked.
-    std::cout << "  skipped  " << nonfinite->effective << " non-finite step"
-              << (nonfinite->effective == 1 ? "" : "s") << " (not applied)";
-    if (nonfinite->superseded > 0) {
-      std::cout << ", " << nonfinite->superseded << " more in steps redone after a resume";
-    }
-    std::cout << "\n";
-    for (const StepRecord& s : *skipped) {
-      std::cout << "           step " << StepNumber(s.step) << " (attempt "
-                << AttemptNumberOf(*attempts, s.attempt_id)
-                << "): " << EpisodeList(s.nonfinite_episodes) << "\n";
-    }
-    if (nonfinite->effective > static_cast<int64_t>(skipped->size())) {
-      std::cout << "           ... " << nonfinite->effective - static_cast<int64_t>(skipped->size())
-                << " more (--json lists up to " << kJsonNonfiniteSteps << ")\n";
-    }
-  }
+  PrintSkippedSteps(*nonfinite, *skipped, *attempts);
   std::cout << "  job      " << (run->job_id.empty() ? "-" : run->job_id) << "\n"
             << "  run dir  " << run->run_dir << "\n"
             << "  config   " << run->config_source << "\n"
@@ -198,6 +208,7 @@ int RunShow(const QueryOptions& o) {
   const std::string stop_line = StopSaveLine(*stop_save);
   if (!stop_line.empty()) std::cout << "  stop save " << PrintableText(stop_line) << "\n";
   PrintTimeBuckets(*time);
+  PrintEvals(*evals);
   std::cout << "\n";
   PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
   // Why it stopped, in the job's own output: the tail of the last attempt's log.

@@ -144,7 +144,8 @@ int RunSweepShow(const SweepOptions& o) {
   std::cout << "\n";
   std::vector<std::string> header = {"INDEX", "RUN"};
   for (const std::string& k : view->keys) header.push_back(k);
-  for (const char* h : {"STATUS", "STEP", "FINAL LOSS", "ETTR", "RESTARTS"}) header.push_back(h);
+  for (const char* h : {"STATUS", "STEP", "FINAL LOSS", "ETTR", "RESTARTS", "BEST EVAL"})
+    header.push_back(h);
   std::vector<std::vector<std::string>> rows;
   for (const SweepMemberView& m : view->members) {
     std::vector<std::string> row = {std::to_string(m.index), std::to_string(m.run_id)};
@@ -160,6 +161,9 @@ int RunSweepShow(const SweepOptions& o) {
     row.push_back(Figure(m.final_loss, "%.4f"));
     row.push_back(m.ettr ? Figure(*m.ettr * 100.0, "%.1f%%") : "-");
     row.push_back(std::to_string(m.restarts));
+    row.push_back(m.best_eval_loss ? Figure(m.best_eval_loss, "%.4f") + " @" +
+                                         std::to_string(m.best_eval_step.value_or(0))
+                                   : "-");
     rows.push_back(std::move(row));
   }
   PrintTable(std::cout, header, rows);

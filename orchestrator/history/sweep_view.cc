@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "orchestrator/store/run_history_queries.h"
+#include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
 
 namespace baton {
@@ -44,6 +45,11 @@ Result<SweepView> BuildSweepView(Store& store, const SweepRecord& sweep) {
     BATON_ASSIGN_OR_RETURN(const std::optional<RunTimeBuckets> buckets,
                            ReadTimeBuckets(store, m.run_id));
     if (buckets) v.ettr = Ettr(buckets->run);
+    BATON_ASSIGN_OR_RETURN(const std::vector<EvalRecord> evals, ListEvals(store, m.run_id));
+    if (const std::optional<EvalRecord> best = BestEval(evals)) {
+      v.best_eval_loss = best->loss;
+      v.best_eval_step = best->step;
+    }
     ++view.counts[v.status];
     view.members.push_back(std::move(v));
   }
@@ -64,7 +70,10 @@ nlohmann::json SweepViewJson(const SweepView& view) {
                        {"target_steps", m.target_steps},
                        {"final_loss", Opt(m.final_loss)},
                        {"ettr", Opt(m.ettr)},
-                       {"restarts", m.restarts}});
+                       {"restarts", m.restarts},
+                       {"best_eval_loss", Opt(m.best_eval_loss)},
+                       {"best_eval_step", m.best_eval_step ? nlohmann::json(*m.best_eval_step)
+                                                           : nlohmann::json(nullptr)}});
   }
   return {{"sweep_id", view.sweep.id},
           {"name", view.sweep.name},

@@ -31,6 +31,9 @@ struct SweepMemberView {
   std::optional<double> final_loss;  // the last step's loss
   std::optional<double> ettr;        // productive / wall
   int64_t restarts = 0;              // attempts after the first
+  // The member's lowest held-out eval loss and the checkpoint step it is at (store_evals.h).
+  std::optional<double> best_eval_loss;
+  std::optional<int64_t> best_eval_step;
 };
 
 struct SweepView {
@@ -44,7 +47,7 @@ struct SweepView {
 
 // The JSON of `baton sweep show --json` and GET /api/sweeps/ID: {id, name, job_id, keys, counts,
 // members: [{index, run_id, name, job_id, values, status, reason, last_step, target_steps,
-// final_loss, ettr, restarts}]}.
+// final_loss, ettr, restarts, best_eval_loss, best_eval_step}]}.
 nlohmann::json SweepViewJson(const SweepView& view);
 
 }  // namespace baton

@@ -80,6 +80,11 @@ std::string MetricsText(const std::vector<RunMetrics>& runs, const ServeFigures&
   RunFamily(out, runs, "baton_run_ettr",
             "Effective training time ratio: productive seconds over wall seconds since submit.",
             [](M m) { return m.ettr; });
+  RunFamily(out, runs, "baton_run_eval_loss",
+            "Held-out eval loss of the run's latest evaluated checkpoint.",
+            [](M m) { return m.eval_loss; });
+  RunFamily(out, runs, "baton_run_eval_step", "Step of the run's latest evaluated checkpoint.",
+            [](M m) { return m.eval_step ? O(static_cast<double>(*m.eval_step)) : O(); });
   RunFamily(out, runs, "baton_run_active", "1 while the run is PENDING, RUNNING or REQUEUED.",
             [](M m) { return O(IsTerminal(m.run.status) ? 0.0 : 1.0); });
   Family(out, "baton_run_attempts", "Attempts of the run by how they ended ('' = not ended).");

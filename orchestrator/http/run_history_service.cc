@@ -9,6 +9,7 @@
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/record_json.h"
 #include "orchestrator/store/stop_save_summary.h"
+#include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "orchestrator/store/time_buckets_json.h"
 #include "schema/step_numbers.h"
@@ -205,6 +206,8 @@ Result<json> RunHistoryService::GetRun(int64_t run_id) {
   BATON_ASSIGN_OR_RETURN(const RunTimeBuckets time,
                          TimeBucketsOf(lease.store(), d.summary.run, now));
   out["time"] = TimeBucketsJson(time, /*first_attempt=*/AttemptNumber(0));
+  BATON_ASSIGN_OR_RETURN(const std::vector<EvalRecord> evals, ListEvals(lease.store(), run_id));
+  out["evals"] = EvalsJson(evals);
   out["now"] = now;
   return out;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/store/step_event_fields.h"
+#include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "schema/clock.h"
 #include "schema/events.h"
@@ -130,6 +131,11 @@ class RecordApplier {
       c.reason = e.reason;
       c.time = time;
       return store_.UpsertCheckpointInTx(c);
+    }
+    if (type == EvalEvent::kType) {
+      const EvalEvent e = EvalEvent::FromJson(r);
+      if (!e.step || *e.step < 0) return Status::Data("eval without \"step\"");
+      return UpsertEvalInTx(store_, EvalRecordOf(e, run_.id, kEvalFromEvent, UnixTimeNow()));
     }
 
     Result<AttemptRecord> a = store_.GetAttempt(*attempt_id);

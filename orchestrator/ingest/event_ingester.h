@@ -23,9 +23,10 @@
 // The first segment_end of an attempt sets the trainer's end reason, message (cut to
 // kMaxTrainerMessageBytes), exit code and signal; later ones (other ranks failing after the first)
 // are ignored. An attempt_end sets the run's status from the launcher's action; a hang it reports
-// keeps its stacks cut to 64 KiB. After a pass that applied records, IngestRun refreshes the run's
-// time buckets (store/time_bucket_store.h). Stateless functions over a Store; thread-compatible
-// (one Store per thread).
+// keeps its stacks cut to 64 KiB. An `eval` record stores its checkpoint's result
+// (store/store_evals.h), replacing what the run had at that step. After a pass that applied
+// records, IngestRun refreshes the run's time buckets (store/time_bucket_store.h). Stateless
+// functions over a Store; thread-compatible (one Store per thread).
 #pragma once
 
 #include <cstdint>

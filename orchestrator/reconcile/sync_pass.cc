@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "orchestrator/ingest/eval_file_ingest.h"
 #include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
@@ -9,20 +10,65 @@
 
 namespace baton {
 
-Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
-                            const SyncOptions& options, double now) {
-  SyncReport report;
-  for (const RunRecord& run : runs) {
-    Result<IngestStats> ingested = IngestRun(store, run);
-    if (ingested.ok()) {
-      report.ingested.Add(*ingested);
+namespace {
+
+// The run's events, then its evals/ files (eval_file_ingest.h: in job mode the only record of
+// an eval).
+Result<IngestStats> IngestRunAndEvals(Store& store, const RunRecord& run) {
+  BATON_ASSIGN_OR_RETURN(IngestStats stats, IngestRun(store, run));
+  BATON_ASSIGN_OR_RETURN(const IngestStats evals, IngestEvalFiles(store, run));
+  stats.Add(evals);
+  return stats;
+}
+
+// The eval results of runs that ended lately and are not among `given` (SyncOptions::
+// follow_up_ended_runs).
+Status IngestEndedRunsEvals(Store& store, const std::vector<RunRecord>& given,
+                            const SyncOptions& options, double now, SyncReport* report) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> ended,
+                         store.ListRunsEndedSince(now - kEvalFollowUpS));
+  std::set<int64_t> given_ids;
+  for (const RunRecord& run : given) given_ids.insert(run.id);
+  for (const RunRecord& run : ended) {
+    if (given_ids.count(run.id) > 0) continue;
+    Result<IngestStats> evals = IngestEvalFiles(store, run);
+    if (evals.ok()) {
+      report->ingested.Add(*evals);
     } else if (options.continue_after_ingest_error) {
-      report.ingested.warnings.push_back("ingesting run " + std::to_string(run.id) + ": " +
-                                         ingested.status().ToString());
+      report->ingested.warnings.push_back("eval results of run " + std::to_string(run.id) + ": " +
+                                          evals.status().ToString());
+    } else {
+      return evals.status().Annotate("eval results of run " + std::to_string(run.id));
+    }
+  }
+  return Status::Ok();
+}
+
+// Every given run's events and eval results, then (watch, serve) the eval results of the runs
+// that ended lately.
+Status IngestRuns(Store& store, const std::vector<RunRecord>& runs, const SyncOptions& options,
+                  double now, SyncReport* report) {
+  for (const RunRecord& run : runs) {
+    Result<IngestStats> ingested = IngestRunAndEvals(store, run);
+    if (ingested.ok()) {
+      report->ingested.Add(*ingested);
+    } else if (options.continue_after_ingest_error) {
+      report->ingested.warnings.push_back("ingesting run " + std::to_string(run.id) + ": " +
+                                          ingested.status().ToString());
     } else {
       return ingested.status().Annotate("ingesting run " + std::to_string(run.id));
     }
   }
+  if (!options.follow_up_ended_runs) return Status::Ok();
+  return IngestEndedRunsEvals(store, runs, options, now, report);
+}
+
+}  // namespace
+
+Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
+                            const SyncOptions& options, double now) {
+  SyncReport report;
+  BATON_RETURN_IF_ERROR(IngestRuns(store, runs, options, now, &report));
   // Re-read: ingest may have ended a run (nothing left to ask SLURM) and the caller shows them.
   auto reread = [&]() -> Status {
     report.runs.clear();

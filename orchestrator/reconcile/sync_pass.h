@@ -9,6 +9,7 @@
 // SLURM being down stops asking it for the rest of the pass and is reported, not returned: what
 // is already ingested is still worth showing. Last, each run's time buckets are brought up to `now`
 // (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.
+// Each run's eval results (evals/step_<N>.json, eval_file_ingest.h) are ingested after its events.
 // Stateless; thread-compatible (one Store per thread).
 #pragma once
 
@@ -25,6 +26,10 @@ namespace baton {
 
 struct NodeLedgerConfig;
 
+// How long after a run ended `baton watch` and `baton serve` still read its eval results: in job
+// mode the last checkpoint's eval job runs after the training job, and may wait in the queue.
+inline constexpr double kEvalFollowUpS = 24 * 3600;
+
 struct SyncOptions {
   // Asked about each active run's job; null: ingest only (--no-sync, --no-reconcile).
   SlurmClient* slurm = nullptr;
@@ -34,7 +39,8 @@ struct SyncOptions {
   bool continue_after_ingest_error = false;
   // `baton watch` and `baton serve`, which are given only the active runs: also follow up the
   // runs that ended in the last kSlurmFinalStateFollowUpS, for SLURM's final state of their last
-  // start (reconciler.h). The query commands follow up only the runs they show.
+  // start (reconciler.h), and read the eval results of the runs that ended in the last
+  // kEvalFollowUpS. The query commands follow up only the runs they show.
   bool follow_up_ended_runs = false;
   // `baton watch` and `baton serve`: end a job's requeue hold after a clean preemption
   // (hold_release.h; the run's slurm.release_requeue_hold).

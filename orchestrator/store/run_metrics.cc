@@ -31,6 +31,20 @@ Status ReadLastStep(Db& db, RunMetrics& m) {
   return Status::Ok();
 }
 
+Status ReadLatestEval(Db& db, RunMetrics& m) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      db.Prepare("SELECT step, loss FROM evals WHERE run_id = ? ORDER BY step DESC LIMIT 1"));
+  s->Bind(1, m.run.id);
+  BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
+  if (row) {
+    m.eval_step = s->Int(0);
+    m.eval_loss = s->OptDouble(1);
+  }
+  s->Reset();
+  return Status::Ok();
+}
+
 Status ReadAttempts(Db& db, RunMetrics& m) {
   BATON_ASSIGN_OR_RETURN(Statement * s,
                          db.Prepare("SELECT end_reason, action, started_at, ended_at, "
@@ -100,6 +114,7 @@ Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap) 
     BATON_RETURN_IF_ERROR(ReadLastStep(db, m));
     BATON_RETURN_IF_ERROR(ReadAttempts(db, m));
     BATON_RETURN_IF_ERROR(ReadEttr(store, db, m, now));
+    BATON_RETURN_IF_ERROR(ReadLatestEval(db, m));
   }
   return out;
 }

@@ -127,6 +127,7 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"node_incidents", "run_id", "runs", "id", false},
       {"node_incidents", "node_id", "nodes", "id", false},
       {"node_actions", "node_id", "nodes", "id", false},
+      {"evals", "run_id", "runs", "run_id, step", false},
   };
   return refs;
 }

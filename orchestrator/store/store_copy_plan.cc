@@ -139,6 +139,13 @@ const std::vector<CopyTable>& CopyPlan() {
        "node_id IN (SELECT node_id FROM node_incidents WHERE run_id IN " BATON_OWNER_RUNS ")",
        "",
        OnMatch::kNone},
+      {"evals",
+       "run_id, step",
+       false,
+       {{"run_id", "runs", RefKind::kForeignKey}},
+       "run_id IN " BATON_OWNER_RUNS,
+       "",
+       OnMatch::kNone},
       // Job logs live in their run's folder: the owner's are those under the owner's run folders.
       {"node_log_cursors",
        "path",

@@ -8,12 +8,14 @@
 //   baton_alerts_fixture DB resume RUN JOB           -> a new attempt started now (running)
 //   baton_alerts_fixture DB step RUN                 -> the last attempt finished a step now
 //   baton_alerts_fixture DB status RUN STATUS        -> the run's status (FAILED, COMPLETED, ...)
+//   baton_alerts_fixture DB eval RUN STEP LOSS       -> an eval result arrived now (a job's)
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
 #include "orchestrator/store/store.h"
+#include "orchestrator/store/store_evals.h"
 #include "schema/clock.h"
 
 namespace baton {
@@ -99,13 +101,24 @@ Status AddStep(Store& store, int64_t run) {
   });
 }
 
+Status AddEval(Store& store, int64_t run, int64_t step, double loss) {
+  EvalRecord e;
+  e.run_id = run;
+  e.step = step;
+  e.loss = loss;
+  e.mode = "job";
+  e.source = kEvalFromFile;
+  e.arrived_at = UnixTimeNow();
+  return store.Write([&] { return UpsertEvalInTx(store, e); });
+}
+
 }  // namespace
 }  // namespace baton
 
 int main(int argc, char** argv) {
   using namespace baton;
   if (argc < 4) {
-    std::cerr << "usage: baton_alerts_fixture DB run|attempt|step|status ...\n";
+    std::cerr << "usage: baton_alerts_fixture DB run|attempt|step|status|eval ...\n";
     return 64;
   }
   Result<std::unique_ptr<Store>> store = Store::Open(argv[1]);
@@ -120,6 +133,8 @@ int main(int argc, char** argv) {
     st = AddRunningAttempt(**store, std::stoll(argv[3]), argv[4]);
   } else if (what == "step") {
     st = AddStep(**store, std::stoll(argv[3]));
+  } else if (what == "eval" && argc == 6) {
+    st = AddEval(**store, std::stoll(argv[3]), std::stoll(argv[4]), std::stod(argv[5]));
   } else if (what == "status" && argc == 5) {
     const std::optional<RunStatus> s = ParseRunStatus(argv[4]);
     if (!s) return Fail(Status::InvalidArgument(std::string("status ") + argv[4]));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GET /metrics on `baton serve`: authenticated like the API, OpenMetrics text that Debian's
 # `promtool check metrics` accepts, with the run's labels and figures; then a real Prometheus
-# started here on 127.0.0.1 scrapes it and its query API returns the run's last step.
+# started here on 127.0.0.1 scrapes it and its query API returns the run's last step. A run with
+# eval results has its latest eval loss and step.
 # promtool and prometheus come unpacked from Debian's package (scripts/fetch_prometheus.sh);
 # without them the test is skipped (exit 77).
 # usage: metrics_test.sh BATON FIXTURE SOURCE_DIR
@@ -29,6 +30,8 @@ r1=$("$fixture" "$db" run 'we"ird\name')
 "$fixture" "$db" attempt "$r1" 100 hang
 "$fixture" "$db" attempt "$r1" 101 preempted
 "$fixture" "$db" step "$r1"
+"$fixture" "$db" eval "$r1" 10 0.875
+"$fixture" "$db" eval "$r1" 20 0.625
 r2=$("$fixture" "$db" run done)
 "$fixture" "$db" attempt "$r2" 200 completed
 "$fixture" "$db" status "$r2" COMPLETED
@@ -54,6 +57,10 @@ m=$(cat "$tmp/metrics")
 expect_in "$m" "baton_run_last_step{run=\"$r1\",name=\"we\\\"ird\\\\name\",owner=\"alice\",cluster=\"dev\",partition=\"\"} 13"
 expect_in "$m" "baton_run_hangs{run=\"$r1\""
 expect_in "$m" "baton_run_attempts{run=\"$r2\",name=\"done\",owner=\"alice\",cluster=\"dev\",partition=\"\",cause=\"completed\"} 1"
+# The latest eval result (the highest evaluated step) and its loss, labelled like the others.
+expect_in "$m" "baton_run_eval_loss{run=\"$r1\",name=\"we\\\"ird\\\\name\",owner=\"alice\",cluster=\"dev\",partition=\"\"} 0.625"
+expect_in "$m" "baton_run_eval_step{run=\"$r1\",name=\"we\\\"ird\\\\name\",owner=\"alice\",cluster=\"dev\",partition=\"\"} 20"
+printf '%s\n' "$m" | grep -q "^baton_run_eval_loss{run=\"$r2\"" && fail "run $r2 has no eval, yet a baton_run_eval_loss sample"
 expect_in "$m" "baton_serve_pass_seconds "
 # ETTR per run: productive seconds over the wall since submit, a ratio in [0, 1].
 ettr=$(printf '%s\n' "$m" | sed -n "s/^baton_run_ettr{run=\"$r2\",.*} //p")

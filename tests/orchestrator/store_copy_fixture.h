@@ -17,6 +17,7 @@
 #include "orchestrator/store/store_audit.h"
 #include "orchestrator/store/store_copy_plan.h"
 #include "orchestrator/store/store_copy_rows.h"
+#include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/store_internal.h"
 #include "orchestrator/store/store_nodes.h"
 #include "orchestrator/store/store_sweeps.h"
@@ -89,6 +90,8 @@ inline int64_t AddRun(Store& s, const std::string& dir, const std::string& owner
              {run, 4, attempts[0], dir + "/ckpt/4", 4096, 1.5, "signal", true, t0 + 50}));
          BATON_RETURN_IF_ERROR(s.UpsertCheckpointInTx(
              {run, 2, std::nullopt, dir + "/ckpt/2", 4096, 1.5, "periodic", false, t0}));
+         BATON_RETURN_IF_ERROR(UpsertEvalInTx(s, {run, 4, 0.5, 0.375, 0.125, "job", 3, 96, 2.5,
+                                                  "cfg", "901", dir + "/ckpt/4", "file", t0 + 60}));
          BATON_RETURN_IF_ERROR(s.UpsertStopSaveBudgetInTx(
              {run, 30, "GraceTime 30 s", 1 << 30, 1.25, "probe", 0.8, true, t0}));
          BATON_RETURN_IF_ERROR(s.SetRunStatusInTx(run, RunStatus::kCompleted, "", t0 + 300));

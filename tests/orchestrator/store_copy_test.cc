@@ -97,7 +97,8 @@ TEST(StoreCopy, EveryTableReadsTheSameAfterACopyEitherWay) {
                         "nodes",
                         "node_incidents",
                         "node_actions",
-                        "node_log_cursors"}) {
+                        "node_log_cursors",
+                        "evals"}) {
     EXPECT_FALSE(before.at(t).empty()) << "the fixture has no " << t;
   }
   Result<StoreCopyReport> there = Copy(src_spec, mid_spec);
