@@ -15,6 +15,7 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/cli/eval_jobs_text.h"
 #include "orchestrator/cli/history_text.h"
 #include "orchestrator/history/attempt_log.h"
 #include "orchestrator/history/run_timeline.h"
@@ -146,6 +147,8 @@ int RunShow(const QueryOptions& o) {
   if (!stop_save.ok()) return ReportError(stop_save.status());
   Result<RunTimeBuckets> time = TimeBucketsOf(*store, *run, UnixTimeNow());
   if (!time.ok()) return ReportError(time.status());
+  Result<std::vector<EvalJobRecord>> eval_jobs = ListEvalJobs(*store, run->id);
+  if (!eval_jobs.ok()) return ReportError(eval_jobs.status());
   if (o.json) {
     json j = CliRunJson(*run);
     j["time"] = TimeBucketsJson(*time, /*first_attempt=*/AttemptNumber(0));
@@ -164,6 +167,7 @@ int RunShow(const QueryOptions& o) {
     j["nonfinite"] = skipped_list;
     j["attempts"] = CliAttemptsJson(*attempts);
     j["stop_save"] = StopSaveJson(*stop_save);
+    j["eval_jobs"] = EvalJobsJson(*eval_jobs);
     std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
@@ -197,6 +201,7 @@ int RunShow(const QueryOptions& o) {
             << "  created  " << FormatTime(run->created_at) << "\n";
   const std::string stop_line = StopSaveLine(*stop_save);
   if (!stop_line.empty()) std::cout << "  stop save " << PrintableText(stop_line) << "\n";
+  PrintEvalJobs(*eval_jobs);
   PrintTimeBuckets(*time);
   std::cout << "\n";
   PrintAttemptTable(*attempts, ScheduleFromConfig(run->config));
