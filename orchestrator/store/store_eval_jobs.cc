@@ -63,16 +63,14 @@ Status UpdateEvalJob(Store& store, const EvalJobRecord& j) {
       StoreInternal::Db(store).Prepare(
           "UPDATE eval_jobs SET job_id = ?, state = ?, reason = ?, updated_at = ?, ended_at = ? "
           "WHERE id = ?"));
-  std::optional<double> ended = j.ended_at;
-  if (!j.live() && !ended) ended = j.updated_at;
-  if (j.live()) ended.reset();
-  return up->Bind(1, j.job_id)
-      .Bind(2, j.state)
-      .Bind(3, j.reason)
-      .Bind(4, j.updated_at)
-      .Bind(5, ended)
-      .Bind(6, j.id)
-      .Run();
+  // A live row has no end; an ended one keeps its first end time.
+  up->Bind(1, j.job_id).Bind(2, j.state).Bind(3, j.reason).Bind(4, j.updated_at).Bind(6, j.id);
+  if (j.live()) {
+    up->BindNull(5);
+  } else {
+    up->Bind(5, j.ended_at.value_or(j.updated_at));
+  }
+  return up->Run();
 }
 
 Status MarkEvalJobReported(Store& store, int64_t id, double now) {
