@@ -64,8 +64,8 @@ std::vector<std::string> ExactResumeDifferences(const TrainerState& saved,
   if (saved.pad_multiple > 0) cmp("data.pad_multiple", saved.pad_multiple, now.pad_multiple);
   if (!saved.data_path.empty()) cmp("data.path", saved.data_path, now.data_path);
   if (!saved.dataset_fingerprint.empty()) {
-    cmp("dataset fingerprint (meta/episodes.jsonl + meta/info.json)", saved.dataset_fingerprint,
-        now.dataset_fingerprint);
+    cmp("dataset fingerprint (meta/episodes.jsonl + meta/info.json + the eval: held-out set)",
+        saved.dataset_fingerprint, now.dataset_fingerprint);
   }
   return diff;
 }

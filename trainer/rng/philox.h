@@ -48,6 +48,7 @@ enum class StreamTag : uint64_t {
   kMicrostepShape = 5,  // per (step, micro-step): chunk size, window
   kModelInit = 6,
   kTextDropout = 7,  // per (step, episode): whether the text is the empty prompt's
+  kEvalSplit = 8,    // eval.fraction's draw of the held-out episodes
 };
 
 class RandomStream {

@@ -1,5 +1,6 @@
 #include "trainer/train/segment_setup.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "schema/exit_codes.h"
@@ -12,14 +13,24 @@
 
 namespace baton {
 
-namespace {
-
 DatasetShape ResolveShape(const DatasetIndex& index) {
   if (index.shape) return *index.shape;
   auto first = ReadEpisode(index, 0);
   if (!first.ok())
     FailAt(__FILE__, __LINE__, first.status(), "fix or remove the episode named above");
   return first->shape;
+}
+
+namespace {
+
+// The held-out episodes, by their index in their own dataset (what the eval's draws key on).
+void PrintEvalSet(const EvalSet& set, const EvalSection& eval) {
+  std::string keys;
+  for (size_t i = 0; i < set.eval_keys.size() && i < 64; ++i)
+    keys += (i ? " " : "") + std::to_string(set.eval_keys[i]);
+  if (set.eval_keys.size() > 64) keys += " ...";
+  std::printf("eval: %zu held-out episode(s) of %s: %s\n", set.eval->episodes.size(),
+              eval.data.empty() ? "data.path" : "eval.data", keys.c_str());
 }
 
 }  // namespace
@@ -62,7 +73,10 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
     FailAt(__FILE__, __LINE__, kExitData, loaded.status().ToString(),
            "check data.path in " + opt.config_path);
   }
-  s.index = std::make_shared<const DatasetIndex>(std::move(loaded).value());
+  s.eval_set = BATON_VALUE_OR_FAIL(SplitEvalSet(loaded.value(), config.eval),
+                                   "fix the eval: section of " + opt.config_path);
+  s.index = s.eval_set.train;
+  if (s.leader() && s.eval_set.enabled()) PrintEvalSet(s.eval_set, config.eval);
   s.shape = ResolveShape(*s.index);
   if (s.shape.height % config.model.patch_size != 0 ||
       s.shape.width % config.model.patch_size != 0) {

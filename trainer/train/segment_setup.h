@@ -16,6 +16,7 @@
 #include "trainer/data/dataset_index.h"
 #include "trainer/data/length_bucket_sampler.h"
 #include "trainer/distributed/process_group.h"
+#include "trainer/eval/eval_set.h"
 #include "trainer/model/video_action_model.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/train_loop.h"
@@ -30,7 +31,9 @@ struct Setup {
   torch::Device device{torch::kCPU};
   DistEnv env;
   std::unique_ptr<ProcessGroupHandle> group;
+  // The episodes the sampler draws from: data.path without eval:'s held-out episodes.
   std::shared_ptr<const DatasetIndex> index;
+  EvalSet eval_set;  // the held-out set (trainer/eval/eval_set.h); empty without eval:
   DatasetShape shape;
   SamplerOptions sampler;
   bool leader() const { return env.rank == 0; }
@@ -39,6 +42,9 @@ struct Setup {
 
 // The environment variable `name`, or `fallback` when it is unset or empty.
 const char* EnvOr(const char* name, const char* fallback);
+
+// The tensor sizes of `index`'s episodes: its info.json's, else its first episode's.
+DatasetShape ResolveShape(const DatasetIndex& index);
 
 // 1. Config, 2. ranks (the heartbeat, determinism, the device, the process group), 3. data.
 Setup SetUp(const TrainOptions& opt, SegmentLog& log);

@@ -19,6 +19,7 @@
 #include "trainer/data/prefetch_loader.h"
 #include "trainer/distributed/failure_agreement.h"
 #include "trainer/distributed/process_group.h"
+#include "trainer/eval/inline_eval.h"
 #include "trainer/fail.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/train/heartbeat.h"
@@ -55,12 +56,14 @@ std::unique_ptr<PrefetchLoader<PaddedBatch>> MakeLoader(const Setup& s, const Re
       std::max<int64_t>(total_micro, 0), s.config.data.prefetch);
 }
 
-// Test audit trail (TrainTestHooks::episode_log): this rank's episodes per micro-step.
-void LogEpisodes(std::FILE* f, int64_t step, const std::vector<PaddedBatch>& batches) {
+// Test audit trail (TrainTestHooks::episode_log): this rank's episodes per micro-step, as
+// indices of data.path (`to_data`: from the training index, which lacks held-out episodes).
+void LogEpisodes(std::FILE* f, int64_t step, const std::vector<PaddedBatch>& batches,
+                 const std::vector<int64_t>& to_data) {
   if (f == nullptr) return;
   for (const auto& b : batches) {
     std::fprintf(f, "%lld", (long long)step);
-    for (int64_t e : b.episodes) std::fprintf(f, " %lld", (long long)e);
+    for (int64_t e : b.episodes) std::fprintf(f, " %lld", (long long)to_data[size_t(e)]);
     std::fprintf(f, "\n");
   }
   std::fflush(f);
@@ -132,6 +135,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
   // it watches it (the leader made it above, before the agreement on the stop flag).
   RunFolderWatch folder;
   folder.Start(s.run_dir);
+
+  EvalResumedCheckpoint(log, s, model, rp.step0(), rp.decision.checkpoint, identity.config_hash);
 
   // 6. Loop. Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
   auto loader = MakeLoader(s, rp);
@@ -209,7 +214,8 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
           saved);
     }
     HeartbeatStepDone(st.seconds);
-    LogEpisodes(episode_log, step, batches);  // trained ones only: an abandoned step is re-done
+    LogEpisodes(episode_log, step, batches,
+                s.eval_set.train_to_data);  // trained ones only: an abandoned step is re-done
     nonfinite_run = st.nonfinite ? nonfinite_run + 1 : 0;
     const std::vector<std::string> bad_ids =
         st.nonfinite ? StepEpisodeIds(*rp.plans, *s.index, micro, accum, world)
@@ -254,6 +260,10 @@ int TrainSegment(const TrainOptions& opt, SegmentLog& log) {
       save(done, micro, lr, SaveReason::kPeriodic);
     } else {
       CommitBackgroundSave(log, s, saver, done, /*wait=*/false);
+    }
+    if (WantsInlineEval(config, done)) {
+      CommitBackgroundSave(log, s, saver, done, /*wait=*/true);  // the eval follows the commit
+      EvalInline(log, s, model, done, identity.config_hash);
     }
   }
 
