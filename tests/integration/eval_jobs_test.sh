@@ -72,7 +72,7 @@ wait_for 420 "10 evaluated checkpoints and a reported failure" done_when
 steps=$(cd "$ten_dir/evals" && ls step_*.json | sed 's/step_\(.*\)\.json/\1/' | sort -n | xargs)
 [[ $steps == "2 4 6 8 10 12 14 16 18 20" ]] || fail "eval results at steps '$steps'"
 for s in $steps; do
-  jq -e --argjson s "$s" '.step == $s and (.loss | type) == "number"' "$ten_dir/evals/step_$s.json" \
+  jq -e --argjson s "$s" '.step == $s and (.metrics.loss | type) == "number"' "$ten_dir/evals/step_$s.json" \
     >/dev/null || fail "evals/step_$s.json: $(cat "$ten_dir/evals/step_$s.json")"
 done
 ok "10 eval results at exactly steps $steps"
