@@ -5,7 +5,8 @@
 # `baton watch` running; only for the second does it find baton-train, and so submit one eval job
 # per save. Prints, per run, the median and p90 of the
 # trainer's step_time_s over the steps after the first save (the compile-free steady state), the
-# number of steps that ran while an eval job was running, and the ratios with/without.
+# steps that ran while an eval job was running (from its batch script's start to its result) and
+# their median, and the ratios with/without.
 # Needs the 1-node dev cluster (run it under flock /work/coord/slurm1.lock); cleans up its jobs.
 # usage: bench/eval_jobs_bench.sh [BUILD_DIR] (BATON_BENCH_STEPS, default 400; _REPEAT, default 1)
 set -euo pipefail
@@ -73,33 +74,46 @@ one_run() {
   kill "$watch" 2>/dev/null || true
   wait "$watch" 2>/dev/null || true
   python3 - "$dir" "$every" <<'PY'
-import glob, json, os, statistics, sys
+import datetime, glob, json, os, statistics, sys
 run, every = sys.argv[1], int(sys.argv[2])
 rows = []
 for f in sorted(glob.glob(os.path.join(run, "events", "*.jsonl"))):
     rows += [json.loads(l) for l in open(f) if l.strip()]
 steps = [r for r in rows if r.get("type") == "step" and r["step"] >= every]
-# An eval's running window: its result's time less its own runtime.
+# An eval job's running window: from its log's first line (the batch script's start, whole
+# seconds) to its result's time.
 windows = []
 for f in glob.glob(os.path.join(run, "evals", "step_*.json")):
-    e = json.load(open(f))
     end = os.path.getmtime(f)
-    windows.append((end - float(e.get("seconds") or 0), end))
-beside = sum(1 for r in steps if any(a <= r["time"] <= b for a, b in windows))
+    start = end - float(json.load(open(f)).get("seconds") or 0)
+    step = os.path.basename(f)[5:-5]
+    for log in glob.glob(os.path.join(run, "logs", f"eval_step_{step}.*.out")):
+        first = open(log).readline().rsplit(" at ", 1)[-1].strip()
+        try:
+            start = min(start, datetime.datetime.strptime(first, "%Y-%m-%dT%H:%M:%SZ")
+                        .replace(tzinfo=datetime.timezone.utc).timestamp())
+        except ValueError:
+            pass
+    windows.append((start, end))
+beside = [r["step_time_s"] for r in steps if any(a <= r["time"] <= b + 1 for a, b in windows)]
 t = sorted(r["step_time_s"] for r in steps)
 p90 = t[min(len(t) - 1, int(0.9 * len(t)))]
-print(f"{statistics.median(t):.5f} {p90:.5f} {beside} {len(windows)}")
+mb = statistics.median(beside) if beside else float("nan")
+print(f"{statistics.median(t):.5f} {p90:.5f} {len(beside)} {len(windows)} {mb:.5f}")
 PY
 }
 
-printf '%-22s %12s %12s %14s %6s\n' run "median step" "p90 step" "steps beside" evals
+printf '%-22s %12s %12s %14s %6s %16s\n' run "median step" "p90 step" "steps beside" evals \
+  "median beside"
+ms() { echo "$1*1000" | bc -l; }
 for ((i = 1; i <= repeat; i++)); do
-  read -r m0 p0 b0 e0 < <(one_run 0)
-  read -r m1 p1 b1 e1 < <(one_run 1)
-  printf '%-22s %10.2fms %10.2fms %14s %6s\n' "without eval jobs" "$(echo "$m0*1000" | bc -l)" \
-    "$(echo "$p0*1000" | bc -l)" "$b0" "$e0"
-  printf '%-22s %10.2fms %10.2fms %14s %6s\n' "with eval jobs" "$(echo "$m1*1000" | bc -l)" \
-    "$(echo "$p1*1000" | bc -l)" "$b1" "$e1"
-  printf 'ratio with/without: median %.3f, p90 %.3f\n' "$(echo "$m1/$m0" | bc -l)" "$(echo "$p1/$p0" | bc -l)"
+  read -r m0 p0 b0 e0 x0 < <(one_run 0)
+  read -r m1 p1 b1 e1 x1 < <(one_run 1)
+  printf '%-22s %10.2fms %10.2fms %14s %6s %16s\n' "without eval jobs" "$(ms "$m0")" "$(ms "$p0")" \
+    "$b0" "$e0" -
+  printf '%-22s %10.2fms %10.2fms %14s %6s %14.2fms\n' "with eval jobs" "$(ms "$m1")" "$(ms "$p1")" \
+    "$b1" "$e1" "$(ms "$x1")"
+  printf 'ratio with/without: median %.3f, p90 %.3f; steps beside an eval job / median without %.3f\n' \
+    "$(echo "$m1/$m0" | bc -l)" "$(echo "$p1/$p0" | bc -l)" "$(echo "$x1/$m0" | bc -l)"
 done
 bench_machine_load
