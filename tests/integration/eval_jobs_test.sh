@@ -8,6 +8,9 @@
 #          recorded failed with the log's reason, retried once, then reported (an eval_failed
 #          incident, a `watch` line, `baton show`); the run still COMPLETES, nothing more is
 #          submitted for it.
+#   slow   2 steps, one save, whose eval takes 30 s (the wrapper sleeps first): its eval job is
+#          preempted by an `urgent` job, requeued (SLURM's PreemptMode REQUEUE), runs again and
+#          evaluates the checkpoint; still one eval job (one row, attempt 1) for it.
 # usage: eval_jobs_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
@@ -21,6 +24,7 @@ make_dataset "$TMP/ds"
 wrap=$TMP/bt-wrap.sh
 cat >"$wrap" <<WRAP
 #!/bin/bash
+if [[ \$1 == eval && "\$*" == *-evalslow/* ]]; then sleep 30; fi
 if [[ \$1 == eval && "\$*" == *-evalfail/* ]]; then
   echo "baton-train: injected eval failure" >&2
   exit 3
@@ -43,7 +47,7 @@ stop_watch() { kill "$WATCH_PID" 2>/dev/null && wait "$WATCH_PID" 2>/dev/null ||
 # The eval jobs watch submitted are scancelled on exit with the runs' own jobs.
 track_eval_jobs() {
   local r j
-  for r in ${ten:-} ${fails:-}; do
+  for r in ${ten:-} ${fails:-} ${slow:-}; do
     for j in $(eval_jobs "$r" 2>/dev/null | jq -r '.[].job_id | select(. != "")'); do track_job "$j"; done
   done
 }
@@ -118,4 +122,25 @@ stop_watch
 n=$(grep -c "submitted eval job" "$TMP/watch.log")
 [[ $n == 12 ]] || fail "watch submitted $n eval jobs, want 12 (10 + the failing one twice)"
 ok "a restarted watch submits nothing more ($n eval jobs in all)"
+# Preempted while it evaluates: requeued, then done, as one job.
+write_config "$TMP/slow.yaml" evalslow 2 "$slurm" "$evals" "checkpoint: {every: 2}"
+submit "$TMP/slow.yaml"
+slow=$run slow_dir=$run_dir
+start_watch
+slow_job() { eval_jobs "$slow" | jq -r '.[0].job_id // empty'; }
+slow_running() { local j; j=$(slow_job); [[ -n $j && $(job_field "$j" JobState) == RUNNING ]]; }
+wait_for 120 "run $slow's eval job to run" slow_running
+ej=$(slow_job)
+track_job "$ej"
+sleep 2
+preempt "$ej" 1
+wait_for 180 "run $slow's checkpoint to be evaluated" test -e "$slow_dir/evals/step_2.json"
+wait_for 30 "its eval job to be recorded done" \
+  bash -c "[[ \$('$baton' show $slow --json --no-sync | jq -r '.eval_jobs[0].state') == done ]]"
+stop_watch
+rows=$(eval_jobs "$slow")
+jq -e --arg j "$ej" 'length == 1 and .[0].attempt == 1 and .[0].job_id == $j' <<<"$rows" >/dev/null ||
+  fail "run $slow's eval jobs after the preemption: $rows"
+((${job_restarts:=$(job_field "$ej" Restarts)} >= 1)) || fail "eval job $ej Restarts=$job_restarts"
+ok "a preempted eval job was requeued (Restarts=$job_restarts) and evaluated its checkpoint, one job"
 echo "PASS ($checks checks)"
