@@ -10,8 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "orchestrator/alerts/eval_job_alert.h"
 #include "orchestrator/slurm/eval_job_script.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "orchestrator/store/store_alerts.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/eval_results.h"
 #include "schema/run_folder.h"
@@ -316,6 +318,26 @@ TEST(EvalJobScript, SlurmTimesInSeconds) {
   EXPECT_EQ(SlurmTimeSeconds("2-01"), 2 * 86400 + 3600);
   EXPECT_EQ(SlurmTimeSeconds("1-00:10:00"), 86400 + 600);
   EXPECT_EQ(SlurmTimeSeconds("UNLIMITED"), -1);
+}
+
+// The report's hook of watch and serve: a final eval_failed incident naming the step and reason.
+TEST_F(EvalJobPassTest, ARetryThatFailsIsAnEvalFailedIncident) {
+  EXPECT_TRUE(IsIncidentKind("eval_failed"));
+  const AlertsSection lab;
+  options_.on_failure = EvalFailedHook(lab);
+  Commit(run_, 2);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    Pass({run_}, 10.0 * attempt);
+    slurm_.SetState(JobOf(run_, 2, attempt)->job_id, "NODE_FAIL");
+  }
+  Pass({run_}, 30);
+  Pass({run_}, 40);
+  const std::vector<IncidentRecord> incidents = ListIncidents(*store_, run_.id).value();
+  ASSERT_EQ(incidents.size(), 1u);
+  EXPECT_EQ(incidents[0].kind, "eval_failed");
+  EXPECT_EQ(incidents[0].outcome, "final");
+  EXPECT_EQ(incidents[0].step, 2);
+  EXPECT_NE(incidents[0].excerpt.find("NODE_FAIL"), std::string::npos) << incidents[0].excerpt;
 }
 
 }  // namespace
