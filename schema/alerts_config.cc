@@ -25,6 +25,7 @@ const std::vector<std::string>& IncidentKinds() {
                                                   "hold_release_refused",
                                                   "stop_save_over_grace",
                                                   "cannot_exclude",
+                                                  "eval_failed",
                                                   "stalled",
                                                   "failed",
                                                   "completed"};

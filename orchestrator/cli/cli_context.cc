@@ -10,6 +10,8 @@
 #include <iomanip>
 #include <iostream>
 
+#include "orchestrator/alerts/eval_job_alert.h"
+#include "orchestrator/launcher/launcher.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/real_slurm_client.h"
 #include "schema/events.h"
@@ -19,6 +21,15 @@ namespace baton {
 int ReportError(const Status& status) {
   std::cerr << "baton: " << status.ToString() << "\n";
   return status.exit_code();
+}
+
+EvalJobOptions WatcherEvalJobs(const ActingUser& me, const AlertsSection& lab) {
+  EvalJobOptions evals;
+  evals.trainer_bin = FindTrainerBinary();
+  evals.acting_user = &me;
+  evals.release_requeue_holds = true;
+  evals.on_failure = EvalFailedHook(lab);
+  return evals;
 }
 
 Result<std::unique_ptr<Store>> OpenDefaultStore() { return Store::Open(DefaultDbPath()); }

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/reconcile/eval_job_pass.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/record_json.h"
 #include "orchestrator/store/records.h"
 #include "orchestrator/store/store.h"
+#include "schema/alerts_config.h"
 #include "schema/status.h"
 
 namespace baton {
@@ -36,6 +38,11 @@ void PrintWarnings(const std::vector<std::string>& warnings);
 // warning on stderr, not an error: history already ingested is still worth showing. Replaces
 // the runs with their records after the pass.
 [[nodiscard]] Status SyncQueriedRuns(Store& store, std::vector<RunRecord>* runs, bool reconcile);
+
+// The eval jobs of `baton watch` and `baton serve` (eval_job_pass.h): this binary's baton-train,
+// only `me`'s runs, requeue holds released, a failed retry raised as an incident for `lab`'s
+// sinks. Both must outlive the options.
+EvalJobOptions WatcherEvalJobs(const ActingUser& me, const AlertsSection& lab);
 
 // Seconds query commands wait for SLURM before showing possibly stale status.
 inline constexpr double kQuerySlurmTimeoutS = 10.0;

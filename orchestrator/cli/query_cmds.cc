@@ -16,6 +16,7 @@
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/eval_text.h"
+#include "orchestrator/cli/eval_jobs_text.h"
 #include "orchestrator/cli/history_text.h"
 #include "orchestrator/history/attempt_log.h"
 #include "orchestrator/history/run_timeline.h"
@@ -173,6 +174,8 @@ int RunShow(const QueryOptions& o) {
   if (!time.ok()) return ReportError(time.status());
   Result<std::vector<EvalRecord>> evals = ListEvals(*store, run->id);
   if (!evals.ok()) return ReportError(evals.status());
+  Result<std::vector<EvalJobRecord>> eval_jobs = ListEvalJobs(*store, run->id);
+  if (!eval_jobs.ok()) return ReportError(eval_jobs.status());
   if (o.json) {
     json j = CliRunJson(*run);
     j["time"] = TimeBucketsJson(*time, /*first_attempt=*/AttemptNumber(0));
@@ -192,6 +195,7 @@ int RunShow(const QueryOptions& o) {
     j["attempts"] = CliAttemptsJson(*attempts);
     j["stop_save"] = StopSaveJson(*stop_save);
     j["evals"] = EvalsJson(*evals);
+    j["eval_jobs"] = EvalJobsJson(*eval_jobs);
     std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
@@ -207,6 +211,7 @@ int RunShow(const QueryOptions& o) {
             << "  created  " << FormatTime(run->created_at) << "\n";
   const std::string stop_line = StopSaveLine(*stop_save);
   if (!stop_line.empty()) std::cout << "  stop save " << PrintableText(stop_line) << "\n";
+  PrintEvalJobs(*eval_jobs);
   PrintTimeBuckets(*time);
   PrintEvals(*evals);
   std::cout << "\n";

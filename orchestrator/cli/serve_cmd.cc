@@ -96,7 +96,8 @@ class StopFlag {
 // Other users' jobs are left to their own watch or serve (job_permission.h); each "not yours"
 // line is printed once (`shown`).
 Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const ActingUser& me,
-                     const NodeLedgerConfig& nodes, std::set<std::string>* shown) {
+                     const NodeLedgerConfig& nodes, const EvalJobOptions& evals,
+                     std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
                          all_runs ? store.ListRuns(1 << 30) : store.ListActiveRuns());
   SyncOptions options{slurm, /*continue_after_ingest_error=*/true,
@@ -104,6 +105,7 @@ Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const Acti
                       /*release_requeue_holds=*/true};
   options.acting_user = &me;
   options.nodes = &nodes;
+  options.eval_jobs = &evals;
   BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
   std::vector<std::string> changes;
   for (const std::string& c : pass.changes) {
@@ -114,6 +116,9 @@ Status ServeSyncPass(Store& store, SlurmClient* slurm, bool all_runs, const Acti
     std::cerr << "baton serve: warning: " << w << "\n";
   }
   for (const std::string& c : pass.changes) std::cout << c << std::endl;
+  if (!pass.eval_jobs.ok()) {
+    std::cerr << "baton serve: warning: eval jobs: " << pass.eval_jobs.ToString() << "\n";
+  }
   if (!pass.reconcile.ok()) {
     std::cerr << "baton serve: warning: status may be stale: " << pass.reconcile.ToString() << "\n";
   }
@@ -221,6 +226,7 @@ int RunServe(ServeOptions o) {
       if (c.ok()) slurm_config = std::move(c).value();
     }
     const ActingUser me = CurrentActingUser(slurm_config);
+    const EvalJobOptions evals = WatcherEvalJobs(me, *lab_alerts);
     std::set<std::string> shown;
     bool first = true;
     do {
@@ -234,7 +240,8 @@ int RunServe(ServeOptions o) {
         return;
       }
       const double pass_start = UnixTimeNow();
-      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, *nodes, &shown); !st.ok()) {
+      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, *nodes, evals, &shown);
+          !st.ok()) {
         std::cerr << "baton serve: warning: " << st.ToString() << "\n";
       }
       ServeAlertsPass(**writer, *lab_alerts);

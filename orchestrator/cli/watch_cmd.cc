@@ -44,17 +44,20 @@ std::vector<std::string> NewChanges(const std::vector<std::string>& changes,
 
 // One pass. Returns the SLURM status (kUnavailable when down); store errors too.
 Status WatchPass(Store& store, SlurmClient& slurm, const ActingUser& me,
-                 const NodeLedgerConfig& nodes, bool json, std::set<std::string>* shown) {
+                 const NodeLedgerConfig& nodes, const EvalJobOptions& evals, bool json,
+                 std::set<std::string>* shown) {
   BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs, store.ListActiveRuns());
   SyncOptions options{&slurm, /*continue_after_ingest_error=*/false,
                       /*follow_up_ended_runs=*/true,
                       /*release_requeue_holds=*/true};
   options.acting_user = &me;
   options.nodes = &nodes;
+  options.eval_jobs = &evals;
   BATON_ASSIGN_OR_RETURN(SyncReport pass, SyncRuns(store, runs, options, UnixTimeNow()));
   pass.changes = NewChanges(pass.changes, shown);
   const IngestStats& total = pass.ingested;
   PrintWarnings(total.warnings);
+  if (!pass.eval_jobs.ok()) PrintWarnings({"eval jobs: " + pass.eval_jobs.ToString()});
   const Status& st = pass.reconcile;
   if (json) {
     std::cout << nlohmann::json{{"time", UnixTimeNow()},
@@ -108,9 +111,10 @@ int RunWatch(const WatchOptions& o) {
   Result<std::map<std::string, std::string>> config = slurm.ShowConfig();
   const ActingUser me =
       CurrentActingUser(config.ok() ? *config : std::map<std::string, std::string>{});
+  const EvalJobOptions evals = WatcherEvalJobs(me, *lab);
   std::set<std::string> shown;
   while (true) {
-    Status st = WatchPass(**store, slurm, me, *nodes, o.json, &shown);
+    Status st = WatchPass(**store, slurm, me, *nodes, evals, o.json, &shown);
     WatchAlerts(**store, *lab);
     if (o.once) {
       Result<int64_t> sent = DeliverDue(**store, UnixTimeNow(), 1000, LogAlert);

@@ -4,6 +4,7 @@
 
 #include "orchestrator/ingest/eval_file_ingest.h"
 #include "orchestrator/nodes/node_ledger.h"
+#include "orchestrator/reconcile/eval_job_pass.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/store/time_bucket_store.h"
@@ -63,6 +64,30 @@ Status IngestRuns(Store& store, const std::vector<RunRecord>& runs, const SyncOp
   return IngestEndedRunsEvals(store, runs, options, now, report);
 }
 
+// The runs that ended lately (and are not among `runs`) still waiting for SLURM's final state.
+Result<std::vector<RunRecord>> EndedRunsToAsk(Store& store, const std::vector<RunRecord>& runs,
+                                              double now) {
+  BATON_ASSIGN_OR_RETURN(std::vector<RunRecord> ended,
+                         store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
+  std::set<int64_t> given;
+  for (const RunRecord& run : runs) given.insert(run.id);
+  std::vector<RunRecord> asked;
+  for (RunRecord& r : ended) {
+    if (given.count(r.id) > 0) continue;
+    BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, r, now));
+    if (ask) asked.push_back(std::move(r));
+  }
+  return asked;
+}
+
+// The eval-job pass over the pass's runs, the lately ended ones and those with a live eval job.
+Status RunEvalJobs(Store& store, SlurmClient& slurm, const std::vector<RunRecord>& runs,
+                   const EvalJobOptions& options, double now, std::vector<std::string>* changes) {
+  BATON_ASSIGN_OR_RETURN(const std::vector<RunRecord> all,
+                         EvalJobRuns(store, runs, now - kSlurmFinalStateFollowUpS));
+  return EvalJobPass(store, slurm, all, options, now, changes);
+}
+
 }  // namespace
 
 Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
@@ -113,16 +138,7 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
   }
   std::vector<RunRecord> ended;
   if (options.follow_up_ended_runs) {
-    BATON_ASSIGN_OR_RETURN(ended, store.ListRunsEndedSince(now - kSlurmFinalStateFollowUpS));
-    std::set<int64_t> given;
-    for (const RunRecord& run : runs) given.insert(run.id);
-    std::vector<RunRecord> asked;
-    for (RunRecord& r : ended) {
-      if (given.count(r.id) > 0) continue;
-      BATON_ASSIGN_OR_RETURN(const bool ask, WantsSlurmFinalState(store, r, now));
-      if (ask) asked.push_back(std::move(r));
-    }
-    ended = std::move(asked);
+    BATON_ASSIGN_OR_RETURN(ended, EndedRunsToAsk(store, runs, now));
   }
   // One question to SLURM for every job of the pass, the followed-up ones included.
   std::vector<std::string> ids = JobIdsOf(report.runs);
@@ -139,6 +155,10 @@ Result<SyncReport> SyncRuns(Store& store, const std::vector<RunRecord>& runs,
     }
   }
   BATON_RETURN_IF_ERROR(reread());
+  if (options.eval_jobs != nullptr && report.reconcile.code() != Code::kUnavailable) {
+    report.eval_jobs =
+        RunEvalJobs(store, *options.slurm, report.runs, *options.eval_jobs, now, &report.changes);
+  }
   BATON_RETURN_IF_ERROR(refresh());
   return report;
 }

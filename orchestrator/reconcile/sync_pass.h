@@ -7,7 +7,8 @@
 // one command run, however many jobs), and each run still active is reconciled with that answer,
 // in the order given (a finished one is only followed up for SLURM's final state, reconciler.h).
 // SLURM being down stops asking it for the rest of the pass and is reported, not returned: what
-// is already ingested is still worth showing. Last, each run's time buckets are brought up to `now`
+// is already ingested is still worth showing. Then, when asked, the eval jobs of the runs in
+// eval.mode job (eval_job_pass.h). Last, each run's time buckets are brought up to `now`
 // (time_bucket_store.h): every run that is live or changed in the pass, or has none stored.
 // Each run's eval results (evals/step_<N>.json, eval_file_ingest.h) are ingested after its events.
 // Stateless; thread-compatible (one Store per thread).
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "orchestrator/ingest/event_ingester.h"
+#include "orchestrator/reconcile/eval_job_pass.h"
 #include "orchestrator/reconcile/job_permission.h"
 #include "orchestrator/slurm/slurm_client.h"
 #include "orchestrator/store/store.h"
@@ -51,6 +53,10 @@ struct SyncOptions {
   // ledger and every node is judged; reconcile then puts the excluded nodes into a held job's
   // ExcNodeList before its hold ends (orchestrator/nodes/node_ledger.h).
   const NodeLedgerConfig* nodes = nullptr;
+  // Set (`baton watch`, `baton serve`): after reconcile, the runs in eval.mode job get their eval
+  // jobs (eval_job_pass.h): the pass's runs, those ended in the last kSlurmFinalStateFollowUpS
+  // and those with a live eval job.
+  const EvalJobOptions* eval_jobs = nullptr;
 };
 
 struct SyncReport {
@@ -62,6 +68,9 @@ struct SyncReport {
   // Why reconcile fell short, or ok: kUnavailable as soon as SLURM did not answer (later runs
   // were not asked), else the first run that failed, named (the others were still reconciled).
   Status reconcile;
+  // Why the eval-job pass fell short (SLURM down, a store error), or ok: a warning, the next
+  // pass tries again.
+  Status eval_jobs;
 };
 
 // One pass over `runs` at Unix time `now`. Fails only on a store error (or an ingest error, see

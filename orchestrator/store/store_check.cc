@@ -124,6 +124,7 @@ const std::vector<SchemaReference>& SchemaReferences() {
       {"alert_deliveries", "incident_id", "incidents", "id", false},
       {"sweep_members", "run_id", "runs", "sweep_id, member_index", false},
       {"sweep_members", "sweep_id", "sweeps", "sweep_id, member_index", false},
+      {"eval_jobs", "run_id", "runs", "id", false},
       {"node_incidents", "run_id", "runs", "id", false},
       {"node_incidents", "node_id", "nodes", "id", false},
       {"node_actions", "node_id", "nodes", "id", false},

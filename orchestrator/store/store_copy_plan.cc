@@ -117,6 +117,14 @@ const std::vector<CopyTable>& CopyPlan() {
        "run_id IN " BATON_OWNER_RUNS,
        "",
        OnMatch::kNone},
+      // A run's eval jobs go with it: the target then never submits them again.
+      {"eval_jobs",
+       "id",
+       true,
+       {{"run_id", "runs", RefKind::kForeignKey}},
+       "run_id IN " BATON_OWNER_RUNS,
+       "",
+       OnMatch::kNone},
       // One row per physical node: a node the target knows is that node (its ledger state kept).
       {"nodes",
        "id",

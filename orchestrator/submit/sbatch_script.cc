@@ -10,9 +10,6 @@
 
 namespace baton {
 
-namespace {
-
-// Characters allowed in a value written into an #SBATCH line.
 bool SafeForSbatch(const std::string& v) {
   for (char c : v) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
@@ -22,8 +19,6 @@ bool SafeForSbatch(const std::string& v) {
   }
   return true;
 }
-
-}  // namespace
 
 std::string MemPerCpu(const SlurmSection& s) {
   if (s.mem_per_task_gb <= 0) return "";

@@ -42,6 +42,9 @@ struct SbatchParams {
 // cpus_per_task, in MiB rounded up. "" when the key is 0 (no memory request).
 std::string MemPerCpu(const SlurmSection& slurm);
 
+// Whether `value` may go into an #SBATCH line: letters, digits and _-.,:+/[] only.
+bool SafeForSbatch(const std::string& value);
+
 // 'text' quoted for bash.
 std::string ShellQuote(const std::string& text);
 
