@@ -15,8 +15,8 @@
 
 #include "orchestrator/cli/cli_context.h"
 #include "orchestrator/cli/commands.h"
-#include "orchestrator/cli/eval_text.h"
 #include "orchestrator/cli/eval_jobs_text.h"
+#include "orchestrator/cli/eval_text.h"
 #include "orchestrator/cli/history_text.h"
 #include "orchestrator/history/attempt_log.h"
 #include "orchestrator/history/run_timeline.h"
