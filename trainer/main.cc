@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   baton::RegisterImportLeRobot(app, &run);
   baton::RegisterForward(app, &run);
   baton::RegisterPlanMemory(app, &run);
+  baton::RegisterExport(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
