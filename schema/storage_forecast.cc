@@ -70,8 +70,8 @@ int64_t RetainedCount(int64_t steps, int64_t every, int64_t keep_last, int64_t k
   if (best_k > 0) {
     // The best may all lie outside the others; there are never more than the saves.
     const int64_t saves = (steps - 1) / std::max<int64_t>(every, 1) + 1;
-    return std::min(saves, SaturatingAdd(RetainedCount(steps, every, keep_last, keep_every),
-                                         best_k));
+    return std::min(saves,
+                    SaturatingAdd(RetainedCount(steps, every, keep_last, keep_every), best_k));
   }
   if (every < 1) every = 1;
   // Saves: k * every for k = 1..below (each < steps), and steps itself.

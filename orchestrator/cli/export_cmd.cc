@@ -53,7 +53,8 @@ Result<RunRecord> ResolveRun(const std::string& run) {
     r.run_dir = fs::absolute(run).lexically_normal().string();
     r.name = fs::path(r.run_dir).filename().string();
     Result<std::string> yaml = ReadFile(RunFolder{r.run_dir}.RunYaml());
-    if (!yaml.ok()) return Status::NotFound(run + ": not a run folder (" + yaml.status().message() + ")");
+    if (!yaml.ok())
+      return Status::NotFound(run + ": not a run folder (" + yaml.status().message() + ")");
     r.config = *yaml;
     return r;
   }
@@ -170,9 +171,11 @@ int RunExport(const ExportOptions& o) {
   if (trainer_bin.empty())
     return fail(ReportError(Status::Unavailable(
         "baton-train (which writes the export) was not found; set BATON_TRAIN_BIN")));
-  std::vector<std::string> argv = {trainer_bin, "export", "--checkpoint",
-                                   RunFolder{run->run_dir}.CheckpointDir(picked->step),
-                                   "--out",     tmp->string(), "--json"};
+  std::vector<std::string> argv = {
+      trainer_bin,    "export",
+      "--checkpoint", RunFolder{run->run_dir}.CheckpointDir(picked->step),
+      "--out",        tmp->string(),
+      "--json"};
   if (!o.dtype.empty()) argv.insert(argv.end(), {"--dtype", o.dtype});
   Result<ProcessResult> r = RunProcess(argv, kExportTimeoutS);
   if (!r.ok()) return fail(ReportError(r.status()));
@@ -196,9 +199,8 @@ int RunExport(const ExportOptions& o) {
   if (st.ok()) st = FsyncDir(dir.parent_path().string());
   if (!st.ok()) return fail(ReportError(st));
   std::cout << "exported run " << run->name << " step " << picked->step
-            << (picked->metric.empty() ? std::string()
-                                       : " (best " + picked->metric + ")")
-            << " to " << dir.string() << " (" << prov["dtype"].dump() << ")\n";
+            << (picked->metric.empty() ? std::string() : " (best " + picked->metric + ")") << " to "
+            << dir.string() << " (" << prov["dtype"].dump() << ")\n";
   return kExitOk;
 }
 

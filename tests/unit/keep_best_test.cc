@@ -66,7 +66,8 @@ void Walk(const Policy& p, uint32_t seed, int64_t n) {
       c.awaiting_eval = awaiting.count(d) > 0;
       listed.push_back(c);
     }
-    const std::vector<bool> keep = RetentionKeeps(listed, RetentionRule{p.keep_last, p.keep_every, p.k});
+    const std::vector<bool> keep =
+        RetentionKeeps(listed, RetentionRule{p.keep_last, p.keep_every, p.k});
     std::vector<int64_t> next;
     for (size_t i = 0; i < on_disk.size(); ++i) {
       if (keep[i]) next.push_back(on_disk[i]);

@@ -84,9 +84,8 @@ SaveFile NamedFile(const std::string& rel) {
 }  // namespace
 
 PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& model,
-                         const AdamW& optimizer, const TrainerState& state,
-                         const RunConfig& config, const SaveHooks& hooks,
-                         const SaveTeam* team) {
+                         const AdamW& optimizer, const TrainerState& state, const RunConfig& config,
+                         const SaveHooks& hooks, const SaveTeam* team) {
   const CheckpointSection& retention = config.checkpoint;
   PreparedSave p;
   p.t0 = std::chrono::steady_clock::now();
@@ -385,8 +384,7 @@ SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>&
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
                           const AdamW& optimizer, const TrainerState& state,
-                          const RunConfig& config, const SaveHooks& hooks,
-                          const SaveTeam* team) {
+                          const RunConfig& config, const SaveHooks& hooks, const SaveTeam* team) {
   const PreparedSave p = PrepareSave(checkpoints_dir, model, optimizer, state, config, hooks, team);
   return CommitSave(p, [&] { return WriteSaveFiles(p); });
 }

@@ -50,8 +50,8 @@ std::vector<std::string> PrunableBeforeSave(const std::string& dir, int64_t step
   saving.valid = saving.finite = true;
   std::vector<CheckpointEntry> after{saving};
   after.insert(after.end(), valid.begin(), valid.end());
-  const std::vector<bool> keep = RetentionKeeps(
-      RetainedOnDisk(config, dir, after), RetentionRuleOf(config.checkpoint));
+  const std::vector<bool> keep =
+      RetentionKeeps(RetainedOnDisk(config, dir, after), RetentionRuleOf(config.checkpoint));
   std::vector<std::string> out;
   bool seen_finite = false;
   for (size_t i = 0; i < valid.size(); ++i) {

@@ -163,17 +163,16 @@ int RunExport(const Args& a) {
   auto field = [&](const char* k) {
     return state.is_object() && state.contains(k) ? state[k] : nlohmann::ordered_json(nullptr);
   };
-  const nlohmann::ordered_json j = {
-      {"checkpoint", ckpt.string()},
-      {"step", manifest->step},
-      {"dtype", want},
-      {"config_hash", manifest->config_hash},
-      {"dataset_fingerprint", field("dataset_fingerprint")},
-      {"files", files},
-      {"baton_train",
-       {{"version", build_info::kVersion},
-        {"commit", build_info::kCommit},
-        {"tree", build_info::kTree}}}};
+  const nlohmann::ordered_json j = {{"checkpoint", ckpt.string()},
+                                    {"step", manifest->step},
+                                    {"dtype", want},
+                                    {"config_hash", manifest->config_hash},
+                                    {"dataset_fingerprint", field("dataset_fingerprint")},
+                                    {"files", files},
+                                    {"baton_train",
+                                     {{"version", build_info::kVersion},
+                                      {"commit", build_info::kCommit},
+                                      {"tree", build_info::kTree}}}};
   if (a.json) {
     std::cout << j.dump() << "\n";
   } else {
