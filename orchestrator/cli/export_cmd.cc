@@ -40,6 +40,12 @@ struct ExportOptions {
   int64_t step = -1;
 };
 
+// `p` absolute and normal, without a trailing '/' (so it has a name).
+fs::path Normal(const std::string& p) {
+  fs::path n = fs::absolute(p).lexically_normal();
+  return n.has_filename() ? n : n.parent_path();
+}
+
 struct Picked {
   int64_t step = -1;
   std::string metric;  // --best's
@@ -50,7 +56,7 @@ Result<RunRecord> ResolveRun(const std::string& run) {
   std::error_code ec;
   if (run.find('/') != std::string::npos && fs::is_directory(run, ec)) {
     RunRecord r;
-    r.run_dir = fs::absolute(run).lexically_normal().string();
+    r.run_dir = Normal(run).string();
     r.name = fs::path(r.run_dir).filename().string();
     Result<std::string> yaml = ReadFile(RunFolder{r.run_dir}.RunYaml());
     if (!yaml.ok())
@@ -154,7 +160,7 @@ int RunExport(const ExportOptions& o) {
   const EvalResults evals = ReadEvalResults(RunFolder{run->run_dir});
   Result<Picked> picked = PickStep(o, *run, evals);
   if (!picked.ok()) return ReportError(picked.status());
-  const fs::path dir = fs::absolute(o.dir).lexically_normal();
+  const fs::path dir = Normal(o.dir);
   Result<fs::path> tmp = TempBeside(dir);
   if (!tmp.ok() && tmp.status().code() == Code::kInvalidArgument) {
     std::cerr << "baton: " << tmp.status().message() << "; nothing was written. Export into a "
