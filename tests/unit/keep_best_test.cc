@@ -130,7 +130,7 @@ EvalEvent Result(int64_t step, double loss_video) {
 }
 
 TEST(KeepBest, EvalFilesOfARunFolder) {
-  TempDir tmp;
+  test::TempDir tmp;
   const RunFolder run{tmp.path()};
   ASSERT_TRUE(WriteEvalResult(run, Result(4, 0.5)).ok());
   ASSERT_TRUE(WriteEvalResult(run, Result(10, kNoNumber)).ok());  // evaluated, no usable value

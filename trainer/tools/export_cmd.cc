@@ -160,14 +160,16 @@ int RunExport(const Args& a) {
   nlohmann::ordered_json state;
   if (auto text = ReadFile((ckpt / kStateFile).string()); text.ok())
     state = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  auto field = [&](const char* k) {
-    return state.is_object() && state.contains(k) ? state[k] : nlohmann::ordered_json(nullptr);
-  };
+  // trainer_state.json's "data": {"path", "fingerprint"}.
+  const nlohmann::ordered_json fingerprint =
+      state.is_object() && state.contains("data") && state["data"].is_object()
+          ? state["data"].value("fingerprint", nlohmann::ordered_json(nullptr))
+          : nlohmann::ordered_json(nullptr);
   const nlohmann::ordered_json j = {{"checkpoint", ckpt.string()},
                                     {"step", manifest->step},
                                     {"dtype", want},
                                     {"config_hash", manifest->config_hash},
-                                    {"dataset_fingerprint", field("dataset_fingerprint")},
+                                    {"dataset_fingerprint", fingerprint},
                                     {"files", files},
                                     {"baton_train",
                                      {{"version", build_info::kVersion},
