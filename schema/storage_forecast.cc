@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -11,21 +12,41 @@
 
 namespace baton {
 
+bool RanksBefore(double a_value, int64_t a_step, double b_value, int64_t b_step) {
+  if (std::isnan(a_value)) return false;
+  if (std::isnan(b_value)) return true;
+  return a_value != b_value ? a_value < b_value : a_step < b_step;
+}
+
 std::vector<bool> RetentionKeeps(const std::vector<RetainedCheckpoint>& newest_first,
-                                 int64_t keep_last, int64_t keep_every) {
+                                 const RetentionRule& rule) {
   std::vector<bool> keep;
   int64_t kept_recent = 0;
   bool kept_finite = false;
   for (const RetainedCheckpoint& c : newest_first) {
-    const bool recent = kept_recent < keep_last;
-    const bool milestone = keep_every > 0 && c.step % keep_every == 0;
+    const bool recent = kept_recent < rule.keep_last;
+    const bool milestone = rule.keep_every > 0 && c.step % rule.keep_every == 0;
     // The newest checkpoint known to be finite survives even when newer ones are not (written
     // by an older build, or by hand): a diverged run can always go back to it.
     const bool newest_finite = c.finite && !kept_finite;
+    // A checkpoint waiting for its value may turn out the best; deleting it would lose that.
+    const bool waiting = rule.best_k > 0 && c.awaiting_eval;
     if (c.finite) kept_finite = true;
     if (recent) ++kept_recent;
-    keep.push_back(recent || milestone || newest_finite);
+    keep.push_back(recent || milestone || newest_finite || waiting);
   }
+  if (rule.best_k <= 0) return keep;
+  // The best are ranked among the checkpoints on disk only: one deleted earlier was outside
+  // the best then, and the best only get better, so it stays outside.
+  std::vector<size_t> ranked;
+  for (size_t i = 0; i < newest_first.size(); ++i) {
+    if (!std::isnan(newest_first[i].value)) ranked.push_back(i);
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    return RanksBefore(newest_first[a].value, newest_first[a].step, newest_first[b].value,
+                       newest_first[b].step);
+  });
+  for (size_t r = 0; r < ranked.size() && int64_t(r) < rule.best_k; ++r) keep[ranked[r]] = true;
   return keep;
 }
 
@@ -43,8 +64,15 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
 
 }  // namespace
 
-int64_t RetainedCount(int64_t steps, int64_t every, int64_t keep_last, int64_t keep_every) {
+int64_t RetainedCount(int64_t steps, int64_t every, int64_t keep_last, int64_t keep_every,
+                      int64_t best_k) {
   if (steps < 1) return 0;
+  if (best_k > 0) {
+    // The best may all lie outside the others; there are never more than the saves.
+    const int64_t saves = (steps - 1) / std::max<int64_t>(every, 1) + 1;
+    return std::min(saves,
+                    SaturatingAdd(RetainedCount(steps, every, keep_last, keep_every), best_k));
+  }
   if (every < 1) every = 1;
   // Saves: k * every for k = 1..below (each < steps), and steps itself.
   const int64_t below = (steps - 1) / every;
@@ -69,8 +97,8 @@ StorageForecast ForecastStorage(const StorageInputs& in) {
   StorageForecast f;
   f.checkpoint_bytes = in.checkpoint_bytes;
   // Every save is finite (a run stops before writing one that is not), so the newest-finite
-  // rule keeps nothing beyond keep_last / keep_every.
-  f.retained = RetainedCount(in.steps, in.every, in.keep_last, in.keep_every);
+  // rule keeps nothing beyond keep_last / keep_every / keep_best.
+  f.retained = RetainedCount(in.steps, in.every, in.keep_last, in.keep_every, in.keep_best_k);
   f.checkpoints_bytes = SaturatingMul(f.retained, in.checkpoint_bytes);
   const int64_t n_saves = in.steps < 1 ? 0 : (in.steps - 1) / std::max<int64_t>(in.every, 1) + 1;
   f.events_bytes = SaturatingAdd(SaturatingMul(in.steps, kStepEventBytes),

@@ -1,9 +1,11 @@
 // The storage a run will hold, forecast before it enters the queue (docs/eval.md, "Storage
 // forecast"), and the retention rule both binaries apply to checkpoints.
 //
-// RetentionKeeps is the one statement of checkpoint.keep_last / keep_every: the trainer's
-// retention after a save, its pruning before a save that does not fit (trainer/ckpt/
-// save_space.h) walk it, and RetainedCount counts what it keeps at the end of a run. The forecast
+// RetentionKeeps is the one statement of checkpoint.keep_last / keep_every / keep_best: the
+// trainer's retention after a save, its pruning before a save that does not fit (trainer/ckpt/
+// save_space.h) walk it, and RetainedCount counts what it keeps at the end of a run. What it
+// knows of evals comes in RetainedCheckpoint, filled from the run's result files
+// (schema/keep_best.h). The forecast
 // is the checkpoints retention keeps at the end of the run (saves every checkpoint.every steps and
 // at run.steps) times the bytes of one checkpoint folder (the trainer's plan,
 // MemoryPlanReport::checkpoint.disk_bytes), plus an allowance for the events and the job log.
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,18 +27,40 @@ namespace baton {
 struct RetainedCheckpoint {
   int64_t step = 0;
   bool finite = true;  // its manifest says the state was checked finite
+  // keep_best only: the checkpoint's value of the metric (NaN: no result, or none usable), and
+  // whether it waits for one (an eval target without a result: not evaluated yet, or being
+  // evaluated).
+  double value = std::numeric_limits<double>::quiet_NaN();
+  bool awaiting_eval = false;
+};
+
+// checkpoint.keep_last / keep_every / keep_best as retention applies them.
+struct RetentionRule {
+  int64_t keep_last = 1, keep_every = 0;
+  int64_t best_k = 0;  // 0: no keep-best
 };
 
 // For valid checkpoints listed newest step first: whether retention keeps each. Kept: the
-// newest `keep_last`, every step that is a multiple of `keep_every` (> 0), and the newest finite
-// one even when newer ones are not.
+// newest `keep_last`, every step that is a multiple of `keep_every` (> 0), the newest finite
+// one even when newer ones are not, and with keep-best (best_k > 0) the best_k with the lowest
+// value (ties: the lower step) and every one awaiting its eval.
 std::vector<bool> RetentionKeeps(const std::vector<RetainedCheckpoint>& newest_first,
-                                 int64_t keep_last, int64_t keep_every);
+                                 const RetentionRule& rule);
+inline std::vector<bool> RetentionKeeps(const std::vector<RetainedCheckpoint>& newest_first,
+                                        int64_t keep_last, int64_t keep_every) {
+  return RetentionKeeps(newest_first, RetentionRule{keep_last, keep_every, 0});
+}
+
+// Whether value/step a ranks before b for keep-best: lower value, then lower step. NaN never
+// ranks.
+bool RanksBefore(double a_value, int64_t a_step, double b_value, int64_t b_step);
 
 // How many checkpoints retention keeps at the end of a run of `steps` optimizer steps that saves
 // every `every` steps and at `steps`: the newest keep_last saves and the keep_every multiples
-// among them, counted without listing them (a run may have billions of steps).
-int64_t RetainedCount(int64_t steps, int64_t every, int64_t keep_last, int64_t keep_every);
+// among them, counted without listing them (a run may have billions of steps), plus with
+// keep-best up to `best_k` more (the best may lie outside the others; never more than the saves).
+int64_t RetainedCount(int64_t steps, int64_t every, int64_t keep_last, int64_t keep_every,
+                      int64_t best_k = 0);
 
 // What the events and the job's log take, per unit: one step record, one progress line per
 // train.log_every steps, one save's lines and records, and each attempt's fixed part (segment
@@ -49,6 +74,7 @@ inline constexpr int64_t kAttemptFixedBytes = 32 * 1024;
 struct StorageInputs {
   int64_t checkpoint_bytes = 0;  // one checkpoint folder on disk
   int64_t steps = 0, every = 1, keep_last = 1, keep_every = 0, log_every = 1;
+  int64_t keep_best_k = 0;  // 0: no keep-best
 };
 
 struct StorageForecast {

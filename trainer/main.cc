@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   baton::RegisterForward(app, &run);
   baton::RegisterPlanMemory(app, &run);
   baton::RegisterEval(app, &run);
+  baton::RegisterExport(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@ void AddAlertsCommands(CLI::App& app, int* rc);   // alerts_cmd.cc: alerts test,
 void AddSweepCommands(CLI::App& app,
                       int* rc);  // sweep_cmd.cc: sweep, sweeps, sweep show/cancel/resume
 void AddNodesCommands(CLI::App& app, int* rc);  // nodes_cmd.cc: nodes [exclude|readmit], preflight
+void AddExportCommand(CLI::App& app, int* rc);  // export_cmd.cc: export RUN DIR
 // store_copy_cmd.cc: `store copy`, added to the `store` command AddStoreCommand makes.
 void AddStoreCopyCommand(CLI::App& store, int* rc);
 

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   baton::AddAlertsCommands(app, &rc);
   baton::AddSweepCommands(app, &rc);
   baton::AddNodesCommands(app, &rc);
+  baton::AddExportCommand(app, &rc);
 
   try {
     app.parse(argc, argv);

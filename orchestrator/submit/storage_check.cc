@@ -108,6 +108,7 @@ Result<std::optional<StorageForecast>> CheckStorage(const RunConfig& config,
   in.every = config.checkpoint.every;
   in.keep_last = config.checkpoint.keep_last;
   in.keep_every = config.checkpoint.keep_every;
+  if (!config.checkpoint.keep_best_metric.empty()) in.keep_best_k = config.checkpoint.keep_best_k;
   in.log_every = config.train.log_every;
   StorageForecast f = ForecastStorage(in);
   f.folder = folder;

@@ -8,6 +8,7 @@
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
+#include "schema/keep_best.h"
 #include "schema/storage_forecast.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
@@ -42,16 +43,15 @@ std::string ConfigHash(const ModelDims& d) {
 }
 
 std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
-                                        const CheckpointSection& retention) {
+                                        const RunConfig& config) {
   std::vector<std::string> removed;
   // Sizes only: hashing every old checkpoint on every save would cost more than the save.
   std::vector<CheckpointEntry> valid;
   for (auto& c : ListCheckpoints(checkpoints_dir, /*check_hashes=*/false)) {
     if (c.valid) valid.push_back(std::move(c));  // invalid folders never count and are left
   }
-  std::vector<RetainedCheckpoint> listed;
-  for (const auto& c : valid) listed.push_back({c.step, c.finite});
-  const std::vector<bool> keep = RetentionKeeps(listed, retention.keep_last, retention.keep_every);
+  const std::vector<bool> keep = RetentionKeeps(RetainedOnDisk(config, checkpoints_dir, valid),
+                                                RetentionRuleOf(config.checkpoint));
   for (size_t i = 0; i < valid.size(); ++i) {
     if (keep[i]) continue;
     std::error_code ec;

@@ -16,8 +16,9 @@
 // Save first checks every weight and AdamW value for NaN/Inf and refuses (exit 79, diverged) to
 // write a checkpoint from non-finite state; then writes into checkpoint_step_<N>.partial/,
 // fsyncs every file and the folder, renames, and fsyncs the parent; then applies retention (keep
-// the last K and every M-th, never the newest valid one nor the newest one checked finite;
-// .partial and invalid folders never count). Load verifies the manifest while reading and
+// the last K, every M-th and the best k by eval, never the newest valid one nor the newest one
+// checked finite nor, with keep-best, one still waiting for its eval; .partial and invalid
+// folders never count). Load verifies the manifest while reading and
 // refuses a checkpoint of another model config (naming the differing keys) unless the caller
 // asks for weights only. A save on W > 1 ranks is a team effort (checkpoint_save.cc): every rank
 // writes about 1/W of the bytes, the files of the parameters it owns, into the .partial folder,
@@ -76,12 +77,13 @@ struct SaveTeam {
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
                           const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks = {},
+                          const RunConfig& config, const SaveHooks& hooks = {},
                           const SaveTeam* team = nullptr);
 
-// Applies keep_last / keep_every under `checkpoints_dir`; returns the folders removed.
+// Applies keep_last / keep_every / keep_best (RetentionKeeps, with the run folder's eval
+// results) under `checkpoints_dir`; returns the folders removed.
 std::vector<std::string> ApplyRetention(const std::string& checkpoints_dir,
-                                        const CheckpointSection& retention);
+                                        const RunConfig& config);
 
 enum class LoadMode { kFull, kWeightsOnly };
 

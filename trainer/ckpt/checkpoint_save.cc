@@ -84,9 +84,9 @@ SaveFile NamedFile(const std::string& rel) {
 }  // namespace
 
 PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& model,
-                         const AdamW& optimizer, const TrainerState& state,
-                         const CheckpointSection& retention, const SaveHooks& hooks,
-                         const SaveTeam* team) {
+                         const AdamW& optimizer, const TrainerState& state, const RunConfig& config,
+                         const SaveHooks& hooks, const SaveTeam* team) {
+  const CheckpointSection& retention = config.checkpoint;
   PreparedSave p;
   p.t0 = std::chrono::steady_clock::now();
   p.checkpoints_dir = checkpoints_dir;
@@ -97,7 +97,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
   p.world = p.multi ? team->world : 1;
   p.leader = p.rank == 0;
   p.hooks = hooks;
-  p.retention = retention;
+  p.config = config;
   const bool multi = p.multi, leader = p.leader;
   const int64_t rank = p.rank, world = p.world;
   const std::string name = kCheckpointPrefix + std::to_string(state.step);
@@ -137,7 +137,7 @@ PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& m
     // started, so a full disk never leaves a half-written checkpoint.
     const CheckpointDisk disk = PlannedDisk(model, optimizer, retention, world);
     const SaveSpace space =
-        EnsureSaveSpace(checkpoints_dir, state.step, disk.bytes, disk.files, retention);
+        EnsureSaveSpace(checkpoints_dir, state.step, disk.bytes, disk.files, config);
     for (const std::string& gone : space.pruned) {
       std::printf(
           "checkpoint space: deleted %s now (retention drops it after this save) to fit "
@@ -362,7 +362,7 @@ SaveResult CommitOrThrow(const PreparedSave& p, const std::function<std::string(
 
   r.path = final_dir.string();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.t0).count();
-  ApplyRetention(p.checkpoints_dir, p.retention);
+  ApplyRetention(p.checkpoints_dir, p.config);
   return r;
 }
 
@@ -384,10 +384,8 @@ SaveResult CommitSave(const PreparedSave& p, const std::function<std::string()>&
 
 SaveResult SaveCheckpoint(const std::string& checkpoints_dir, VideoActionModel& model,
                           const AdamW& optimizer, const TrainerState& state,
-                          const CheckpointSection& retention, const SaveHooks& hooks,
-                          const SaveTeam* team) {
-  const PreparedSave p =
-      PrepareSave(checkpoints_dir, model, optimizer, state, retention, hooks, team);
+                          const RunConfig& config, const SaveHooks& hooks, const SaveTeam* team) {
+  const PreparedSave p = PrepareSave(checkpoints_dir, model, optimizer, state, config, hooks, team);
   return CommitSave(p, [&] { return WriteSaveFiles(p); });
 }
 

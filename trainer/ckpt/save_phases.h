@@ -59,7 +59,7 @@ struct PreparedSave {
   int64_t rank = 0, world = 1;
   SaveTeam team;  // copied: an async commit outlives the call that prepared it
   SaveHooks hooks;
-  CheckpointSection retention;
+  RunConfig config;             // checkpoint: what to write; all of it: retention's eval targets
   CheckpointManifest manifest;  // step, kind, world size, config hash; files filled at commit
   std::vector<SaveFile> files;  // this rank's, in the order they are written
   int64_t bytes = 0;            // what this rank writes (tensor data and small files)
@@ -67,9 +67,8 @@ struct PreparedSave {
 };
 
 PreparedSave PrepareSave(const std::string& checkpoints_dir, VideoActionModel& model,
-                         const AdamW& optimizer, const TrainerState& state,
-                         const CheckpointSection& retention, const SaveHooks& hooks,
-                         const SaveTeam* team);
+                         const AdamW& optimizer, const TrainerState& state, const RunConfig& config,
+                         const SaveHooks& hooks, const SaveTeam* team);
 
 // Host buffers a snapshot copies into, kept from one async save to the next.
 struct SnapshotBuffers {

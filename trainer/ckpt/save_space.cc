@@ -9,6 +9,7 @@
 
 #include "schema/checkpoint_manifest.h"
 #include "schema/exit_codes.h"
+#include "schema/keep_best.h"
 #include "schema/storage_forecast.h"
 #include "trainer/fail.h"
 
@@ -37,16 +38,20 @@ Room AskRoom(const std::string& dir) {
 // Valid checkpoints that retention drops once `step` is committed, oldest first; never the
 // newest valid one nor the newest finite one.
 std::vector<std::string> PrunableBeforeSave(const std::string& dir, int64_t step,
-                                            const CheckpointSection& retention) {
+                                            const RunConfig& config) {
   std::vector<CheckpointEntry> valid;
   for (CheckpointEntry& c : ListCheckpoints(dir, /*check_hashes=*/false)) {
     // A re-save of the same step replaces that folder itself; invalid ones are kept for
     // inspection and never count.
     if (c.valid && c.step != step) valid.push_back(std::move(c));
   }
-  std::vector<RetainedCheckpoint> after{{step, true}};
-  for (const CheckpointEntry& c : valid) after.push_back({c.step, c.finite});
-  const std::vector<bool> keep = RetentionKeeps(after, retention.keep_last, retention.keep_every);
+  CheckpointEntry saving;
+  saving.step = step;
+  saving.valid = saving.finite = true;
+  std::vector<CheckpointEntry> after{saving};
+  after.insert(after.end(), valid.begin(), valid.end());
+  const std::vector<bool> keep =
+      RetentionKeeps(RetainedOnDisk(config, dir, after), RetentionRuleOf(config.checkpoint));
   std::vector<std::string> out;
   bool seen_finite = false;
   for (size_t i = 0; i < valid.size(); ++i) {
@@ -61,7 +66,7 @@ std::vector<std::string> PrunableBeforeSave(const std::string& dir, int64_t step
 }  // namespace
 
 SaveSpace EnsureSaveSpace(const std::string& checkpoints_dir, int64_t step, int64_t bytes,
-                          int64_t files, const CheckpointSection& retention) {
+                          int64_t files, const RunConfig& config) {
   Room room = AskRoom(checkpoints_dir);
   SaveSpace out;
   // Each file's last block is partly empty; the reserve is for what is written before the next
@@ -74,7 +79,7 @@ SaveSpace EnsureSaveSpace(const std::string& checkpoints_dir, int64_t step, int6
   }
   out.free = room.free;
   if (out.free >= out.needed) return out;
-  for (const std::string& path : PrunableBeforeSave(checkpoints_dir, step, retention)) {
+  for (const std::string& path : PrunableBeforeSave(checkpoints_dir, step, config)) {
     std::error_code ec;
     fs::remove_all(path, ec);
     if (ec) continue;
@@ -93,9 +98,9 @@ SaveSpace EnsureSaveSpace(const std::string& checkpoints_dir, int64_t step, int6
                                      : " after deleting " + std::to_string(out.pruned.size()) +
                                            " checkpoint(s) retention drops after this save") +
                  "; the save was not started",
-             "free space, lower checkpoint.keep_last / keep_every, or put run.dir on a larger "
-             "filesystem; the checkpoints kept are intact and --resume auto continues from the "
-             "newest");
+             "free space, lower checkpoint.keep_last / keep_every / keep_best.k, or put run.dir on "
+             "a larger filesystem; the checkpoints kept are intact and --resume auto continues "
+             "from the newest");
 }
 
 }  // namespace baton

@@ -5,8 +5,9 @@
 // to the filesystem's block, plus kSaveReserveBytes for the events and log lines written until
 // the next save. When the checkpoints folder's filesystem has less, the checkpoints that
 // retention would delete anyway once this save commits (RetentionKeeps with the new step as the
-// newest) are deleted now, oldest first, until the save fits; the newest valid checkpoint and the
-// newest finite one are never deleted, so the run always keeps one to resume from. When that is
+// newest, with the run's eval results) are deleted now, oldest first, until the save fits; the
+// newest valid checkpoint and the newest finite one (and with keep-best, one waiting for its
+// eval) are never deleted, so the run always keeps one to resume from. When that is
 // not enough the save is not started: FatalError kExitIo (74) naming the bytes needed and free.
 // Nothing half-written is ever left by this check. Not thread-safe (one saver per folder).
 #pragma once
@@ -29,6 +30,6 @@ struct SaveSpace {
 
 // `bytes` and `files`: one checkpoint folder (CheckpointDisk). Fails (74) when it cannot fit.
 SaveSpace EnsureSaveSpace(const std::string& checkpoints_dir, int64_t step, int64_t bytes,
-                          int64_t files, const CheckpointSection& retention);
+                          int64_t files, const RunConfig& config);
 
 }  // namespace baton

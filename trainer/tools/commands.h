@@ -23,6 +23,7 @@ void RegisterImportLeRobot(CLI::App& app, CommandFn* selected);
 void RegisterForward(CLI::App& app, CommandFn* selected);
 void RegisterPlanMemory(CLI::App& app, CommandFn* selected);
 void RegisterEval(CLI::App& app, CommandFn* selected);
+void RegisterExport(CLI::App& app, CommandFn* selected);
 // `ckpt upgrade`, added to the `ckpt` subcommand (it needs libtorch; ckpt's others do not).
 void AddCkptUpgrade(CLI::App* ckpt, CommandFn* selected);
 

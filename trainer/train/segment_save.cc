@@ -164,7 +164,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       const SaveTeam* tp = s.env.world_size > 1 ? &team : nullptr;
       if (periodic && s.config.checkpoint.async) {
         PreparedSave p =
-            PrepareSave(s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint, hooks, tp);
+            PrepareSave(s.checkpoints_dir(), model, optimizer, st, s.config, hooks, tp);
         const std::string& refusal =
             saver.Refusal(p, int64_t(s.config.slurm.mem_per_task_gb * double(int64_t(1) << 30)));
         if (refusal.empty()) {
@@ -182,7 +182,7 @@ void Save(SegmentLog& log, const Setup& s, const TrainTestHooks& t, VideoActionM
       }
       SetSaving(true);
       const SaveResult r =
-          SaveCheckpoint(s.checkpoints_dir(), model, optimizer, st, s.config.checkpoint, hooks, tp);
+          SaveCheckpoint(s.checkpoints_dir(), model, optimizer, st, s.config, hooks, tp);
       SetSaving(false);
       ReportSave(log, s, r, steps_done, reason);
     }
