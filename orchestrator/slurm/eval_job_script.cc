@@ -47,13 +47,7 @@ Result<std::string> RenderEvalJobScript(const RunConfig& c, const EvalJobParams&
       {"eval.partition", req.partition}, {"slurm.qos", s.qos},
       {"slurm.account", s.account},      {"eval.time", req.time},
       {"slurm.signal", Name(s.signal)},  {"run.dir", p.run_dir}};
-  for (const auto& [key, value] : checked) {
-    if (!SafeForSbatch(value)) {
-      return Status::Config(c.source + ": " + key + ": '" + value +
-                            "' has characters that cannot go into an #SBATCH line (allowed: "
-                            "letters, digits and _-.,:+/[])");
-    }
-  }
+  BATON_RETURN_IF_ERROR(CheckSafeForSbatch(c.source, checked));
   // The stop counts as the time limit's once the job is within the signal's lead (and a few
   // seconds) of it; UNLIMITED never is.
   const int64_t limit_s = SlurmTimeSeconds(req.time);

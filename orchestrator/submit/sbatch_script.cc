@@ -90,19 +90,25 @@ Result<std::string> RenderTemplate(const std::string& template_text,
   return out;
 }
 
+Status CheckSafeForSbatch(const std::string& source,
+                          const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    if (!SafeForSbatch(value)) {
+      return Status::Config(source + ": " + key + ": '" + value +
+                            "' has characters that cannot go into an #SBATCH line (allowed: "
+                            "letters, digits and _-.,:+/[])");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::string> RenderSbatchScript(const RunConfig& c, const SbatchParams& p) {
   const SlurmSection& s = c.slurm;
   const std::map<std::string, std::string> checked = {
       {"slurm.partition", s.partition}, {"slurm.qos", s.qos},
       {"slurm.account", s.account},     {"slurm.time", s.time},
       {"slurm.signal", Name(s.signal)}, {"run.dir", p.run_dir}};
-  for (const auto& [key, value] : checked) {
-    if (!SafeForSbatch(value)) {
-      return Status::Config(c.source + ": " + key + ": '" + value +
-                            "' has characters that cannot go into an #SBATCH line (allowed: "
-                            "letters, digits and _-.,:+/[])");
-    }
-  }
+  BATON_RETURN_IF_ERROR(CheckSafeForSbatch(c.source, checked));
   const std::map<std::string, std::string> values = {
       {"RUN_ID", p.run_id},
       {"RUN_NAME", p.run_name},

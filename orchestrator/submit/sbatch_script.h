@@ -44,6 +44,10 @@ std::string MemPerCpu(const SlurmSection& slurm);
 
 // Whether `value` may go into an #SBATCH line: letters, digits and _-.,:+/[] only.
 bool SafeForSbatch(const std::string& value);
+// Ok when every value of `values` (keyed by its config key) is SafeForSbatch, else a config
+// error naming `source`, the key and the value.
+Status CheckSafeForSbatch(const std::string& source,
+                          const std::map<std::string, std::string>& values);
 
 // 'text' quoted for bash.
 std::string ShellQuote(const std::string& text);
