@@ -7,7 +7,7 @@
 # trainer's step_time_s over the steps after the first save (the compile-free steady state), the
 # steps that ran while an eval job was running (from its batch script's start to its result) and
 # their median, and the ratios with/without.
-# Needs the 1-node dev cluster (run it under flock /work/coord/slurm1.lock); cleans up its jobs.
+# Needs the 1-node dev cluster; cleans up its jobs.
 # usage: bench/eval_jobs_bench.sh [BUILD_DIR] (BATON_BENCH_STEPS, default 400; _REPEAT, default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
