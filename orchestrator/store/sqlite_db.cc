@@ -185,6 +185,14 @@ void SqliteDb::ReleaseReadSnapshot() {
   }
 }
 
+Status SqliteDb::BeginWrite() {
+  // A statement left mid-result keeps its read snapshot into the transaction; if another process
+  // committed since, SQLite refuses the write lock at once (SQLITE_BUSY_SNAPSHOT), without the
+  // busy handler, where a fresh snapshot would simply have waited for the lock.
+  ReleaseReadSnapshot();
+  return Exec("BEGIN IMMEDIATE");
+}
+
 Status SqliteDb::Exec(const std::string& sql) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);

@@ -86,7 +86,8 @@ class SqliteDb final : public Db {
   [[nodiscard]] Status SetQueryOnly() override { return Exec("PRAGMA query_only = ON"); }
 
  protected:
-  [[nodiscard]] Status BeginWrite() override { return Exec("BEGIN IMMEDIATE"); }
+  // BEGIN IMMEDIATE once no statement of this connection holds a read snapshot.
+  [[nodiscard]] Status BeginWrite() override;
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
