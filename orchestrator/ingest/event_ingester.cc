@@ -88,6 +88,19 @@ class RecordApplier {
     return st;
   }
 
+  // The attempt's `eval` time bucket: what this eval took, ending at the record's time. Each
+  // record is applied once (the cursor moves in the same transaction), so summing is exact.
+  Status AddInlineEvalTime(int64_t attempt_id, const EvalEvent& e, double time) {
+    if (!std::isfinite(e.seconds) || e.seconds < 0) return Status::Ok();
+    BATON_ASSIGN_OR_RETURN(AttemptRecord a, store_.GetAttempt(attempt_id));
+    a.eval_s += e.seconds;
+    ++a.evals;
+    const double start = time - e.seconds;
+    if (!a.first_eval_start || start < *a.first_eval_start) a.first_eval_start = start;
+    if (!a.last_eval_end || time > *a.last_eval_end) a.last_eval_end = time;
+    return store_.UpdateAttemptInTx(a);
+  }
+
   Status Apply(const json& r, bool* was_step) {
     *was_step = false;
     if (!r.is_object()) return Status::Data("not a JSON object");
@@ -135,7 +148,9 @@ class RecordApplier {
     if (type == EvalEvent::kType) {
       const EvalEvent e = EvalEvent::FromJson(r);
       if (!e.step || *e.step < 0) return Status::Data("eval without \"step\"");
-      return UpsertEvalInTx(store_, EvalRecordOf(e, run_.id, kEvalFromEvent, UnixTimeNow()));
+      BATON_RETURN_IF_ERROR(
+          UpsertEvalInTx(store_, EvalRecordOf(e, run_.id, kEvalFromEvent, UnixTimeNow())));
+      return AddInlineEvalTime(*attempt_id, e, time);
     }
 
     Result<AttemptRecord> a = store_.GetAttempt(*attempt_id);
@@ -367,7 +382,7 @@ Result<IngestStats> IngestRun(Store& store, const RunRecord& run, const IngestOp
     total.Add(*s);
   }
   // Where the run's time went follows its records (time_bucket_store.h).
-  if (total.records > 0) {
+  if (total.records > 0 && options.refresh_time_buckets) {
     BATON_ASSIGN_OR_RETURN(const RunRecord fresh, store.GetRun(run.id));
     BATON_RETURN_IF_ERROR(RefreshTimeBuckets(store, fresh, UnixTimeNow()));
   }

@@ -64,6 +64,9 @@ struct IngestOptions {
   // Test hook: called after each record is applied, inside the open transaction (a test makes
   // it _exit() to simulate a crash between rows and the cursor).
   std::function<void(int64_t records_in_chunk)> after_record;
+  // IngestRun: refresh the run's time buckets when it applied any record. The sync pass turns it
+  // off for a live run, whose buckets it refreshes once after reconcile anyway.
+  bool refresh_time_buckets = true;
 };
 
 // Ingests every events file of `run` from its cursor.

@@ -14,9 +14,11 @@ namespace baton {
 namespace {
 
 // The run's events, then its evals/ files (eval_file_ingest.h: in job mode the only record of
-// an eval).
+// an eval). A live run's time buckets wait for the pass's one refresh after reconcile.
 Result<IngestStats> IngestRunAndEvals(Store& store, const RunRecord& run) {
-  BATON_ASSIGN_OR_RETURN(IngestStats stats, IngestRun(store, run));
+  IngestOptions options;
+  options.refresh_time_buckets = IsTerminal(run.status);
+  BATON_ASSIGN_OR_RETURN(IngestStats stats, IngestRun(store, run, options));
   BATON_ASSIGN_OR_RETURN(const IngestStats evals, IngestEvalFiles(store, run));
   stats.Add(evals);
   return stats;

@@ -119,6 +119,10 @@ const ColumnTable<AttemptRecord>& AttemptTable() {
       Col("hang_stale_ranks", &R::hang_stale_ranks),
       Col("hang_stack", &R::hang_stack),
       Col("cluster", &R::cluster, ColumnRole::kKey),
+      Col("eval_s", &R::eval_s),
+      Col("evals", &R::evals),
+      Col("first_eval_start", &R::first_eval_start),
+      Col("last_eval_end", &R::last_eval_end),
   };
   static const ColumnTable<R> kTable("attempts", kColumns);
   return kTable;

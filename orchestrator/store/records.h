@@ -90,6 +90,11 @@ struct AttemptRecord {
   std::optional<std::string> hang_stack;
   // The SLURM cluster of the job (schema version 11; '' = unknown): part of the attempt's key.
   std::string cluster;
+  // Its inline evals (schema version 17): seconds summed, how many, the first one's start and
+  // the last one's end (an `eval` event's time is when it ended).
+  double eval_s = 0;
+  int64_t evals = 0;
+  std::optional<double> first_eval_start, last_eval_end;
 };
 
 // One optimizer step of one attempt. Doubles are NaN when the event had no value (SQL NULL).

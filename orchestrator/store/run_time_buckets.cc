@@ -14,7 +14,8 @@ constexpr std::array<TimeBucket, kTimeBucketCount> kAll = {
     TimeBucket::kQueue,      TimeBucket::kRequeueHold, TimeBucket::kQueueAfterRequeue,
     TimeBucket::kRestart,    TimeBucket::kStartup,     TimeBucket::kProductive,
     TimeBucket::kRolledBack, TimeBucket::kSkipped,     TimeBucket::kCheckpointStall,
-    TimeBucket::kOther,      TimeBucket::kStop,        TimeBucket::kHangDetection};
+    TimeBucket::kEval,       TimeBucket::kOther,       TimeBucket::kStop,
+    TimeBucket::kHangDetection};
 
 bool Finite(double v) { return std::isfinite(v); }
 
@@ -76,20 +77,22 @@ void AddGap(TimeBuckets* b, const BucketAttempt* prev, const BucketAttempt* next
 
 // The attempt's own span [start, end].
 void AddAttempt(TimeBuckets* b, const BucketAttempt& a, double start, double end, bool open) {
-  const std::optional<double> first = Min(a.first_step_start, a.first_save_start);
-  const std::optional<double> last = Max(a.last_step_end, a.last_save_end);
+  const std::optional<double> first =
+      Min(Min(a.first_step_start, a.first_save_start), a.first_eval_start);
+  const std::optional<double> last = Max(Max(a.last_step_end, a.last_save_end), a.last_eval_end);
   double tail_from = start;
   if (first && last) {
     const double f = Clamp(*first, start, end);
     const double l = Clamp(*last, f, end);
     (*b)[TimeBucket::kStartup] += f - start;
-    // Steps first, then saves, each only for the room left: times that overlap (records that
+    // Steps first, then saves, then evals, each only for the room left: times that overlap (records that
     // contradict each other; one trainer never writes them) are not counted twice.
     double room = l - f;
     for (const auto& [bucket, seconds] : {std::pair{TimeBucket::kProductive, a.productive_s},
                                           std::pair{TimeBucket::kRolledBack, a.rolled_back_s},
                                           std::pair{TimeBucket::kSkipped, a.skipped_s},
-                                          std::pair{TimeBucket::kCheckpointStall, a.save_s}}) {
+                                          std::pair{TimeBucket::kCheckpointStall, a.save_s},
+                                          std::pair{TimeBucket::kEval, a.eval_s}}) {
       const double take = std::min(seconds, room);
       (*b)[bucket] += take;
       room -= take;
@@ -146,6 +149,8 @@ const char* TimeBucketName(TimeBucket b) {
       return "skipped";
     case TimeBucket::kCheckpointStall:
       return "checkpoint_stall";
+    case TimeBucket::kEval:
+      return "eval";
     case TimeBucket::kOther:
       return "other";
     case TimeBucket::kStop:
@@ -196,6 +201,12 @@ BucketAttempt BucketAttemptFrom(const AttemptRecord& r) {
   a.end_reason = r.end_reason;
   a.trainer_end_reason = r.trainer_end_reason;
   a.hold_released_at = r.hold_released_at;
+  a.in_job_seq = r.in_job_seq;
+  a.hang_last_heartbeat_at = r.hang_last_heartbeat_at;
+  a.hang_detected_at = r.hang_detected_at;
+  a.eval_s = r.eval_s;
+  a.first_eval_start = r.first_eval_start;
+  a.last_eval_end = r.last_eval_end;
   return a;
 }
 
@@ -221,9 +232,10 @@ RunTimeBuckets ComputeTimeBuckets(const BucketInput& in) {
     } else if (open) {
       end = std::max(start, in.now);
     } else {
-      // Never closed (reconcile has not caught up): it lasted until its last step or save, or
+      // Never closed (reconcile has not caught up): it lasted until its last step, save or eval, or
       // the next attempt's start.
-      end = std::max(start, Max(a.last_step_end, a.last_save_end).value_or(start));
+      end = std::max(
+          start, Max(Max(a.last_step_end, a.last_save_end), a.last_eval_end).value_or(start));
       if (!last && in.attempts[i + 1].started_at)
         end = std::min(end, *in.attempts[i + 1].started_at);
       end = std::max(start, end);

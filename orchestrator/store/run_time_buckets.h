@@ -23,6 +23,8 @@
 //                        the next attempt resumed from)
 //   skipped              step_time_s of effective rows the trainer did not apply (NaN/Inf)
 //   checkpoint_stall     the blocking part of saves: the checkpoint event's `seconds`
+//   eval                 inline evals (eval.mode inline) between steps: the `eval` events'
+//                        `seconds`
 //   other                the rest between the first and the last step or save (logging, data
 //                        waits outside a step), the tail of an attempt that crashed or is still
 //                        running, and last step → last heartbeat of a hung one
@@ -33,8 +35,8 @@
 //                        hang_detected_at)
 //
 // Every interval is clipped to the one before it, so the buckets add up to the wall time
-// exactly. Between an attempt's first and last step or save, steps count first, then saves,
-// each only for the room left: records whose times overlap (one trainer never writes them: rank 0
+// exactly. Between an attempt's first and last step, save or eval, steps count first, then
+// saves, then evals, each only for the room left: records whose times overlap (one trainer never writes them: rank 0
 // writes each after its work, and saves between steps) are not counted twice. A still-live
 // run's wall ends at `now`. Thread-safe (pure).
 #pragma once
@@ -59,11 +61,12 @@ enum class TimeBucket {
   kRolledBack,
   kSkipped,
   kCheckpointStall,
+  kEval,
   kOther,
   kStop,
   kHangDetection,
 };
-inline constexpr size_t kTimeBucketCount = 12;
+inline constexpr size_t kTimeBucketCount = 13;
 
 // "queue", "requeue_hold", ...: the names of the JSON keys and (with "_s") the SQL columns.
 const char* TimeBucketName(TimeBucket b);
@@ -83,10 +86,9 @@ struct BucketAttempt {
   std::string end_reason;          // preempted, crashed, ...
   std::string trainer_end_reason;  // signal, completed, error, ...
   std::optional<double> hold_released_at;
-  // Restarted inside the same allocation (0: the job's own start). Filled where the store has
-  // the column (time_bucket_store.cc); 0 otherwise.
+  // Restarted inside the same allocation (0: the job's own start).
   int64_t in_job_seq = 0;
-  // Hang detection (last heartbeat seen, verdict). Filled where the store has the columns.
+  // Hang detection (last heartbeat seen, verdict).
   std::optional<double> hang_last_heartbeat_at, hang_detected_at;
 
   // Steps: the first one's start (time - step_time_s), the last one's end (its time).
@@ -97,12 +99,15 @@ struct BucketAttempt {
   double save_s = 0;
   int64_t saves = 0;
   std::optional<double> first_save_start, last_save_end;
+  // Inline evals: seconds, first start and last end.
+  double eval_s = 0;
+  std::optional<double> first_eval_start, last_eval_end;
 };
 
 // Adds one step row (its store flags say which bucket) or one save of the attempt.
 void AddStepRow(BucketAttempt* a, const StepRecord& s);
 void AddSave(BucketAttempt* a, const CheckpointRecord& c);
-// The record's own fields (times, how it ended, the hold release).
+// The record's own fields (times, how it ended, the hold release, restarts, hangs, evals).
 BucketAttempt BucketAttemptFrom(const AttemptRecord& a);
 
 struct BucketInput {

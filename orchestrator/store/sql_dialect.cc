@@ -198,15 +198,6 @@ std::string ListColumnsSql(Backend backend) {
          "current_schema() AND table_name = ?1 ORDER BY ordinal_position";
 }
 
-std::string ColumnExistsSql(Backend backend, const std::string& table) {
-  if (backend == Backend::kSqlite) {
-    return "SELECT 1 FROM pragma_table_info('" + table + "') WHERE name = ?1";
-  }
-  return "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
-         "table_name = '" +
-         table + "' AND column_name = ?1";
-}
-
 std::string SetSchemaVersionSql(Backend backend, int64_t version) {
   if (backend == Backend::kSqlite) return "PRAGMA user_version = " + std::to_string(version);
   return "CREATE TABLE IF NOT EXISTS baton_schema_version (version BIGINT NOT NULL); "

@@ -41,8 +41,6 @@ std::vector<std::string> DroppedTables(const std::string& sql);
 std::string HasSchemaVersionSql(Backend backend);
 // SQL that reads the schema version as one row of one integer (no row = 0).
 std::string SchemaVersionSql(Backend backend);
-// SQL of one row when `table` (a name we own) has the column bound to ?1, none otherwise.
-std::string ColumnExistsSql(Backend backend, const std::string& table);
 
 // SQL that sets the schema version to `version` (a number we own, so spliced).
 std::string SetSchemaVersionSql(Backend backend, int64_t version);

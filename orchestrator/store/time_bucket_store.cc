@@ -29,43 +29,6 @@ constexpr const char* kTailColumns =
     "productive_steps, saves, save_s, interruptions, running_s, as_of";
 constexpr int kFixedTail = 6;
 
-Result<bool> AttemptsHaveColumn(Store& store, const std::string& name) {
-  BATON_ASSIGN_OR_RETURN(Statement * s, StoreInternal::Db(store).Prepare(ColumnExistsSql(
-                                            StoreInternal::Db(store).backend(), "attempts")));
-  s->Bind(1, name);
-  return s->Step();
-}
-
-// The columns later schema versions add to attempts for in-job restarts and hang detection,
-// read when this database has them (a binary built before they existed reads none): the one
-// place that wires them into the buckets.
-Status FillOptionalAttemptColumns(Store& store, int64_t run_id, BucketInput* in) {
-  static const char* kNames[] = {"in_job_seq", "hang_last_heartbeat_at", "hang_detected_at"};
-  std::string select = "SELECT id";
-  bool any = false;
-  for (const char* name : kNames) {
-    BATON_ASSIGN_OR_RETURN(const bool has, AttemptsHaveColumn(store, name));
-    select += has ? std::string(", ") + name : std::string(", NULL");
-    any = any || has;
-  }
-  if (!any) return Status::Ok();
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s, StoreInternal::Db(store).Prepare(select + " FROM attempts WHERE run_id = ?1"));
-  s->Bind(1, run_id);
-  std::map<int64_t, BucketAttempt*> by_id;
-  for (BucketAttempt& a : in->attempts) by_id[a.attempt_id] = &a;
-  while (true) {
-    BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-    if (!row) break;
-    auto it = by_id.find(s->Int(0));
-    if (it == by_id.end()) continue;
-    it->second->in_job_seq = s->OptInt(1).value_or(0);
-    it->second->hang_last_heartbeat_at = s->OptDouble(2);
-    it->second->hang_detected_at = s->OptDouble(3);
-  }
-  return Status::Ok();
-}
-
 // The first and last step rows of an attempt (primary key order), superseded or not.
 Status FillStepEnds(Store& store, BucketAttempt* a) {
   for (const char* order : {"ASC", "DESC"}) {
@@ -137,10 +100,10 @@ Result<std::vector<std::string>> TimeBucketInputStamp(Store& store, int64_t run_
   static const std::pair<const char*, int> kSql[] = {
       {"SELECT status, updated_at FROM runs WHERE id = ?1", 2},
       {"SELECT COUNT(*), MAX(id), SUM(COALESCE(started_at, 0)), SUM(COALESCE(ended_at, 0)), "
-       "SUM(COALESCE(hold_released_at, 0)), SUM(COALESCE(last_step, 0)), "
+       "SUM(COALESCE(hold_released_at, 0)), SUM(COALESCE(last_step, 0)), SUM(eval_s), "
        "SUM(LENGTH(end_reason) + LENGTH(action) + LENGTH(slurm_state)) FROM attempts "
        "WHERE run_id = ?1",
-       7},
+       8},
       {"SELECT COUNT(*), SUM(step), SUM(COALESCE(seconds, 0)) FROM checkpoints WHERE run_id = ?1",
        3},
       {"SELECT COUNT(*), SUM(\"offset\") FROM ingest_cursors WHERE run_id = ?1", 2},
@@ -194,7 +157,6 @@ Result<BucketInput> LoadBucketInput(Store& store, const RunRecord& run, double n
     }
     in.attempts.push_back(std::move(a));
   }
-  BATON_RETURN_IF_ERROR(FillOptionalAttemptColumns(store, run.id, &in));
   return in;
 }
 
