@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -229,11 +230,16 @@ struct AttemptEndEvent {
   int64_t in_job_seq = 0;
   // A hang (reason hang): the newest heartbeat of the stale ranks (Unix seconds), when the
   // launcher declared it, the stale ranks with their last phase ("1:micro-step,0:update") and
-  // every thread's stack of each stale rank (cut to 64 KiB; the job log has it whole).
+  // every thread's stack of each stale rank (cut to kMaxHangStackBytes; the job log has it whole).
   std::optional<double> hang_last_heartbeat_at, hang_detected_at;
   std::string hang_stale_ranks, hang_stack;
   nlohmann::json ToJson() const;
   static AttemptEndEvent FromJson(const nlohmann::json& j);
 };
+
+// The most of a hang's stacks (attempt_end hang_stack) an attempt's record keeps: enough to see
+// where every thread of a stuck rank waits. The launcher writes at most this, and ingest cuts
+// what any writer sent to it.
+inline constexpr size_t kMaxHangStackBytes = 64 << 10;
 
 }  // namespace baton

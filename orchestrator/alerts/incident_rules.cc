@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "orchestrator/history/duration_text.h"
+#include "orchestrator/store/utf8_cut.h"
 
 namespace baton {
 
@@ -14,7 +15,7 @@ IncidentRecord Base(const RunView& v, const AttemptRecord* a, const std::string&
   IncidentRecord i;
   i.run_id = v.run.id;
   i.kind = kind;
-  i.cause = Clip(cause, 1024, false);
+  i.cause = Clip(cause, kMaxCauseBytes, false);
   if (a != nullptr) {
     i.first_attempt_id = i.last_attempt_id = a->id;
     i.attempt_label = AttemptLabel(*a);
@@ -94,14 +95,7 @@ std::string AttemptLabel(const AttemptRecord& a) {
 }
 
 std::string Clip(const std::string& text, size_t bytes, bool keep_end) {
-  if (text.size() <= bytes) return text;
-  size_t start = keep_end ? text.size() - bytes : 0;
-  size_t end = keep_end ? text.size() : bytes;
-  // Continuation bytes (10xxxxxx) never start or follow a cut.
-  while (keep_end && start < end && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
-    ++start;
-  while (!keep_end && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(start, end - start);
+  return CutUtf8(text, bytes, keep_end ? CutKeep::kEnd : CutKeep::kStart);
 }
 
 std::vector<IncidentRecord> ObserveRun(

@@ -20,6 +20,8 @@ namespace baton {
 
 // The most an incident's excerpt holds.
 inline constexpr size_t kExcerptBytes = 2048;
+// The most an incident's cause holds (a run's reason in words, the trainer's message with it).
+inline constexpr size_t kMaxCauseBytes = 1024;
 
 // What the rules look at for one run.
 struct RunView {
@@ -53,7 +55,8 @@ std::optional<std::string> IncidentOutcome(const IncidentRecord& i, const RunVie
 // The last lines of `path` that fit in kExcerptBytes (read from its end only); "" when unreadable.
 std::string LogTail(const std::string& path);
 
-// `text` cut to at most `bytes`, at a UTF-8 character boundary, keeping its end when `keep_end`.
+// `text` cut to at most `bytes`, at a UTF-8 character boundary, keeping its end when `keep_end`
+// (CutUtf8, store/utf8_cut.h).
 std::string Clip(const std::string& text, size_t bytes, bool keep_end);
 
 }  // namespace baton

@@ -26,8 +26,12 @@ Result<json> Perform(Store& store, const RunActionDeps& d, const Identity& who,
   }
   BATON_ASSIGN_OR_RETURN(const ResumeRunResult r,
                          ResumeRun(store, *d.slurm, {id, "", d.baton_bin, d.trainer_bin}, now));
-  return json{{"run_id", r.run_id},  {"action", "resume"}, {"previous_status", r.previous_status},
-              {"status", "PENDING"}, {"job_id", r.job_id}, {"cancelled_job", r.cancelled_job},
+  return json{{"run_id", r.run_id},
+              {"action", "resume"},
+              {"previous_status", r.previous_status},
+              {"status", RunStatusName(RunStatus::kPending)},
+              {"job_id", r.job_id},
+              {"cancelled_job", r.cancelled_job},
               {"changed", true}};
 }
 

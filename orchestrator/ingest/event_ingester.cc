@@ -10,7 +10,9 @@
 #include "orchestrator/store/step_event_fields.h"
 #include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
+#include "orchestrator/store/utf8_cut.h"
 #include "schema/clock.h"
+#include "schema/event_records.h"
 #include "schema/events.h"
 
 namespace fs = std::filesystem;
@@ -41,19 +43,6 @@ Result<double> RecordTime(const json& j) {
   }
   return t;
 }
-
-// `text` cut to at most `max_bytes` without splitting a UTF-8 sequence (the parser only hands
-// out valid UTF-8, and the JSON writers that print it later refuse a broken one), marked "…".
-std::string CutUtf8(const std::string& text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end) + "…";
-}
-
-// A hang's stacks in the store: enough to see where every thread of a stuck rank waits (the job
-// log has them whole).
-constexpr size_t kMaxHangStackBytes = 64 << 10;
 
 // Step rows held back and written together (bounds the memory of a chunk of only steps).
 constexpr size_t kStepsPerFlush = 4096;
@@ -189,7 +178,7 @@ class RecordApplier {
       // may follow with errors of their own (a lost peer): those come later and are not why.
       if (a->trainer_end_reason.empty()) {
         a->trainer_end_reason = e.reason.empty() ? "?" : e.reason;
-        a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes);
+        a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes, CutKeep::kStart, "…");
         a->trainer_exit_code = e.exit_code;
         a->trainer_signal = e.signal;
       }
@@ -205,7 +194,7 @@ class RecordApplier {
         a->hang_detected_at = e.hang_detected_at;
         a->hang_last_heartbeat_at = e.hang_last_heartbeat_at;
         a->hang_stale_ranks = e.hang_stale_ranks;
-        a->hang_stack = CutUtf8(e.hang_stack, kMaxHangStackBytes);
+        a->hang_stack = CutUtf8(e.hang_stack, kMaxHangStackBytes, CutKeep::kStart, "…");
       }
       BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
       const std::string at_step =

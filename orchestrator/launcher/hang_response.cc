@@ -4,21 +4,11 @@
 #include <chrono>
 #include <vector>
 
+#include "orchestrator/store/utf8_cut.h"
 #include "schema/clock.h"
+#include "schema/event_records.h"
 
 namespace baton {
-
-namespace {
-
-// Cut to `max_bytes` on a UTF-8 boundary (gdb prints what the program's symbols hold).
-std::string Cut(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end) + "\n(cut; the job log has the whole text)";
-}
-
-}  // namespace
 
 double MonotonicNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -61,7 +51,9 @@ bool HangResponse::operator()(int child_pid) {
     const std::string text = CaptureStacks(v, scope_);
     stacks += "=== rank " + std::to_string(b.rank) + " pid " + std::to_string(b.pid) + " on " +
               b.host + " (" + HeartbeatPhaseName(b.phase) + ")\n" +
-              Cut(text, kHangStackBytes / ranks.size()) + "\n";
+              CutUtf8(text, (kMaxHangStackBytes - kHangStackWordsBytes) / ranks.size(),
+                      CutKeep::kStart, "\n(cut; the job log has the whole text)") +
+              "\n";
     log_ << text << "\n" << std::flush;
   }
   log_ << "baton launch: ending the job step: " << EndStep(ranks, scope_) << "\n" << std::flush;

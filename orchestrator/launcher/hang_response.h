@@ -4,7 +4,7 @@
 // attempt's own rank (VerifyRank, stack_capture.h); a claim that cannot be proved is logged once
 // per record and never acted on: no debugger is attached and nothing is signalled. For the proved
 // ranks it keeps the report (in Unix times, for attempt_end), captures their stacks (into the
-// job log, and cut to kHangStackBytes in all for the record), and ends the job step (EndStep).
+// job log, and cut to the record's kMaxHangStackBytes in all), and ends the job step (EndStep).
 // Owned by the launcher's wait loop; not thread-safe.
 #pragma once
 
@@ -20,9 +20,10 @@
 
 namespace baton {
 
-// The stacks kept in the attempt's record: every stale rank gets its share (the job log has them
-// whole).
-inline constexpr size_t kHangStackBytes = 60 << 10;
+// What of the record's kMaxHangStackBytes (event_records.h) the launcher leaves for its own words
+// around the stacks: each rank's "=== rank" line and the note on a cut stack. The rest is the
+// stacks', every stale rank getting an equal share (the job log has them whole).
+inline constexpr size_t kHangStackWordsBytes = 4 << 10;
 
 // Seconds on this host's monotonic clock: the hang watch's clock.
 double MonotonicNow();

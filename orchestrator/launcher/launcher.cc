@@ -15,6 +15,7 @@
 #include "orchestrator/launcher/hang_watch.h"
 #include "orchestrator/launcher/node_checks.h"
 #include "orchestrator/launcher/trainer_process.h"
+#include "orchestrator/slurm/job_state.h"
 #include "orchestrator/slurm/process_runner.h"
 #include "schema/clock.h"
 #include "schema/events.h"
@@ -63,13 +64,6 @@ Status CheckRunDir(const std::string& run_dir) {
 bool CancelRequested(const std::string& run_dir) {
   std::error_code ec;
   return fs::exists(RunFolder{run_dir}.CancelMark(), ec);
-}
-
-bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
-  for (const char* x : xs) {
-    if (s == x) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -291,10 +285,12 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     if (next.action == ExitAction::kRequeue && env.in_allocation) {
       Result<std::optional<JobInfo>> job = slurm.GetJob(env.job_id);
       const std::string state = job.ok() && job->has_value() ? (*job)->state : "";
-      if (state == "CANCELLED") {
+      const JobState s = ParseJobState(state);
+      if (s == JobState::kCancelled) {
         next = {ExitAction::kFail, AttemptEndReason::kCancelled,
                 "the job was cancelled; not requeued"};
-      } else if (OneOf(state, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "PREEMPTED"})) {
+      } else if (IsAnyOf(s, {JobState::kPending, JobState::kRequeued, JobState::kRequeueHold,
+                             JobState::kPreempted})) {
         // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
         // worse, count twice.
         log << "baton launch: " << next.detail << "; SLURM already requeued job " << env.job_id

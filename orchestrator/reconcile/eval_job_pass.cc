@@ -11,6 +11,7 @@
 #include "orchestrator/reconcile/eval_job_plan.h"
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/slurm/eval_job_script.h"
+#include "orchestrator/slurm/job_state.h"
 #include "schema/atomic_file.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/eval_results.h"
@@ -108,8 +109,8 @@ Status FollowLiveJobs(Store& store, SlurmClient& slurm, EvalRun& r, const JobTab
     const bool done = evaluated.count(row.step) > 0;
     const std::string log = done ? "" : LastLogLine(r.run.run_dir, row.step, row.job_id);
     const EvalJobRecord next = NextEvalJobState(row, job, done, log, now);
-    if (o.release_requeue_holds && job && job->state == "PENDING" && job->restarts > 0 &&
-        job->reason.find("BeginTime") != std::string::npos) {
+    if (o.release_requeue_holds && job && ParseJobState(job->state) == JobState::kPending &&
+        job->restarts > 0 && job->reason.find("BeginTime") != std::string::npos) {
       if (slurm.ReleaseHold(row.job_id).ok()) {
         changes->push_back(RunLabel(r.run) + ": released the requeue hold of eval job " +
                            row.job_id + " (step " + std::to_string(row.step) + ")");

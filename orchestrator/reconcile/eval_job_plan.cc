@@ -3,20 +3,23 @@
 #include <algorithm>
 #include <map>
 
+#include "orchestrator/slurm/job_state.h"
+
 namespace baton {
 
 namespace {
 
 // SLURM states of a job that may still run: it is waiting (a requeue or a preemption puts it
 // back in the queue) or running.
-bool WaitingState(const std::string& s) {
-  return s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" ||
-         s == "PREEMPTED" || s == "SUSPENDED" || s == "CONFIGURING" || s == "RESV_DEL_HOLD";
+bool WaitingState(JobState s) {
+  using S = JobState;
+  return AwaitsStart(s) ||
+         IsAnyOf(s, {S::kPreempted, S::kSuspended, S::kConfiguring, S::kResvDelHold});
 }
 
-bool RunningState(const std::string& s) {
-  return s == "RUNNING" || s == "COMPLETING" || s == "SIGNALING" || s == "STAGE_OUT" ||
-         s == "RESIZING";
+bool RunningState(JobState s) {
+  using S = JobState;
+  return IsAnyOf(s, {S::kRunning, S::kCompleting, S::kSignaling, S::kStageOut, S::kResizing});
 }
 
 }  // namespace
@@ -75,18 +78,19 @@ EvalJobRecord NextEvalJobState(const EvalJobRecord& row, const std::optional<Job
     next.reason = "SLURM no longer knows job " + row.job_id + " and it wrote no result" + where;
     return next;
   }
-  if (WaitingState(job->state)) {
+  if (WaitingState(ParseJobState(job->state))) {
     next.state = kEvalJobPending;
     return next;
   }
-  if (RunningState(job->state)) {
+  if (RunningState(ParseJobState(job->state))) {
     next.state = kEvalJobRunning;
     return next;
   }
   next.state = kEvalJobFailed;
-  next.reason = "job " + row.job_id + " ended " + (job->state.empty() ? "UNKNOWN" : job->state) +
-                " (exit " + (job->exit_code.empty() ? "?" : job->exit_code) +
-                ") without writing its result" + where;
+  next.reason = "job " + row.job_id + " ended " +
+                (job->state.empty() ? Name(JobState::kUnknown) : job->state) + " (exit " +
+                (job->exit_code.empty() ? "?" : job->exit_code) + ") without writing its result" +
+                where;
   return next;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "orchestrator/slurm/job_state.h"
 #include "schema/checkpoint_manifest.h"
 #include "schema/event_records.h"
 #include "schema/exit_codes.h"
@@ -44,7 +45,9 @@ Result<bool> EndedCleanly(Store& store, const AttemptRecord& a) {
 }  // namespace
 
 bool HeldAfterRequeue(const JobInfo& job) {
-  return (job.state == "PENDING" || job.state == "REQUEUE_HOLD") && job.reason == "BeginTime";
+  const JobState state = ParseJobState(job.state);
+  return (state == JobState::kPending || state == JobState::kRequeueHold) &&
+         job.reason == "BeginTime";
 }
 
 Status ReleaseRequeueHold(Store& store, SlurmClient& slurm, const RunRecord& run_in,

@@ -5,18 +5,12 @@
 #include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/hold_release.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
+#include "orchestrator/slurm/job_state.h"
 #include "schema/event_records.h"
 
 namespace baton {
 
 namespace {
-
-bool OneOf(const std::string& s, std::initializer_list<const char*> xs) {
-  for (const char* x : xs) {
-    if (s == x) return true;
-  }
-  return false;
-}
 
 std::string StepText(const AttemptRecord* a) {
   return a && a->last_step ? std::to_string(*a->last_step) : std::string("0");
@@ -155,7 +149,8 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
         return set_status(RunStatus::kCompleted, "");
       if (reached_target) return set_status(RunStatus::kCompleted, "");
       if (last && last->action.empty() && last->end_reason.empty()) {
-        BATON_RETURN_IF_ERROR(close_attempt(*last, "UNKNOWN", AttemptEndReason::kLost));
+        BATON_RETURN_IF_ERROR(
+            close_attempt(*last, Name(JobState::kUnknown), AttemptEndReason::kLost));
       }
       return set_status(
           RunStatus::kFailed,
@@ -169,37 +164,35 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
     // SLURM itself (preemption past the grace time, node failure with --requeue).
     for (AttemptRecord& a : attempts) {
       if (a.job_id == j.job_id && a.restart_count < j.restarts) {
-        BATON_RETURN_IF_ERROR(close_attempt(a, "REQUEUED", AttemptEndReason::kPreempted));
+        BATON_RETURN_IF_ERROR(
+            close_attempt(a, Name(JobState::kRequeued), AttemptEndReason::kPreempted));
       }
     }
     AttemptRecord* current =
         (last && last->job_id == j.job_id && last->restart_count == j.restarts) ? last : nullptr;
 
     const std::string& s = j.state;
-    if (OneOf(s, {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED"})) {
+    const JobState state = ParseJobState(s);
+    if (AwaitsStart(state) || state == JobState::kSuspended) {
       if (attempts.empty()) return set_status(RunStatus::kPending, "");
       return set_status(RunStatus::kRequeued,
                         run.status == RunStatus::kRequeued ? run.reason : "requeued");
     }
-    if (OneOf(s, {"RUNNING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"})) {
+    if (IsStartUnderWay(state)) {
       if (current && current->slurm_state != s) {
         current->slurm_state = s;
         BATON_RETURN_IF_ERROR(store.UpdateAttemptInTx(*current));
       }
       return set_status(RunStatus::kRunning, "");
     }
-    if (s == "COMPLETING") return Status::Ok();  // wait for the final state
-    if (s == "PREEMPTED" || s == "NODE_FAIL") {
-      if (current) {
-        BATON_RETURN_IF_ERROR(close_attempt(
-            *current, s,
-            s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kPreempted));
-      }
-      return set_status(
-          RunStatus::kRequeued,
-          Name(s == "NODE_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kPreempted));
+    if (state == JobState::kCompleting) return Status::Ok();  // wait for the final state
+    if (state == JobState::kPreempted || state == JobState::kNodeFail) {
+      const AttemptEndReason why = state == JobState::kNodeFail ? AttemptEndReason::kNodeFailure
+                                                                : AttemptEndReason::kPreempted;
+      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, why));
+      return set_status(RunStatus::kRequeued, Name(why));
     }
-    if (s == "COMPLETED") {
+    if (state == JobState::kCompleted) {
       if (current)
         BATON_RETURN_IF_ERROR(close_attempt(
             *current, s,
@@ -214,22 +207,23 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
                                             last),
                          run));
     }
-    if (s == "CANCELLED") {
+    if (state == JobState::kCancelled) {
       if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kCancelled));
       return set_status(RunStatus::kCancelled, "cancelled in SLURM");
     }
-    if (s == "TIMEOUT") {
+    if (state == JobState::kTimeout) {
       if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kTimeout));
       return set_status(
           RunStatus::kFailed,
           WithTrainerMessage("job " + j.job_id + " hit its time limit at step " + StepText(last),
                              last));
     }
-    if (OneOf(s, {"FAILED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})) {
+    if (IsFailedEnd(state)) {
       if (current) {
-        BATON_RETURN_IF_ERROR(close_attempt(
-            *current, s,
-            s == "BOOT_FAIL" ? AttemptEndReason::kNodeFailure : AttemptEndReason::kCrashed));
+        BATON_RETURN_IF_ERROR(close_attempt(*current, s,
+                                            state == JobState::kBootFail
+                                                ? AttemptEndReason::kNodeFailure
+                                                : AttemptEndReason::kCrashed));
       }
       if (last && last->action == Name(ExitAction::kFail))
         return Status::Ok();  // ingest has the reason

@@ -1,5 +1,7 @@
 #include "orchestrator/reconcile/slurm_state_kind.h"
 
+#include "orchestrator/slurm/job_state.h"
+
 namespace baton {
 
 const char* SlurmStateKindName(SlurmStateKind kind) {
@@ -17,11 +19,8 @@ const char* SlurmStateKindName(SlurmStateKind kind) {
 }
 
 bool IsFinalSlurmState(const std::string& state) {
-  for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL",
-                        "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REQUEUED", "UNKNOWN"}) {
-    if (state == s) return true;
-  }
-  return false;
+  const JobState s = ParseJobState(state);
+  return IsStartOver(s) || s == JobState::kRequeued || s == JobState::kUnknown;
 }
 
 bool AttemptEnded(const AttemptRecord& a) {

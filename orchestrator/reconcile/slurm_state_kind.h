@@ -30,9 +30,9 @@ enum class SlurmStateKind {
 // JSON name: null for kNone, else "current", "final", "last_seen".
 const char* SlurmStateKindName(SlurmStateKind kind);
 
-// A state SLURM reports once a start of the job is over (COMPLETED, FAILED, CANCELLED, TIMEOUT,
-// PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE), or one reconcile writes for a start
-// it closed (REQUEUED: Restarts moved past it; UNKNOWN: the job was gone).
+// A state SLURM reports once a start of the job is over (IsStartOver, slurm/job_state.h), or one
+// reconcile writes for a start it closed (REQUEUED: Restarts moved past it; UNKNOWN: the job was
+// gone).
 bool IsFinalSlurmState(const std::string& state);
 
 // The launcher or reconcile closed the attempt (an end action or reason, or an end time).

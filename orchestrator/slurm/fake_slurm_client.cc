@@ -1,5 +1,7 @@
 #include "orchestrator/slurm/fake_slurm_client.h"
 
+#include "orchestrator/slurm/job_state.h"
+
 namespace baton {
 
 Status FakeSlurmClient::DownError(const char* command) const {
@@ -15,7 +17,7 @@ Result<std::string> FakeSlurmClient::Submit(const std::string& script_path) {
   const std::string id = std::to_string(next_id_++);
   JobInfo info;
   info.job_id = id;
-  info.state = "PENDING";
+  info.state = Name(JobState::kPending);
   info.reason = "None";
   jobs_[id] = info;
   submitted.push_back(script_path);
@@ -29,7 +31,8 @@ Result<std::string> FakeSlurmClient::SubmitArray(const std::string& script_path,
     return Status::Config("sbatch rejected " + script_path + ": invalid --array=" + array_spec);
   BATON_ASSIGN_OR_RETURN(const std::string id, Submit(script_path));
   jobs_.erase(id);  // the array is its tasks
-  for (const int64_t t : tasks) SetState(id + "_" + std::to_string(t), "PENDING", "None");
+  for (const int64_t t : tasks)
+    SetState(id + "_" + std::to_string(t), Name(JobState::kPending), "None");
   arrays.push_back(array_spec);
   return id;
 }
@@ -58,7 +61,7 @@ Status FakeSlurmClient::Requeue(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end())
     return Status::Unavailable("scontrol requeue " + job_id + ": Invalid job id specified");
-  it->second.state = "PENDING";
+  it->second.state = Name(JobState::kPending);
   it->second.reason = "BeginTime";
   it->second.restarts += 1;
   requeued.push_back(job_id);
@@ -68,10 +71,11 @@ Status FakeSlurmClient::Requeue(const std::string& job_id) {
 Status FakeSlurmClient::Cancel(const std::string& job_id) {
   if (down) return DownError("scancel");
   auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) it->second.state = "CANCELLED";
+  if (it != jobs_.end()) it->second.state = Name(JobState::kCancelled);
   // scancel ARRAY cancels every task of it.
   for (auto& [id, job] : jobs_) {
-    if (id.rfind(job_id + "_", 0) == 0 && job.state != "COMPLETED") job.state = "CANCELLED";
+    if (id.rfind(job_id + "_", 0) == 0 && ParseJobState(job.state) != JobState::kCompleted)
+      job.state = Name(JobState::kCancelled);
   }
   cancelled.push_back(job_id);
   return Status::Ok();

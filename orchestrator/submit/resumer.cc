@@ -6,6 +6,7 @@
 #include <map>
 
 #include "orchestrator/nodes/node_ledger.h"
+#include "orchestrator/slurm/job_state.h"
 #include "orchestrator/submit/grace_check.h"
 #include "orchestrator/submit/memory_check.h"
 #include "orchestrator/submit/run_cluster.h"
@@ -26,8 +27,9 @@ bool IsSlurmKey(const std::string& key) { return key.rfind("slurm.", 0) == 0; }
 
 // Job states in which the job's processes may run: resuming then would start a second trainer.
 bool JobMayRun(const std::string& state) {
-  return state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING" ||
-         state == "SUSPENDED" || state == "STAGE_OUT" || state == "SIGNALING";
+  using S = JobState;
+  return IsAnyOf(ParseJobState(state), {S::kRunning, S::kCompleting, S::kConfiguring, S::kSuspended,
+                                        S::kStageOut, S::kSignaling});
 }
 
 // Puts back the files ResumeRun replaced, unless disarmed.
@@ -107,7 +109,7 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
                                      "job to stop, or `baton cancel " +
                                      std::to_string(run.id) + "` first");
     }
-    if (job && job->state == "PENDING") waiting_job = run.job_id;
+    if (job && ParseJobState(job->state) == JobState::kPending) waiting_job = run.job_id;
   }
 
   const RunFolder folder{run.run_dir};
