@@ -16,6 +16,7 @@ export const BUCKETS = [
   ['rolled_back', 'rolled back', 'rgb(220, 38, 38)'],
   ['skipped', 'skipped (non-finite)', 'rgb(153, 27, 27)'],
   ['checkpoint_stall', 'checkpoint stall', 'rgb(124, 58, 237)'],
+  ['eval', 'eval (inline)', 'rgb(13, 148, 136)'],
   ['other', 'other', 'rgb(120, 113, 108)'],
   ['stop', 'stop', 'rgb(30, 64, 175)'],
   ['hang_detection', 'hang detection', 'rgb(190, 24, 93)'],

@@ -11,10 +11,10 @@ namespace baton {
 namespace {
 
 constexpr std::array<TimeBucket, kTimeBucketCount> kAll = {
-    TimeBucket::kQueue,      TimeBucket::kRequeueHold, TimeBucket::kQueueAfterRequeue,
-    TimeBucket::kRestart,    TimeBucket::kStartup,     TimeBucket::kProductive,
-    TimeBucket::kRolledBack, TimeBucket::kSkipped,     TimeBucket::kCheckpointStall,
-    TimeBucket::kEval,       TimeBucket::kOther,       TimeBucket::kStop,
+    TimeBucket::kQueue,        TimeBucket::kRequeueHold, TimeBucket::kQueueAfterRequeue,
+    TimeBucket::kRestart,      TimeBucket::kStartup,     TimeBucket::kProductive,
+    TimeBucket::kRolledBack,   TimeBucket::kSkipped,     TimeBucket::kCheckpointStall,
+    TimeBucket::kEval,         TimeBucket::kOther,       TimeBucket::kStop,
     TimeBucket::kHangDetection};
 
 bool Finite(double v) { return std::isfinite(v); }
@@ -85,8 +85,8 @@ void AddAttempt(TimeBuckets* b, const BucketAttempt& a, double start, double end
     const double f = Clamp(*first, start, end);
     const double l = Clamp(*last, f, end);
     (*b)[TimeBucket::kStartup] += f - start;
-    // Steps first, then saves, then evals, each only for the room left: times that overlap (records that
-    // contradict each other; one trainer never writes them) are not counted twice.
+    // Steps first, then saves, then evals, each only for the room left: times that overlap (records
+    // that contradict each other; one trainer never writes them) are not counted twice.
     double room = l - f;
     for (const auto& [bucket, seconds] : {std::pair{TimeBucket::kProductive, a.productive_s},
                                           std::pair{TimeBucket::kRolledBack, a.rolled_back_s},
@@ -234,8 +234,8 @@ RunTimeBuckets ComputeTimeBuckets(const BucketInput& in) {
     } else {
       // Never closed (reconcile has not caught up): it lasted until its last step, save or eval, or
       // the next attempt's start.
-      end = std::max(
-          start, Max(Max(a.last_step_end, a.last_save_end), a.last_eval_end).value_or(start));
+      end = std::max(start,
+                     Max(Max(a.last_step_end, a.last_save_end), a.last_eval_end).value_or(start));
       if (!last && in.attempts[i + 1].started_at)
         end = std::min(end, *in.attempts[i + 1].started_at);
       end = std::max(start, end);

@@ -36,9 +36,9 @@
 //
 // Every interval is clipped to the one before it, so the buckets add up to the wall time
 // exactly. Between an attempt's first and last step, save or eval, steps count first, then
-// saves, then evals, each only for the room left: records whose times overlap (one trainer never writes them: rank 0
-// writes each after its work, and saves between steps) are not counted twice. A still-live
-// run's wall ends at `now`. Thread-safe (pure).
+// saves, then evals, each only for the room left: records whose times overlap (one trainer never
+// writes them: rank 0 writes each after its work, and saves between steps) are not counted twice. A
+// still-live run's wall ends at `now`. Thread-safe (pure).
 #pragma once
 
 #include <array>

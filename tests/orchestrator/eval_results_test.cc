@@ -18,6 +18,7 @@
 #include "orchestrator/store/run_metrics.h"
 #include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/store_sweeps.h"
+#include "orchestrator/store/time_bucket_store.h"
 #include "test_util.h"
 
 namespace baton {
@@ -217,6 +218,49 @@ TEST(IngestEvals, EvalLinesOfAnEventsFileBecomeRowsTheLaterOneWinning) {
   EXPECT_EQ(rows[1].step, 4);
   EXPECT_TRUE(std::isnan(rows[1].loss));
   EXPECT_EQ(rows[1].loss_action, 0.125);
+}
+
+// An inline eval's `seconds` are its attempt's eval time, summed once per line (a later eval of
+// the same step replaces the row, not the time it took), and the run's `eval` bucket holds them.
+TEST(IngestEvals, InlineEvalSecondsAreTheAttemptsEvalTime) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  const RunRecord run = MakeRunWithJob(*store, tmp / "run", "r", 10, "7");
+  auto line = [](json rec, const char* type, double time) {
+    rec["type"] = type;
+    rec["time"] = time;
+    rec["source"] = "trainer";
+    return rec.dump() + "\n";
+  };
+  auto step = [&](int64_t k, double time) {
+    return line(json{{"step", k}, {"lr", 0.001}, {"loss", 1.0}, {"step_time_s", 1.0}}, "step",
+                time);
+  };
+  std::string text = StartLine("fresh", 0) + step(0, 2) + step(1, 3);
+  text += line(EvalJson(2, 0.875, 0.625, 0.25, "inline"), "eval", 4.25);  // 3 → 4.25
+  text += step(2, 5.25) + step(3, 6.25);
+  text += line(EvalJson(2, 0.75, 0.5, 0.25, "inline"), "eval", 7.5);  // step 2 again: 6.25 → 7.5
+  Append(run.run_dir + "/events/7.0.jsonl", text);
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  const std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].eval_s, 2.5);
+  EXPECT_EQ(attempts[0].evals, 2);
+  EXPECT_EQ(attempts[0].first_eval_start, 3.0);
+  EXPECT_EQ(attempts[0].last_eval_end, 7.5);
+  EXPECT_EQ(Evals(*store, run.id).size(), 1u);
+
+  // Read again from the same cursor: nothing is added twice.
+  ASSERT_TRUE(IngestRun(*store, run).ok());
+  EXPECT_EQ(store->ListAttempts(run.id).value()[0].eval_s, 2.5);
+
+  const RunRecord fresh = store->GetRun(run.id).value();
+  ASSERT_TRUE(RefreshTimeBuckets(*store, fresh, /*now=*/7.5).ok());
+  const std::optional<RunTimeBuckets> t = ReadTimeBuckets(*store, run.id).value();
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(t->run[TimeBucket::kEval], 2.5, 1e-12);
+  EXPECT_NEAR(t->run[TimeBucket::kProductive], 4, 1e-12);
+  EXPECT_NEAR(t->run.Sum(), t->run.wall_s, 1e-9);
 }
 
 TEST(IngestEvalFiles, TheSyncPassStoresJobModeFilesAndNamesABadOne) {

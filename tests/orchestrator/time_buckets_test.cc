@@ -1,7 +1,7 @@
 // Where a run's time went (run_time_buckets.h): hand-built records with known answers — two
 // preemptions with a released and an assumed hold, a crash whose steps are rolled back, a
-// skipped step, a hang with an in-job restart, a live run waiting — and the store's path
-// (time_bucket_store.h: per-attempt statistics, not rows) against the rows themselves.
+// skipped step, a hang with an in-job restart, a live run waiting, inline evals — and the store's
+// path (time_bucket_store.h: per-attempt statistics, not rows) against the rows themselves.
 #include "orchestrator/store/run_time_buckets.h"
 
 #include <gtest/gtest.h>
@@ -222,6 +222,43 @@ TEST(TimeBuckets, OverlappingRecordsAreNotCountedTwice) {
   EXPECT_NEAR(B(r.run, TimeBucket::kOther), 0.5, kEps);  // the tail of a completed attempt
   EXPECT_NEAR(r.run.Sum(), r.run.wall_s, kEps);
   EXPECT_NEAR(r.run.wall_s, 12, kEps);
+}
+
+// Inline evals between steps and one after the last step are the `eval` bucket, not `other`
+// and not `stop`: the attempt's span runs to the last eval's end.
+TEST(TimeBuckets, InlineEvalsAreTheirOwnBucket) {
+  BucketInput in;
+  in.submitted_at = 0;
+  in.run_terminal = true;
+  BucketAttempt a = Attempt(1, 2, 20, "requeue", "preempted", "signal");
+  Steps(&a, 0, 4, 3);  // 3 → 8 (startup 1)
+  Save(&a, 8.5, 0.5);
+  a.eval_s = 2;           // 8.5 → 10.5
+  Steps(&a, 5, 9, 10.5);  // → 15.5
+  a.eval_s += 3;          // 15.5 → 18.5, after the last step
+  a.first_eval_start = 8.5;
+  a.last_eval_end = 18.5;
+  in.attempts = {a};
+  const RunTimeBuckets r = ComputeTimeBuckets(in);
+  EXPECT_NEAR(B(r.run, TimeBucket::kQueue), 2, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kStartup), 1, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kProductive), 10, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kCheckpointStall), 0.5, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kEval), 5, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kOther), 0, kEps);
+  EXPECT_NEAR(B(r.run, TimeBucket::kStop), 1.5, kEps);  // last eval's end → attempt_end
+  EXPECT_NEAR(r.run.Sum(), 20, kEps);
+  EXPECT_EQ(std::string(TimeBucketName(TimeBucket::kEval)), "eval");
+
+  // Without its eval records the same attempt puts that time into other and stop.
+  in.attempts[0].eval_s = 0;
+  in.attempts[0].first_eval_start.reset();
+  in.attempts[0].last_eval_end.reset();
+  const RunTimeBuckets without = ComputeTimeBuckets(in);
+  EXPECT_NEAR(B(without.run, TimeBucket::kEval), 0, kEps);
+  EXPECT_NEAR(B(without.run, TimeBucket::kOther), 2, kEps);
+  EXPECT_NEAR(B(without.run, TimeBucket::kStop), 4.5, kEps);
+  EXPECT_NEAR(without.run.Sum(), 20, kEps);
 }
 
 // The store's answer (per-attempt statistics, first/last rows, saves) equals the pure function
