@@ -193,12 +193,17 @@ wait_for 120 "the 3 messages to be tried while the receiver is down" tried_while
 ok "the 3 messages were tried and are pending: $("$baton" incidents "${DOWN[0]}" --json | jq -r '[.[] | .deliveries[]][0].last_error' | cut -c1-100)"
 
 # Meanwhile: a clean run preempted 3 times, subscribed to failures only.
-write_config "$TMP/clean.yaml" al-clean 400 "checkpoint: {every: 100, keep_last: 10}" \
+# 1600 steps: at ~40 steps/s the third attempt must still be running when its preemption lands.
+write_config "$TMP/clean.yaml" al-clean 1600 "checkpoint: {every: 100, keep_last: 10}" \
   "slurm: {partition: debug, cpus_per_task: $CPUS, time: \"10:00\", signal: USR1, signal_lead_s: 60}" \
   "$(alerts_line "failed, hang, no_progress, diverged, data_error, budget_spent, hold_release_refused")"
 # preempt_watched JOB RESTARTS_AFTER: preempt (lib.sh) for a job whose requeue hold the running
 # watch releases too: the release here may find the job already started.
-restarts_is() { [[ $(job_field "$1" Restarts) == "$2" ]]; }
+restarts_is() {
+  [[ $(job_field "$1" JobState) != COMPLETED ]] ||
+    fail "job $1 COMPLETED before the preemption landed: raise al-clean's steps"
+  [[ $(job_field "$1" Restarts) == "$2" ]]
+}
 preempt_watched() {
   local urgent
   urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J baton-it-urgent -o /dev/null --wrap 'sleep 2') ||

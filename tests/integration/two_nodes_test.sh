@@ -16,7 +16,8 @@
 # usage: two_nodes_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the two-node cluster is not up (slurm/dev_cluster.sh up --nodes 2).
 source "$(dirname "$0")/lib.sh"
-STEPS=${BATON_IT_STEPS:-160}
+# 480 steps: at ~70 steps/s the run must still be training when the preemption lands.
+STEPS=${BATON_IT_STEPS:-480}
 export IT_SHARD=optimizer
 eval "$(bash "$(dirname "$0")/../../slurm/dev_cluster.sh" env --nodes 2)"
 
@@ -26,7 +27,7 @@ make_dataset "$TMP/ds"
 slurm2="slurm: {partition: debug, nodes: 2, ntasks_per_node: 1, cpus_per_task: 1, time: \"10:00\"}"
 
 # ---------------------------------------------------------------- A: preempt, resume on 2 nodes
-write_config "$TMP/a.yaml" it-two-nodes "$STEPS" "checkpoint: {every: 50, keep_last: 10}" "$slurm2"
+write_config "$TMP/a.yaml" it-two-nodes "$STEPS" "checkpoint: {every: 100, keep_last: 10}" "$slurm2"
 submit "$TMP/a.yaml"
 run_a=$run job_a=$job dir_a=$run_dir
 grep -q -- '--nodes=2' "$dir_a/sbatch.sh" || fail "sbatch.sh does not ask for 2 nodes"
@@ -58,7 +59,7 @@ same_final_state "$TMP/reference_a/checkpoints/checkpoint_step_$STEPS" "$dir_a/c
 ok "final weights and AdamW state equal the one-node two-rank run's"
 
 # ---------------------------------------------------------------- B: resume on 1 node
-write_config "$TMP/b.yaml" it-two-to-one "$STEPS" "checkpoint: {every: 50, keep_last: 10}" "$slurm2"
+write_config "$TMP/b.yaml" it-two-to-one "$STEPS" "checkpoint: {every: 100, keep_last: 10}" "$slurm2"
 submit "$TMP/b.yaml"
 run_b=$run job_b=$job dir_b=$run_dir
 wait_for 120 "attempt 0 of run $run_b to log step 5" attempt_progressed "$dir_b" "$job_b" 0 5

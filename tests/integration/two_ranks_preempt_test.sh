@@ -7,14 +7,15 @@
 # usage: two_ranks_preempt_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
-STEPS=${BATON_IT_STEPS:-160}
+# 480 steps: at ~70 steps/s the run must still be training when the preemption lands.
+STEPS=${BATON_IT_STEPS:-480}
 
 require_idle_cluster
 ((CPUS >= 2)) || { echo "FAIL  needs 2 CPUs in the debug partition" >&2; exit 2; }
 per_task=$((CPUS / 2))
 make_dataset "$TMP/ds"
 write_config "$TMP/r2.yaml" it-two-ranks "$STEPS" \
-  "checkpoint: {every: 50, keep_last: 10}" \
+  "checkpoint: {every: 100, keep_last: 10}" \
   "slurm: {partition: debug, ntasks_per_node: 2, cpus_per_task: $per_task, time: \"10:00\"}"
 submit "$TMP/r2.yaml"
 ok "submitted run $run as job $job: 2 tasks x $per_task CPUs, target $STEPS steps"
