@@ -44,9 +44,11 @@ result 200 0.9375 0.625 0.3125 job 2002 | jq -c '. + {type: "eval"}' >"$run_dir/
 result 300 0.8125 null 0.25 job 2003 | jq -c '. + {type: "eval"}' >"$run_dir/evals/step_300.json"
 printf '{"step": 500, "metrics": ' >"$run_dir/evals/step_500.json"  # an eval job killed mid-write
 last_events=$(find "$run_dir/events" -name '*.jsonl' | sort -V | tail -1)
-result 400 0.75 0.5 0.25 inline 1001 | jq -c '. + {type: "eval", time: 1700000000.5, source: "trainer"}' >>"$last_events"
+# Their times lie inside the last attempt's steps and saves (the fixture's steps fill it), so the
+# time buckets, the eval bucket included, stay as they were: overlapping records count once.
+result 400 0.75 0.5 0.25 inline 1001 | jq -c '. + {type: "eval", time: 1700001251, source: "trainer"}' >>"$last_events"
 result 600 0.123456789012345 0.1 0.023456789012345 inline 1001 |
-  jq -c '. + {type: "eval", time: 1700000001.5, source: "trainer"}' >>"$last_events"
+  jq -c '. + {type: "eval", time: 1700001647.5, source: "trainer"}' >>"$last_events"
 
 show=$("$baton" show "$demo" --no-sync 2>"$tmp/stderr")
 echo "$show"
