@@ -11,6 +11,10 @@
 #   slow   2 steps, one save, whose eval takes 30 s (the wrapper sleeps first): its eval job is
 #          preempted by an `urgent` job, requeued (SLURM's PreemptMode REQUEUE), runs again and
 #          evaluates the checkpoint; still one eval job (one row, attempt 1) for it.
+#   inline 8 steps, a save every 2, eval.mode inline: the trainer evaluates each save between
+#          steps, and `baton show --json` counts those seconds as the `eval` time bucket (the sum
+#          of the `eval` events' seconds), out of productive and other; the buckets still add up
+#          to the wall time.
 # usage: eval_jobs_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
@@ -143,4 +147,23 @@ jq -e --arg j "$ej" 'length == 1 and .[0].attempt == 1 and .[0].job_id == $j' <<
   fail "run $slow's eval jobs after the preemption: $rows"
 ((${job_restarts:=$(job_field "$ej" Restarts)} >= 1)) || fail "eval job $ej Restarts=$job_restarts"
 ok "a preempted eval job was requeued (Restarts=$job_restarts) and evaluated its checkpoint, one job"
+# Inline evals: their own time bucket.
+write_config "$TMP/inline.yaml" evalinline 8 "$slurm" "eval: {fraction: 0.25, seed: 3, every: 1, mode: inline}" \
+  "checkpoint: {every: 2}"
+submit "$TMP/inline.yaml"
+inline=$run inline_dir=$run_dir
+wait_for 180 "run $inline to end" run_is "$inline" COMPLETED FAILED CANCELLED
+[[ $(run_status "$inline") == COMPLETED ]] || fail "run $inline ended $(run_status "$inline")"
+eval_s=$(cat "$inline_dir"/events/*.jsonl | jq -s '[.[] | select(.type == "eval") | .seconds] | add')
+n_evals=$(cat "$inline_dir"/events/*.jsonl | jq -s '[.[] | select(.type == "eval")] | length')
+json=$("$baton" show "$inline" --json)
+# The trainer writes a step, a save and an eval one after another, each event's time its end:
+# they never overlap, so the bucket is the events' sum to within the microseconds of the clocks.
+jq -e --argjson s "$eval_s" --argjson n "$n_evals" '.time as $t
+  | $n == 4 and $s > 0 and ($t.buckets.eval - $s | fabs) <= 1e-3
+    and ($t.attempts[0].buckets.eval - $s | fabs) <= 1e-3
+    and (($t.buckets | add) - $t.wall_s | fabs) <= 0.01 * $t.wall_s
+    and $t.buckets.productive > 0' >/dev/null <<<"$json" ||
+  fail "run $inline: $n_evals eval events, $eval_s s; time: $(jq -c .time <<<"$json")"
+ok "inline evals: $n_evals at the saves, $(jq '.time.buckets.eval' <<<"$json") s in the eval bucket = the events' $eval_s s"
 echo "PASS ($checks checks)"
