@@ -215,22 +215,8 @@ same_final_state() {
 }
 
 # effective_steps RUN_DIR: "step lr loss grad_norm" per step index; a later attempt's row
-# replaces an earlier one (superseded rows), so this is the series that led to the final weights.
-effective_steps() {
-  python3 - "$1" <<'PY'
-import glob, json, os, sys
-def key(p):  # events/<job>.<restart>[.<in-job seq>].jsonl in attempt order
-    parts = os.path.basename(p)[:-len(".jsonl")].split(".")
-    return (parts[0], int(parts[1]), int(parts[2]) if len(parts) > 2 else 0)
-rows = {}
-for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl"), key=key):
-    for line in open(path):
-        r = json.loads(line)
-        if r.get("type") == "step":
-            rows[r["step"]] = (repr(r["lr"]), repr(r["loss"]), repr(r["grad_norm"]))
-for s in sorted(rows):
-    print(s, *rows[s])
-PY
-}
+# replaces an earlier one (superseded rows), so this is the series that led to the final weights
+# (tests/lib/effective_steps.py, shared with the trainer tests).
+effective_steps() { python3 "$(dirname "${BASH_SOURCE[0]}")/../lib/effective_steps.py" "$1"; }
 
 done_line() { echo "PASS $(basename "$0" .sh): $checks checks in $((SECONDS - T0)) s"; }

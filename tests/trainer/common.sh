@@ -62,17 +62,6 @@ same_checkpoint() {
   echo "ok: $(basename "$1") weights and AdamW state bit-identical"
 }
 
-# effective_steps RUN_DIR: "step lr loss grad_norm" per step, the last attempt's row winning.
-effective_steps() {
-  python3 - "$1" <<'PY'
-import glob, json, sys
-rows = {}
-for path in sorted(glob.glob(sys.argv[1] + "/events/*.jsonl")):
-    for line in open(path):
-        r = json.loads(line)
-        if r["type"] == "step":
-            rows[r["step"]] = (repr(r["lr"]), repr(r["loss"]), repr(r["grad_norm"]))
-for s in sorted(rows):
-    print(s, *rows[s])
-PY
-}
+# effective_steps RUN_DIR: "step lr loss grad_norm" per step, the last attempt's row winning
+# (tests/lib/effective_steps.py, shared with the integration tests).
+effective_steps() { python3 "$(dirname "${BASH_SOURCE[0]}")/../lib/effective_steps.py" "$1"; }
