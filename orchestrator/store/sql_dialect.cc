@@ -4,6 +4,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <string_view>
 
 namespace baton {
 
@@ -128,8 +129,30 @@ std::string PgStatementText(const std::string& sql, std::vector<int>* used) {
 }
 
 std::string MigrationText(Backend backend, const std::string& sql) {
-  if (backend == Backend::kSqlite) return sql;
+  if (backend == Backend::kSqlite) return WithoutPostgresOnlyParts(sql);
   return MapCode(sql, ReplaceWords, /*drop_comments=*/true);
+}
+
+std::string WithoutPostgresOnlyParts(const std::string& sql) {
+  static const std::string kBegin = "-- baton-migration: postgresql only";
+  static const std::string kEnd = "-- baton-migration: end";
+  std::string out;
+  bool skipping = false;
+  size_t at = 0;
+  while (at < sql.size()) {
+    size_t nl = sql.find('\n', at);
+    nl = nl == std::string::npos ? sql.size() : nl + 1;
+    const std::string_view line(sql.data() + at, nl - at);
+    if (line.rfind(kBegin, 0) == 0) {
+      skipping = true;
+    } else if (skipping && line.rfind(kEnd, 0) == 0) {
+      skipping = false;
+    } else if (!skipping) {
+      out += line;
+    }
+    at = nl;
+  }
+  return out;
 }
 
 std::vector<std::string> DroppedTables(const std::string& sql) {

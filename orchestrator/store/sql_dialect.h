@@ -8,6 +8,7 @@
 //     `INTEGER PRIMARY KEY` -> an identity column (SQLite's rowid alias), WITHOUT ROWID dropped;
 //   - the schema version: PRAGMA user_version on SQLite, table baton_schema_version on
 //     PostgreSQL;
+//   - a migration's PostgreSQL-only part (the "postgresql only" marker), left out on SQLite;
 //   - a migration that rebuilds a referenced table (the foreign_keys=off marker): SQLite turns
 //     foreign keys off around it and runs PRAGMA foreign_key_check; PostgreSQL drops the old
 //     table with CASCADE and re-adds the dropped foreign keys, which re-validates every row.
@@ -31,8 +32,13 @@ std::string PgPlaceholders(const std::string& sql, std::vector<int>* used = null
 // and instr() spelled strpos().
 std::string PgStatementText(const std::string& sql, std::vector<int>* used = nullptr);
 
-// A migration's text for `backend` (unchanged for SQLite).
+// A migration's text for `backend`: on SQLite without its PostgreSQL-only parts (below), on
+// PostgreSQL with its types translated.
 std::string MigrationText(Backend backend, const std::string& sql);
+// `sql` without its PostgreSQL-only parts: each runs from a line that starts
+// "-- baton-migration: postgresql only" to one that starts "-- baton-migration: end" (what
+// PostgreSQL needs and SQLite does in-process, e.g. checks that SQLite's foreign keys make).
+std::string WithoutPostgresOnlyParts(const std::string& sql);
 
 // The names of the tables a migration drops (`DROP TABLE name`), in order.
 std::vector<std::string> DroppedTables(const std::string& sql);

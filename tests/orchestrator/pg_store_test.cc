@@ -45,6 +45,20 @@ TEST(SqlDialect, MigrationTypesBecomePostgresTypes) {
             std::vector<std::string>{"attempts"});
 }
 
+TEST(SqlDialect, PostgresOnlyPartsOfAMigrationAreLeftOutOnSqlite) {
+  const std::string m =
+      "ALTER TABLE a ADD COLUMN x REAL;\n-- baton-migration: postgresql only\nCREATE FUNCTION f() "
+      "RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;\n"
+      "-- baton-migration: end\nCREATE INDEX i ON a (x);\n";
+  EXPECT_EQ(MigrationText(Backend::kSqlite, m),
+            "ALTER TABLE a ADD COLUMN x REAL;\nCREATE INDEX i ON a (x);\n");
+  const std::string pg = MigrationText(Backend::kPostgres, m);
+  EXPECT_NE(pg.find("CREATE FUNCTION f()"), std::string::npos);
+  EXPECT_NE(pg.find("x DOUBLE PRECISION"), std::string::npos);
+  EXPECT_NE(pg.find("CREATE INDEX i"), std::string::npos);
+  EXPECT_EQ(pg.find("baton-migration"), std::string::npos);
+}
+
 TEST(StoreSpec, SchemesAndPasswords) {
   EXPECT_EQ(ParseStoreSpec("sqlite:/a/b.db")->target, "/a/b.db");
   EXPECT_EQ(ParseStoreSpec("/a/b.db")->backend, Backend::kSqlite);

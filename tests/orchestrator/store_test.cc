@@ -192,7 +192,8 @@ TEST(Store, StepsOfALaterAttemptSupersedeEarlierOnes) {
 
 // The batched write ingest uses gives exactly the rows of one-by-one writes: more rows than one
 // statement holds (256), gaps, a step written twice (the later wins), a resumed attempt that
-// supersedes, and rows of the earlier attempt that come in late (superseded at once).
+// supersedes, rows of the earlier attempt that come in late (superseded at once), and rows an
+// attempt wrote before written again (each of the batch's three ways to write, store_steps.cc).
 TEST(Store, BatchedStepsMatchOneByOne) {
   TempDir tmp;
   std::vector<std::vector<StepRecord>> batches(3);
@@ -211,6 +212,8 @@ TEST(Store, BatchedStepsMatchOneByOne) {
   batches[0].push_back(row(1, 42, 9.5));  // written again: this one stays
   for (int64_t s = 300; s < 350; ++s) batches[1].push_back(row(2, s, 0.25));
   for (int64_t s = 340; s < 346; ++s) batches[2].push_back(row(1, s, 7.0));  // late rows
+  batches.emplace_back();
+  for (int64_t s = 320; s < 326; ++s) batches[3].push_back(row(2, s, 0.125));  // written again
   auto fill = [&](Store& store, bool batched) -> std::vector<StepRecord> {
     RunRecord r = MakeRun(store, tmp / (batched ? "b" : "o"));
     EXPECT_TRUE(store
@@ -254,6 +257,43 @@ TEST(Store, BatchedStepsMatchOneByOne) {
   }
   EXPECT_EQ(superseded, 50);            // 300..349 of attempt 1, the late rows among them
   EXPECT_EQ(want[590 + 50].step, 600);  // attempt 1 finished 600 steps
+}
+
+// The step rows' references hold on both backends (foreign keys on SQLite, per-statement checks
+// on PostgreSQL): a batch naming an attempt that is not there is refused whole, and deleting a
+// run deletes its attempts' step rows and nobody else's.
+TEST(Store, StepRowsNeedTheirAttemptAndGoWithTheirRun) {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "baton.db");
+  RunRecord r1 = MakeRun(*store, tmp / "r1"), r2 = MakeRun(*store, tmp / "r2");
+  auto rows = [](int64_t run, int64_t attempt, int64_t n) {
+    std::vector<StepRecord> out;
+    for (int64_t s = 0; s < n; ++s) {
+      StepRecord x;
+      x.run_id = run;
+      x.attempt_id = attempt;
+      x.step = s;
+      out.push_back(x);
+    }
+    return out;
+  };
+  int64_t a1 = 0, a2 = 0;
+  ASSERT_TRUE(store
+                  ->Write([&]() -> Status {
+                    a1 = store->EnsureAttemptInTx(r1.id, "7", 0).value();
+                    a2 = store->EnsureAttemptInTx(r2.id, "8", 0).value();
+                    BATON_RETURN_IF_ERROR(store->InsertStepsInTx(rows(r1.id, a1, 300)));
+                    return store->InsertStepsInTx(rows(r2.id, a2, 40));
+                  })
+                  .ok());
+  const Status dangling =
+      store->Write([&]() -> Status { return store->InsertStepsInTx(rows(r1.id, a2 + 100, 300)); });
+  EXPECT_FALSE(dangling.ok());
+  EXPECT_EQ(store->CountSteps(r1.id, true).value(), 300);
+  ASSERT_TRUE(
+      StoreInternal::Db(*store).Exec("DELETE FROM runs WHERE id = " + std::to_string(r1.id)).ok());
+  EXPECT_EQ(store->CountSteps(r1.id, true).value(), 0);
+  EXPECT_EQ(store->CountSteps(r2.id, true).value(), 40);
 }
 
 // A database written by a baton that knew only schema version 1, with rows in every table
