@@ -8,7 +8,8 @@
 # steps that ran while an eval job was running (from its batch script's start to its result) and
 # their median, and the ratios with/without.
 # Needs the 1-node dev cluster; cleans up its jobs.
-# usage: bench/eval_jobs_bench.sh [BUILD_DIR] (BATON_BENCH_STEPS, default 400; _REPEAT, default 1)
+# usage: bench/eval_jobs_bench.sh [BUILD_DIR] (BATON_BENCH_STEPS, default 1600, long enough that
+# steps run beside the eval jobs; _REPEAT, default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
@@ -16,7 +17,7 @@ baton=$build/orchestrator/baton
 bt=$build/trainer/baton-train
 [ -x "$baton" ] && [ -x "$bt" ] || { echo "build first: bash scripts/build.sh" >&2; exit 1; }
 "$bt" eval --help >/dev/null 2>&1 || { echo "$bt has no eval command" >&2; exit 1; }
-steps=${BATON_BENCH_STEPS:-400}
+steps=${BATON_BENCH_STEPS:-1600}
 repeat=${BATON_BENCH_REPEAT:-1}
 work=$(mktemp -d -p "${BATON_BENCH_DIR:-/var/tmp}")
 export BATON_HOME=$work/home BATON_TRAIN_BIN=$bt
