@@ -37,7 +37,7 @@ nlohmann::json AlertMessage(const IncidentRecord& i, const RunRecord& run, int64
                      {"owner", run.owner},
                      {"cluster", run.cluster},
                      {"partition", run.partition},
-                     {"status", RunStatusName(run.status)}}},
+                     {"status", Name(run.status)}}},
                    {"cause", i.cause},
                    {"attempt", i.attempt_label},
                    {"step", i.step ? nlohmann::json(*i.step) : nlohmann::json(nullptr)},

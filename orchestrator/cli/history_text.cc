@@ -216,7 +216,7 @@ void PrintTimeBuckets(const RunTimeBuckets& t) {
   std::string parts;
   for (TimeBucket b : AllTimeBuckets()) {
     if (!(t.run[b] > 0.05)) continue;
-    std::string name = TimeBucketName(b);
+    std::string name = Name(b);
     std::replace(name.begin(), name.end(), '_', ' ');
     parts += (parts.empty() ? "" : " · ") + name + " " + DurationText(t.run[b]);
   }

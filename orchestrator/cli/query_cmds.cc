@@ -115,8 +115,7 @@ int RunLs(const QueryOptions& o) {
     if (!attempts.ok()) return ReportError(attempts.status());
     int64_t last = 0;
     for (const AttemptRecord& a : *attempts) last = std::max(last, a.last_step.value_or(0));
-    rows.push_back({std::to_string(r.id), r.name, r.owner.empty() ? "-" : r.owner,
-                    RunStatusName(r.status),
+    rows.push_back({std::to_string(r.id), r.name, r.owner.empty() ? "-" : r.owner, Name(r.status),
                     std::to_string(last) + "/" + std::to_string(r.target_steps),
                     std::to_string(attempts->size()), r.job_id.empty() ? "-" : r.job_id,
                     FormatTime(r.created_at), r.reason});
@@ -199,8 +198,7 @@ int RunShow(const QueryOptions& o) {
     std::cout << DumpJson(j, 2) << "\n";
     return 0;
   }
-  std::cout << "run " << run->id << " (" << PrintableText(run->name)
-            << "): " << RunStatusName(run->status)
+  std::cout << "run " << run->id << " (" << PrintableText(run->name) << "): " << Name(run->status)
             << (run->reason.empty() ? "" : " — " + PrintableText(run->reason)) << "\n"
             << "  step     " << last << " of " << run->target_steps << " (" << *steps
             << " step rows, " << (*all_steps - *steps) << " superseded)\n";

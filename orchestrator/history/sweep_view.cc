@@ -36,7 +36,7 @@ Result<SweepView> BuildSweepView(Store& store, const SweepRecord& sweep) {
     BATON_ASSIGN_OR_RETURN(const RunSummary s, GetRunSummary(store, m.run_id));
     v.name = s.run.name;
     v.job_id = s.run.job_id;
-    v.status = RunStatusName(s.run.status);
+    v.status = Name(s.run.status);
     v.reason = s.run.reason;
     v.last_step = s.last_step;
     v.target_steps = s.run.target_steps;

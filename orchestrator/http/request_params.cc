@@ -63,7 +63,7 @@ Result<RunListQuery> RunListParams(const httplib::Request& req) {
   }
   if (req.has_param("status")) {
     q.status = req.get_param_value("status");
-    if (!ParseRunStatus(q.status)) {
+    if (!Find<RunStatus>(q.status)) {
       return Status::InvalidArgument("unknown status '" + q.status + "'");
     }
   }

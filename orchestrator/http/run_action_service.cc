@@ -29,7 +29,7 @@ Result<json> Perform(Store& store, const RunActionDeps& d, const Identity& who,
   return json{{"run_id", r.run_id},
               {"action", "resume"},
               {"previous_status", r.previous_status},
-              {"status", RunStatusName(RunStatus::kPending)},
+              {"status", Name(RunStatus::kPending)},
               {"job_id", r.job_id},
               {"cancelled_job", r.cancelled_job},
               {"changed", true}};

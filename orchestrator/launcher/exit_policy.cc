@@ -94,10 +94,6 @@ ExitDecision DecideAfterExit(const ExitContext& ctx) {
               " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
 }
 
-const char* RestartCauseName(RestartCause c) {
-  return c == RestartCause::kHang ? "hang" : c == RestartCause::kCrash ? "crash" : "";
-}
-
 RestartCause RestartCauseOf(int exit_code, bool stop_signalled, bool hang) {
   // A job being stopped (preemption, time limit, cancel) is never restarted inside itself.
   if (stop_signalled) return RestartCause::kNone;
@@ -113,14 +109,14 @@ std::optional<ExitDecision> DecideInJobRestart(const InJobContext& ctx) {
       ctx.cause == RestartCause::kHang ? AttemptEndReason::kHang : AttemptEndReason::kCrashed;
   if (ctx.stalled_restarts >= kInJobStallLimit) {
     return ExitDecision{ExitAction::kFail, AttemptEndReason::kNoProgress,
-                        std::string(RestartCauseName(ctx.cause)) + " after " +
+                        std::string(Name(ctx.cause)) + " after " +
                             std::to_string(ctx.stalled_restarts) +
                             " restarts in a row inside the job that did not advance the newest "
                             "checkpoint; not restarted, not requeued"};
   }
   if (ctx.in_job_seq >= ctx.in_job_restarts) return std::nullopt;
   return ExitDecision{ExitAction::kRestart, reason,
-                      std::string(RestartCauseName(ctx.cause)) + ": restart " +
+                      std::string(Name(ctx.cause)) + ": restart " +
                           std::to_string(ctx.in_job_seq + 1) + " of slurm.in_job_restarts=" +
                           std::to_string(ctx.in_job_restarts) + " inside the allocation"};
 }

@@ -65,7 +65,12 @@ ExitDecision DecideAfterExit(const ExitContext& ctx);
 // collective peer: exit 70). Config (78), data (65), divergence (79), a stop signal (75, or any
 // exit after a forwarded signal, even a hang) and anything else are never restarted in the job.
 enum class RestartCause { kNone, kHang, kCrash };
-const char* RestartCauseName(RestartCause c);  // "" | hang | crash
+// "" | hang | crash (Name: schema/vocabularies.h), the events' restart_cause.
+template <>
+struct Vocabulary<RestartCause> {
+  static constexpr Word<RestartCause> kWords[] = {
+      {RestartCause::kNone, ""}, {RestartCause::kHang, "hang"}, {RestartCause::kCrash, "crash"}};
+};
 RestartCause RestartCauseOf(int exit_code, bool stop_signalled, bool hang);
 
 struct InJobContext {

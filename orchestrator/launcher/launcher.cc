@@ -164,9 +164,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
       log << "baton launch: skipping invalid checkpoint " << s << "\n";
     }
     log << "baton launch: "
-        << (seq > 0
-                ? "in-job restart " + std::to_string(seq) + " (" + RestartCauseName(cause) + "): "
-                : "")
+        << (seq > 0 ? "in-job restart " + std::to_string(seq) + " (" + Name(cause) + "): " : "")
         << "mode " << Name(decision->mode) << ", step0 " << decision->step0 << ", resume warmup "
         << decision->resume_warmup_steps
         << (decision->checkpoint.empty() ? "" : ", from " + decision->checkpoint) << "\n";
@@ -180,7 +178,7 @@ int Launch(const std::string& run_dir_in, const LaunchEnvironment& env, SlurmCli
     start.resume_warmup_steps = decision->resume_warmup_steps;
     start.skipped_checkpoints = decision->skipped;
     start.in_job_seq = seq;
-    start.restart_cause = RestartCauseName(cause);
+    start.restart_cause = Name(cause);
     if (Status st = events.Write(start, /*sync=*/true); !st.ok()) {
       log << "baton launch: " << st.ToString() << "\n";
       return st.exit_code();

@@ -107,9 +107,8 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
     auto set_status = [&](RunStatus status, const std::string& reason) -> Status {
       if (run.status == status && run.reason == reason) return Status::Ok();
       if (changes) {
-        changes->push_back("run " + std::to_string(run.id) + ": " + RunStatusName(run.status) +
-                           " -> " + RunStatusName(status) +
-                           (reason.empty() ? "" : " (" + reason + ")"));
+        changes->push_back("run " + std::to_string(run.id) + ": " + Name(run.status) + " -> " +
+                           Name(status) + (reason.empty() ? "" : " (" + reason + ")"));
       }
       return store.SetActiveRunStatusInTx(run.id, status, reason, now);
     };

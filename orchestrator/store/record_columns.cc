@@ -31,10 +31,10 @@ std::string OnConflictReplace(const std::string& keys, const std::string& column
 }
 
 void ReadColumn(const Statement& s, int col, RunStatus* v) {
-  *v = ParseRunStatus(s.Text(col)).value_or(RunStatus::kFailed);
+  *v = Find<RunStatus>(s.Text(col)).value_or(RunStatus::kFailed);
 }
 
-void BindColumn(Statement& s, int param, RunStatus v) { s.Bind(param, RunStatusName(v)); }
+void BindColumn(Statement& s, int param, RunStatus v) { s.Bind(param, Name(v)); }
 
 // Never an error: one odd row must not hide a run's history.
 void ReadColumn(const Statement& s, int col, std::vector<std::string>* v) {

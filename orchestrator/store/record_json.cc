@@ -16,7 +16,7 @@ json JsonTextOrNull(const std::string& s) { return s.empty() ? json(nullptr) : j
 json RunJson(const RunRecord& r) {
   return json{{"id", r.id},
               {"name", r.name},
-              {"status", RunStatusName(r.status)},
+              {"status", Name(r.status)},
               {"reason", r.reason},
               {"run_dir", r.run_dir},
               {"config_source", r.config_source},

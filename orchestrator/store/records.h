@@ -16,9 +16,15 @@
 namespace baton {
 
 enum class RunStatus { kPending, kRunning, kRequeued, kCompleted, kFailed, kCancelled };
-
-const char* RunStatusName(RunStatus status);  // "PENDING", ...
-std::optional<RunStatus> ParseRunStatus(const std::string& name);
+// A run's status by its name (Name, Find: schema/vocabularies.h), as the store, the CLI and the
+// API spell it.
+template <>
+struct Vocabulary<RunStatus> {
+  static constexpr Word<RunStatus> kWords[] = {
+      {RunStatus::kPending, "PENDING"},   {RunStatus::kRunning, "RUNNING"},
+      {RunStatus::kRequeued, "REQUEUED"}, {RunStatus::kCompleted, "COMPLETED"},
+      {RunStatus::kFailed, "FAILED"},     {RunStatus::kCancelled, "CANCELLED"}};
+};
 // COMPLETED, FAILED and CANCELLED never change again (ingest and reconcile leave them alone).
 bool IsTerminal(RunStatus status);
 

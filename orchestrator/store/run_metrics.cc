@@ -104,7 +104,7 @@ Result<std::vector<RunMetrics>> ReadRunMetrics(Store& store, int64_t ended_cap) 
                            RunMetrics m;
                            m.run.id = r.Int(0);
                            m.run.name = r.Text(1);
-                           m.run.status = ParseRunStatus(r.Text(2)).value_or(RunStatus::kPending);
+                           m.run.status = Find<RunStatus>(r.Text(2)).value_or(RunStatus::kPending);
                            m.run.owner = r.Text(3);
                            m.run.cluster = r.Text(4);
                            m.run.partition = r.Text(5);

@@ -129,38 +129,6 @@ void AddInto(TimeBuckets* to, const TimeBuckets& from) {
 
 }  // namespace
 
-const char* TimeBucketName(TimeBucket b) {
-  switch (b) {
-    case TimeBucket::kQueue:
-      return "queue";
-    case TimeBucket::kRequeueHold:
-      return "requeue_hold";
-    case TimeBucket::kQueueAfterRequeue:
-      return "queue_after_requeue";
-    case TimeBucket::kRestart:
-      return "restart";
-    case TimeBucket::kStartup:
-      return "startup";
-    case TimeBucket::kProductive:
-      return "productive";
-    case TimeBucket::kRolledBack:
-      return "rolled_back";
-    case TimeBucket::kSkipped:
-      return "skipped";
-    case TimeBucket::kCheckpointStall:
-      return "checkpoint_stall";
-    case TimeBucket::kEval:
-      return "eval";
-    case TimeBucket::kOther:
-      return "other";
-    case TimeBucket::kStop:
-      return "stop";
-    case TimeBucket::kHangDetection:
-      return "hang_detection";
-  }
-  return "other";
-}
-
 const std::array<TimeBucket, kTimeBucketCount>& AllTimeBuckets() { return kAll; }
 
 double TimeBuckets::Sum() const {

@@ -68,8 +68,25 @@ enum class TimeBucket {
 };
 inline constexpr size_t kTimeBucketCount = 13;
 
-// "queue", "requeue_hold", ...: the names of the JSON keys and (with "_s") the SQL columns.
-const char* TimeBucketName(TimeBucket b);
+// "queue", "requeue_hold", ...: the names of the JSON keys and (with "_s") the SQL columns
+// (Name: schema/vocabularies.h).
+template <>
+struct Vocabulary<TimeBucket> {
+  static constexpr Word<TimeBucket> kWords[] = {
+      {TimeBucket::kQueue, "queue"},
+      {TimeBucket::kRequeueHold, "requeue_hold"},
+      {TimeBucket::kQueueAfterRequeue, "queue_after_requeue"},
+      {TimeBucket::kRestart, "restart"},
+      {TimeBucket::kStartup, "startup"},
+      {TimeBucket::kProductive, "productive"},
+      {TimeBucket::kRolledBack, "rolled_back"},
+      {TimeBucket::kSkipped, "skipped"},
+      {TimeBucket::kCheckpointStall, "checkpoint_stall"},
+      {TimeBucket::kEval, "eval"},
+      {TimeBucket::kOther, "other"},
+      {TimeBucket::kStop, "stop"},
+      {TimeBucket::kHangDetection, "hang_detection"}};
+};
 const std::array<TimeBucket, kTimeBucketCount>& AllTimeBuckets();
 
 // The hold SLURM puts on a requeued job when the sync pass did not release it: BeginTime =

@@ -30,32 +30,6 @@ constexpr const char* kForeignKeysOffMarker = "-- baton-migration: foreign_keys=
 
 }  // namespace
 
-const char* RunStatusName(RunStatus status) {
-  switch (status) {
-    case RunStatus::kPending:
-      return "PENDING";
-    case RunStatus::kRunning:
-      return "RUNNING";
-    case RunStatus::kRequeued:
-      return "REQUEUED";
-    case RunStatus::kCompleted:
-      return "COMPLETED";
-    case RunStatus::kFailed:
-      return "FAILED";
-    case RunStatus::kCancelled:
-      return "CANCELLED";
-  }
-  return "FAILED";
-}
-
-std::optional<RunStatus> ParseRunStatus(const std::string& name) {
-  for (RunStatus s : {RunStatus::kPending, RunStatus::kRunning, RunStatus::kRequeued,
-                      RunStatus::kCompleted, RunStatus::kFailed, RunStatus::kCancelled}) {
-    if (name == RunStatusName(s)) return s;
-  }
-  return std::nullopt;
-}
-
 bool IsTerminal(RunStatus status) {
   return status == RunStatus::kCompleted || status == RunStatus::kFailed ||
          status == RunStatus::kCancelled;

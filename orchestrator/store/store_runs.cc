@@ -64,7 +64,7 @@ Status Store::SetRunStatusInTx(int64_t run_id, RunStatus status, const std::stri
   BATON_ASSIGN_OR_RETURN(
       Statement * s,
       db_->Prepare("UPDATE runs SET status = ?2, reason = ?3, updated_at = ?4 WHERE id = ?1"));
-  return s->Bind(1, run_id).Bind(2, RunStatusName(status)).Bind(3, reason).Bind(4, now).Run();
+  return s->Bind(1, run_id).Bind(2, Name(status)).Bind(3, reason).Bind(4, now).Run();
 }
 
 Status Store::SetActiveRunStatusInTx(int64_t run_id, RunStatus status, const std::string& reason,
@@ -74,7 +74,7 @@ Status Store::SetActiveRunStatusInTx(int64_t run_id, RunStatus status, const std
                                       "WHERE id = ?1 "
                                       "AND status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED') "
                                       "AND (status <> ?2 OR reason <> ?3)"));
-  return s->Bind(1, run_id).Bind(2, RunStatusName(status)).Bind(3, reason).Bind(4, now).Run();
+  return s->Bind(1, run_id).Bind(2, Name(status)).Bind(3, reason).Bind(4, now).Run();
 }
 
 Result<RunRecord> Store::GetRun(int64_t run_id) {

@@ -19,7 +19,7 @@ constexpr int64_t kRunRow = 0;
 std::string BucketColumns() {
   std::string out;
   for (TimeBucket b : AllTimeBuckets()) {
-    out += (out.empty() ? "" : ", ") + std::string(TimeBucketName(b)) + "_s";
+    out += (out.empty() ? "" : ", ") + std::string(Name(b)) + "_s";
   }
   return out;
 }

@@ -10,7 +10,7 @@ namespace {
 
 json BucketsJson(const TimeBuckets& b) {
   json out = json::object();
-  for (TimeBucket k : AllTimeBuckets()) out[TimeBucketName(k)] = JsonNumber(b[k]);
+  for (TimeBucket k : AllTimeBuckets()) out[Name(k)] = JsonNumber(b[k]);
   return out;
 }
 

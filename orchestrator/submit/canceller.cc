@@ -28,7 +28,7 @@ Result<CancelRunResult> CancelRun(Store& store, SlurmClient& slurm, const std::s
   CancelRunResult out;
   out.run_id = run.id;
   out.name = run.name;
-  out.status = RunStatusName(run.status);
+  out.status = Name(run.status);
   if (IsTerminal(run.status)) {
     // A CANCELLED run whose job is somehow still there is cancelled again: the mark and scancel
     // cost nothing when the job is long gone.
@@ -53,7 +53,7 @@ Result<CancelRunResult> CancelRun(Store& store, SlurmClient& slurm, const std::s
     return store.SetRunStatusInTx(run.id, RunStatus::kCancelled, "cancelled by user", now);
   }));
   out.job_id = run.job_id;
-  out.status = RunStatusName(RunStatus::kCancelled);
+  out.status = Name(RunStatus::kCancelled);
   out.changed = true;
   return out;
 }

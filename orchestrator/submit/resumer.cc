@@ -92,7 +92,7 @@ Result<ResumeRunResult> ResumeRun(Store& store, SlurmClient& slurm, const Resume
   out.run_id = run.id;
   out.name = run.name;
   out.run_dir = run.run_dir;
-  out.previous_status = RunStatusName(run.status);
+  out.previous_status = Name(run.status);
   const std::string who = "run " + std::to_string(run.id) + " (" + run.name + ")";
   if (run.status == RunStatus::kCompleted) {
     return Status::Config(who +

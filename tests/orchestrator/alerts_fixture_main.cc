@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   } else if (what == "eval" && argc == 6) {
     st = AddEval(**store, std::stoll(argv[3]), std::stoll(argv[4]), std::stod(argv[5]));
   } else if (what == "status" && argc == 5) {
-    const std::optional<RunStatus> s = ParseRunStatus(argv[4]);
+    const std::optional<RunStatus> s = Find<RunStatus>(argv[4]);
     if (!s) return Fail(Status::InvalidArgument(std::string("status ") + argv[4]));
     st = (*store)->Write(
         [&] { return (*store)->SetRunStatusInTx(std::stoll(argv[3]), *s, "test", UnixTimeNow()); });

@@ -51,7 +51,7 @@ std::string Dump(Store& store, int64_t run_id) {
   for (const CheckpointRecord& c : checkpoints) {
     out += "ckpt " + std::to_string(c.step) + " " + c.path + "\n";
   }
-  out += "status " + std::string(RunStatusName(store.GetRun(run_id).value().status)) + "\n";
+  out += "status " + std::string(Name(store.GetRun(run_id).value().status)) + "\n";
   return out;
 }
 

@@ -90,7 +90,7 @@ TEST(TimeBucketReads, ComputeWhileAnotherProcessHoldsTheWriteLock) {
   const RunTimeBuckets stored = ReadTimeBuckets(*store, run.id).value().value();
   EXPECT_NEAR(stored.run.wall_s, computed->run.wall_s, 1e-9);
   for (TimeBucket k : AllTimeBuckets()) {
-    EXPECT_NEAR(stored.run[k], computed->run[k], 1e-6) << TimeBucketName(k);
+    EXPECT_NEAR(stored.run[k], computed->run[k], 1e-6) << Name(k);
   }
   EXPECT_EQ(stored.interruptions, computed->interruptions);
 }

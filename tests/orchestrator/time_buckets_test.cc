@@ -248,7 +248,7 @@ TEST(TimeBuckets, InlineEvalsAreTheirOwnBucket) {
   EXPECT_NEAR(B(r.run, TimeBucket::kOther), 0, kEps);
   EXPECT_NEAR(B(r.run, TimeBucket::kStop), 1.5, kEps);  // last eval's end → attempt_end
   EXPECT_NEAR(r.run.Sum(), 20, kEps);
-  EXPECT_EQ(std::string(TimeBucketName(TimeBucket::kEval)), "eval");
+  EXPECT_EQ(std::string(Name(TimeBucket::kEval)), "eval");
 
   // Without its eval records the same attempt puts that time into other and stop.
   in.attempts[0].eval_s = 0;
@@ -352,7 +352,7 @@ TEST(TimeBuckets, TheStoreAgreesWithItsRows) {
   const RunTimeBuckets expect = ComputeTimeBuckets(rows);
   EXPECT_NEAR(stored->run.wall_s, expect.run.wall_s, kEps);
   for (TimeBucket k : AllTimeBuckets()) {
-    EXPECT_NEAR(stored->run[k], expect.run[k], 1e-6) << TimeBucketName(k);
+    EXPECT_NEAR(stored->run[k], expect.run[k], 1e-6) << Name(k);
   }
   EXPECT_NEAR(stored->run[TimeBucket::kProductive], effective_applied_s, 1e-6);
   EXPECT_NEAR(stored->run[TimeBucket::kRolledBack], 5, 1e-6);  // marked by the store itself
@@ -362,7 +362,7 @@ TEST(TimeBuckets, TheStoreAgreesWithItsRows) {
     EXPECT_NEAR(stored->attempts[i].buckets.wall_s, expect.attempts[i].buckets.wall_s, 1e-6);
     for (TimeBucket k : AllTimeBuckets()) {
       EXPECT_NEAR(stored->attempts[i].buckets[k], expect.attempts[i].buckets[k], 1e-6)
-          << "attempt " << i << " " << TimeBucketName(k);
+          << "attempt " << i << " " << Name(k);
     }
   }
   EXPECT_EQ(stored->interruptions, 2);
