@@ -17,6 +17,7 @@ source "$(dirname "$0")/lib.sh"
 # Enough steps that the 6th preemption lands before the end (about 30 steps/s on one CPU).
 STEPS=${BATON_IT_STEPS:-4000}
 PY=${BATON_PYTHON:-/usr/bin/python3}
+rule_lib=$(cd "$(dirname "$0")/../lib" && pwd) # retention_rule.py
 
 require_idle_cluster
 make_dataset "$TMP/ds"
@@ -31,8 +32,10 @@ ok "submitted run $run as job $job: $STEPS steps, a save every 100, inline evals
 # events files and the eval results (all of them at a stop; at the end, all but step STEPS's).
 check_kept() {
   local out
-  out=$("$PY" - "$run_dir" "$STEPS" "${2:-}" <<'PY' 2>&1
-import glob, json, os, sys
+  out=$("$PY" - "$run_dir" "$STEPS" "${2:-}" "$rule_lib" <<'PY' 2>&1
+import glob, json, sys
+sys.path.insert(0, sys.argv[4])
+from retention_rule import on_disk, rule_set
 run, steps, final = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "final"
 every, eval_every, keep_last, keep_every, k = 100, 2, 2, 1000, 2
 saves = set()
@@ -49,13 +52,8 @@ for path in glob.glob(run + "/evals/step_*.json"):
         value[r["step"]] = r["metrics"]["loss"]
 def target(s):
     return s == steps or (s % every == 0 and (s // every) % eval_every == 0)
-want = set(saves[-keep_last:]) | {s for s in saves if s % keep_every == 0}
-want |= {s for s in saves if target(s) and s not in value}
-for s, v in value.items():  # beaten by fewer than k evaluated saves
-    if sum(1 for u, w in value.items() if w < v or (w == v and u < s)) < k:
-        want.add(s)
-have = {int(os.path.basename(p).split("_")[-1])
-        for p in glob.glob(run + "/checkpoints/checkpoint_step_*") if not p.endswith(".partial")}
+want = rule_set(saves, value, target, keep_last, keep_every, k)
+have = on_disk(run)
 if have != want:
     sys.exit("on disk %s, the rule's set %s (saves %s, values %s)" % (sorted(have), sorted(want), saves, value))
 best = sorted(value, key=lambda s: (value[s], s))[:k]

@@ -55,8 +55,10 @@ PY
 
 # check_kept T: the checkpoints on disk after the save of step T are the rule's set.
 check_kept() {
-  "$PY" - "$run" "$1" <<'PY' || fail "kept set after step $1"
-import glob, json, os, sys
+  "$PY" - "$run" "$1" "$src/tests/lib" <<'PY' || fail "kept set after step $1"
+import glob, json, sys
+sys.path.insert(0, sys.argv[3])
+from retention_rule import on_disk, rule_set
 run, t = sys.argv[1], int(sys.argv[2])
 steps, keep_last, keep_every, k, eval_every = 14, 2, 6, 2, 2
 saves = list(range(1, t + 1))
@@ -64,14 +66,8 @@ value = {}
 for path in glob.glob(run + "/evals/step_*.json"):
     r = json.load(open(path))
     value[r["step"]] = r["metrics"]["loss"]
-targets = {s for s in saves if s % eval_every == 0 or s == steps}
-want = set(saves[-keep_last:]) | {s for s in saves if s % keep_every == 0}
-want |= targets - set(value)
-for s, v in value.items():  # beaten by fewer than k evaluated saves
-    if sum(1 for u, w in value.items() if w < v or (w == v and u < s)) < k:
-        want.add(s)
-have = {int(os.path.basename(p).split("_")[-1])
-        for p in glob.glob(run + "/checkpoints/checkpoint_step_*") if not p.endswith(".partial")}
+want = rule_set(saves, value, lambda s: s % eval_every == 0 or s == steps, keep_last, keep_every, k)
+have = on_disk(run)
 if have != want:
     sys.exit("after step %d: on disk %s, the rule's set %s" % (t, sorted(have), sorted(want)))
 print("ok: after step %d the kept set is %s" % (t, sorted(have)))
