@@ -10,12 +10,21 @@ namespace baton {
 
 namespace {
 
-constexpr std::array<TimeBucket, kTimeBucketCount> kAll = {
-    TimeBucket::kQueue,        TimeBucket::kRequeueHold, TimeBucket::kQueueAfterRequeue,
-    TimeBucket::kRestart,      TimeBucket::kStartup,     TimeBucket::kProductive,
-    TimeBucket::kRolledBack,   TimeBucket::kSkipped,     TimeBucket::kCheckpointStall,
-    TimeBucket::kEval,         TimeBucket::kOther,       TimeBucket::kStop,
-    TimeBucket::kHangDetection};
+// Every bucket in enum order, read off its vocabulary table (the one list of the buckets).
+constexpr std::array<TimeBucket, kTimeBucketCount> AllInTableOrder() {
+  std::array<TimeBucket, kTimeBucketCount> all{};
+  for (size_t i = 0; i < kTimeBucketCount; ++i) all[i] = Vocabulary<TimeBucket>::kWords[i].value;
+  return all;
+}
+constexpr std::array<TimeBucket, kTimeBucketCount> kAll = AllInTableOrder();
+
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < kTimeBucketCount; ++i) {
+    if (static_cast<size_t>(kAll[i]) != i) return false;
+  }
+  return true;
+}
+static_assert(InEnumOrder(), "Vocabulary<TimeBucket> must list the buckets in enum order");
 
 bool Finite(double v) { return std::isfinite(v); }
 

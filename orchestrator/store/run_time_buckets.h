@@ -43,6 +43,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,7 +67,6 @@ enum class TimeBucket {
   kStop,
   kHangDetection,
 };
-inline constexpr size_t kTimeBucketCount = 13;
 
 // "queue", "requeue_hold", ...: the names of the JSON keys and (with "_s") the SQL columns
 // (Name: schema/vocabularies.h).
@@ -87,6 +87,8 @@ struct Vocabulary<TimeBucket> {
       {TimeBucket::kStop, "stop"},
       {TimeBucket::kHangDetection, "hang_detection"}};
 };
+// The buckets, counted from their table (which is in enum order: TimeBuckets::s is indexed by it).
+inline constexpr size_t kTimeBucketCount = std::size(Vocabulary<TimeBucket>::kWords);
 const std::array<TimeBucket, kTimeBucketCount>& AllTimeBuckets();
 
 // The hold SLURM puts on a requeued job when the sync pass did not release it: BeginTime =
