@@ -104,9 +104,20 @@ ok "6 runs submitted, each subscribed to its own kinds: ${!RUN[*]}"
 wait_for 180 "run al-hang to log step 50" attempt_progressed "${DIR[hang]}" "${JOB[hang]}" 0 50
 pid=$(sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "${DIR[hang]}/heartbeat/rank-00000")
 [[ -n $pid ]] || fail "no PID in the heartbeat of run al-hang"
-t_stop=$(date +%s.%N)
-kill -STOP "$pid" || fail "kill -STOP $pid"
-note "SIGSTOP to the trainer of al-hang (pid $pid)"
+# Stopped in a step, never in a save: a save carries its own budget (a slow save is not a hang),
+# so a trainer stopped while saving is a hang only after that budget. The phase is read from the
+# heartbeat once the trainer is stopped (it writes no more); in a save it is let go and stopped
+# again a moment later.
+phase_of() { sed -n 's/.* phase=\([^ ]*\) .*/\1/p' "${DIR[hang]}/heartbeat/rank-00000"; }
+for try in $(seq 20); do
+  t_stop=$(date +%s.%N)
+  kill -STOP "$pid" || fail "kill -STOP $pid"
+  [[ $(phase_of) != save ]] && break
+  kill -CONT "$pid"
+  sleep 0.05
+done
+[[ $(phase_of) != save ]] || fail "the trainer of al-hang was saving at each of 20 tries"
+note "SIGSTOP to the trainer of al-hang (pid $pid) in phase $(phase_of)"
 
 all_ended() {
   local k
