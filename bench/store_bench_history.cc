@@ -88,7 +88,7 @@ Result<json> Measure(const HistoryArgs& a, int64_t big) {
   two.keys = {SeriesKey::kLr, SeriesKey::kLoss};
   for (const char* k : {"lr", "expected_lr", "loss", "loss_video", "loss_action", "grad_norm",
                         "tokens_per_s", "step_time_s", "padding"}) {
-    nine.keys.push_back(*ParseSeriesKey(k));
+    nine.keys.push_back(*Find<SeriesKey>(k));
   }
   json s2, s9, page;
   BATON_ASSIGN_OR_RETURN(const double two_ms,

@@ -89,9 +89,10 @@ Result<SeriesRequest> SeriesParams(const httplib::Request& req) {
   std::string key;
   while (std::getline(in, key, ',')) {
     if (key.empty()) continue;
-    const std::optional<SeriesKey> k = ParseSeriesKey(key);
+    const std::optional<SeriesKey> k = Find<SeriesKey>(key);
     if (!k) {
-      return Status::InvalidArgument("unknown series key '" + key + "' (" + SeriesKeyList() + ")");
+      return Status::InvalidArgument("unknown series key '" + key + "' (" + Names<SeriesKey>() +
+                                     ")");
     }
     if (std::find(r.keys.begin(), r.keys.end(), *k) == r.keys.end()) r.keys.push_back(*k);
   }

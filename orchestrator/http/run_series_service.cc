@@ -71,7 +71,7 @@ struct NonfiniteRanges {
 
 json KeyNames(const std::vector<SeriesKey>& keys) {
   json out = json::array();
-  for (SeriesKey k : keys) out.push_back(SeriesKeyName(k));
+  for (SeriesKey k : keys) out.push_back(Name(k));
   return out;
 }
 
@@ -111,7 +111,7 @@ Result<json> RollupSeries(Store& store, RollupSeriesReader& reader, int64_t run_
   int64_t rows = 0, faint_rows = 0;
   std::vector<SeriesOutPoint> points;
   for (SeriesKey key : req.keys) {
-    const char* name = SeriesKeyName(key);
+    const char* name = Name(key);
     BATON_RETURN_IF_ERROR(
         reader.Points(key, req.from_step, req.to_step, size_t(req.max_points), &points, &rows));
     series[name] = PointsJson(points, size_t(rows), attempt_index, t0);
@@ -187,11 +187,11 @@ Result<json> RunHistoryService::GetSeries(int64_t run_id, const SeriesRequest& r
 
   json series = json::object(), faint = json::object();
   for (SeriesKey key : req.keys) {
-    series[SeriesKeyName(key)] = SeriesPart(c, effective, key, schedule, size_t(req.max_points),
-                                            attempt_index, tokens_seen, t0);
+    series[Name(key)] = SeriesPart(c, effective, key, schedule, size_t(req.max_points),
+                                   attempt_index, tokens_seen, t0);
     if (req.include_superseded) {
-      faint[SeriesKeyName(key)] = SeriesPart(c, superseded, key, schedule, size_t(req.max_points),
-                                             attempt_index, tokens_seen, t0);
+      faint[Name(key)] = SeriesPart(c, superseded, key, schedule, size_t(req.max_points),
+                                    attempt_index, tokens_seen, t0);
     }
   }
   NonfiniteRanges nonfinite;

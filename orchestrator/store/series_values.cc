@@ -1,39 +1,29 @@
 #include "orchestrator/store/series_values.h"
 
+#include <iterator>
+
 namespace baton {
 
 namespace {
 
-struct SeriesKeyInfo {
-  SeriesKey key;
-  const char* name;
-  int rollup_slot;  // RollupSlot(); -1 = derived at query time
-};
-
-// The table: a key's name and its node slot. The slots are the stored node layout
-// (kRollupLayout): changing one is a layout change.
-constexpr SeriesKeyInfo kSeriesKeys[] = {
-    {SeriesKey::kLr, "lr", 1},
-    {SeriesKey::kExpectedLr, "expected_lr", -1},
-    {SeriesKey::kLoss, "loss", 2},
-    {SeriesKey::kLossVideo, "loss_video", 3},
-    {SeriesKey::kLossAction, "loss_action", 4},
-    {SeriesKey::kGradNorm, "grad_norm", 5},
-    {SeriesKey::kTokensPerS, "tokens_per_s", 6},
-    {SeriesKey::kStepTimeS, "step_time_s", 7},
-    {SeriesKey::kPadding, "padding", 8},
-    {SeriesKey::kTokens, "tokens", 9},
-};
+constexpr size_t kSeriesKeyCount = std::size(Vocabulary<SeriesKey>::kWords);
 
 constexpr bool InKeyOrder() {
-  for (int i = 0; i < int(sizeof(kSeriesKeys) / sizeof(kSeriesKeys[0])); ++i) {
-    if (static_cast<int>(kSeriesKeys[i].key) != i) return false;
+  for (size_t i = 0; i < kSeriesKeyCount; ++i) {
+    if (static_cast<size_t>(Vocabulary<SeriesKey>::kWords[i].value) != i) return false;
   }
   return true;
 }
-static_assert(InKeyOrder(), "kSeriesKeys is indexed by SeriesKey");
+static_assert(InKeyOrder(),
+              "Vocabulary<SeriesKey> is in enum order: kRollupSlots is indexed by it");
 
-const SeriesKeyInfo& Info(SeriesKey key) { return kSeriesKeys[static_cast<int>(key)]; }
+// Each key's node slot, by SeriesKey (-1 = derived at query time). The slots are the stored
+// node layout (kRollupLayout): changing one is a layout change.
+constexpr int kRollupSlots[] = {/*lr=*/1,           /*expected_lr=*/-1, /*loss=*/2,
+                                /*loss_video=*/3,   /*loss_action=*/4,  /*grad_norm=*/5,
+                                /*tokens_per_s=*/6, /*step_time_s=*/7,  /*padding=*/8,
+                                /*tokens=*/9};
+static_assert(std::size(kRollupSlots) == kSeriesKeyCount, "one node slot per series key");
 
 }  // namespace
 
@@ -46,28 +36,13 @@ LrSchedule ExpectedSchedule::Segment(int64_t step0, int64_t resume_warmup) const
 const std::vector<SeriesKey>& SeriesKeys() {
   static const std::vector<SeriesKey> kKeys = [] {
     std::vector<SeriesKey> keys;
-    for (const SeriesKeyInfo& k : kSeriesKeys) keys.push_back(k.key);
+    for (const Word<SeriesKey>& w : Vocabulary<SeriesKey>::kWords) keys.push_back(w.value);
     return keys;
   }();
   return kKeys;
 }
 
-const char* SeriesKeyName(SeriesKey key) { return Info(key).name; }
-
-std::optional<SeriesKey> ParseSeriesKey(const std::string& name) {
-  for (const SeriesKeyInfo& k : kSeriesKeys) {
-    if (name == k.name) return k.key;
-  }
-  return std::nullopt;
-}
-
-std::string SeriesKeyList() {
-  std::string out;
-  for (const SeriesKeyInfo& k : kSeriesKeys) out += (out.empty() ? "" : ", ") + std::string(k.name);
-  return out;
-}
-
-int RollupSlot(SeriesKey key) { return Info(key).rollup_slot; }
+int RollupSlot(SeriesKey key) { return kRollupSlots[static_cast<size_t>(key)]; }
 
 double SeriesValue(SeriesKey key, const SeriesRow& r, const ExpectedSchedule& schedule) {
   switch (key) {

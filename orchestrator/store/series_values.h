@@ -1,11 +1,12 @@
 // The series core: what a chart series is, once, for both ways the store answers one — the
 // step rows themselves (the row path) and their min/max rollups (series_rollups.h).
 //
-// One table of series keys (SeriesKey, with the name the API speaks and the slot a rollup node
-// keeps it in), one row type (SeriesRow: the step columns a series needs, read through
-// SeriesRowTable() in record_columns.h, never by position) and one value rule (SeriesValue).
-// The expected LR overlay is a function of the step and the run's schedule (ExpectedSchedule),
-// so rollup nodes do not store it; the rule still answers it, from the same row.
+// One table of series keys (Vocabulary<SeriesKey>: the names the API speaks; beside it the slot
+// a rollup node keeps each in), one row type (SeriesRow: the step columns a series needs, read
+// through SeriesRowTable() in record_columns.h, never by position) and one value rule
+// (SeriesValue). The expected LR overlay is a function of the step and the run's schedule
+// (ExpectedSchedule), so rollup nodes do not store it; the rule still answers it, from the same
+// row.
 //
 // Pure value types and functions; thread-safe.
 #pragma once
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "schema/lr_schedule.h"
+#include "schema/vocabularies.h"
 
 namespace baton {
 
@@ -49,12 +51,22 @@ enum class SeriesKey : int {
   kTokens,
 };
 
-// Every key, in table order.
+// "lr", "expected_lr", ...: the names the API speaks (Name, Find, Names: schema/vocabularies.h).
+template <>
+struct Vocabulary<SeriesKey> {
+  static constexpr Word<SeriesKey> kWords[] = {{SeriesKey::kLr, "lr"},
+                                               {SeriesKey::kExpectedLr, "expected_lr"},
+                                               {SeriesKey::kLoss, "loss"},
+                                               {SeriesKey::kLossVideo, "loss_video"},
+                                               {SeriesKey::kLossAction, "loss_action"},
+                                               {SeriesKey::kGradNorm, "grad_norm"},
+                                               {SeriesKey::kTokensPerS, "tokens_per_s"},
+                                               {SeriesKey::kStepTimeS, "step_time_s"},
+                                               {SeriesKey::kPadding, "padding"},
+                                               {SeriesKey::kTokens, "tokens"}};
+};
+// Every key, in table order (which is enum order: the node slots below are indexed by it).
 const std::vector<SeriesKey>& SeriesKeys();
-const char* SeriesKeyName(SeriesKey key);  // "lr", "expected_lr", ...
-std::optional<SeriesKey> ParseSeriesKey(const std::string& name);
-// "lr, expected_lr, ...": for error messages.
-std::string SeriesKeyList();
 // Where a rollup node keeps the key (series_rollup_node.h): 1.. for a stored key, -1 for one
 // derived at query time (expected_lr). Slot 0 is the node's row count.
 int RollupSlot(SeriesKey key);

@@ -133,9 +133,20 @@ std::string MigrationText(Backend backend, const std::string& sql) {
   return MapCode(sql, ReplaceWords, /*drop_comments=*/true);
 }
 
+namespace {
+
+// The marker lines a migration may hold (docs/store.md, "Two backends, one SQL").
+constexpr std::string_view kForeignKeysOffMarker = "-- baton-migration: foreign_keys=off";
+constexpr std::string_view kPostgresOnlyMarker = "-- baton-migration: postgresql only";
+constexpr std::string_view kEndMarker = "-- baton-migration: end";
+
+}  // namespace
+
+bool MigrationRunsWithForeignKeysOff(const std::string& sql) {
+  return std::string_view(sql).substr(0, kForeignKeysOffMarker.size()) == kForeignKeysOffMarker;
+}
+
 std::string WithoutPostgresOnlyParts(const std::string& sql) {
-  static const std::string kBegin = "-- baton-migration: postgresql only";
-  static const std::string kEnd = "-- baton-migration: end";
   std::string out;
   bool skipping = false;
   size_t at = 0;
@@ -143,9 +154,9 @@ std::string WithoutPostgresOnlyParts(const std::string& sql) {
     size_t nl = sql.find('\n', at);
     nl = nl == std::string::npos ? sql.size() : nl + 1;
     const std::string_view line(sql.data() + at, nl - at);
-    if (line.rfind(kBegin, 0) == 0) {
+    if (line.substr(0, kPostgresOnlyMarker.size()) == kPostgresOnlyMarker) {
       skipping = true;
-    } else if (skipping && line.rfind(kEnd, 0) == 0) {
+    } else if (skipping && line.substr(0, kEndMarker.size()) == kEndMarker) {
       skipping = false;
     } else if (!skipping) {
       out += line;

@@ -40,6 +40,10 @@ std::string MigrationText(Backend backend, const std::string& sql);
 // PostgreSQL needs and SQLite does in-process, e.g. checks that SQLite's foreign keys make).
 std::string WithoutPostgresOnlyParts(const std::string& sql);
 
+// Whether a migration must run with foreign keys off: its first line is
+// "-- baton-migration: foreign_keys=off" (it rebuilds a table others reference).
+bool MigrationRunsWithForeignKeysOff(const std::string& sql);
+
 // The names of the tables a migration drops (`DROP TABLE name`), in order.
 std::vector<std::string> DroppedTables(const std::string& sql);
 

@@ -25,9 +25,6 @@ int64_t MigrationNumber(const std::string& name) {
   return std::stoll(name.substr(0, i));
 }
 
-// First line of a migration that must run with foreign keys off (it rebuilds a table).
-constexpr const char* kForeignKeysOffMarker = "-- baton-migration: foreign_keys=off";
-
 }  // namespace
 
 bool IsTerminal(RunStatus status) {
@@ -90,7 +87,7 @@ Status Store::Migrate() {
     // A migration that rebuilds a table others reference runs with foreign keys off (a DROP
     // would cascade), and is checked before it commits. The pragma is a no-op inside a
     // transaction, so it is set around it.
-    const bool fk_off = std::string(f.text).rfind(kForeignKeysOffMarker, 0) == 0;
+    const bool fk_off = MigrationRunsWithForeignKeysOff(f.text);
     const bool sqlite_fk_off = fk_off && db_->backend() == Backend::kSqlite;
     if (sqlite_fk_off) BATON_RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys = OFF"));
     Status st = ApplyMigration(f, number, fk_off);

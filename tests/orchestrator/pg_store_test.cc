@@ -59,6 +59,15 @@ TEST(SqlDialect, PostgresOnlyPartsOfAMigrationAreLeftOutOnSqlite) {
   EXPECT_EQ(pg.find("baton-migration"), std::string::npos);
 }
 
+TEST(SqlDialect, ForeignKeysOffOnlyFromTheFirstLine) {
+  EXPECT_TRUE(
+      MigrationRunsWithForeignKeysOff("-- baton-migration: foreign_keys=off\nDROP TABLE a;"));
+  EXPECT_FALSE(
+      MigrationRunsWithForeignKeysOff("DROP TABLE a;\n-- baton-migration: foreign_keys=off"));
+  EXPECT_FALSE(MigrationRunsWithForeignKeysOff("-- baton-migration: foreign_keys"));
+  EXPECT_FALSE(MigrationRunsWithForeignKeysOff(""));
+}
+
 TEST(StoreSpec, SchemesAndPasswords) {
   EXPECT_EQ(ParseStoreSpec("sqlite:/a/b.db")->target, "/a/b.db");
   EXPECT_EQ(ParseStoreSpec("/a/b.db")->backend, Backend::kSqlite);

@@ -10,6 +10,7 @@
 #include "orchestrator/store/series_rollup_node.h"
 #include "orchestrator/store/series_values.h"
 #include "orchestrator/store/step_event_fields.h"
+#include "tests/unit/vocabulary_checks.h"
 
 namespace baton {
 namespace {
@@ -18,19 +19,19 @@ TEST(SeriesValues, EveryKeyHasOneNameAndOneSlot) {
   std::set<int> slots;
   std::set<std::string> names;
   for (SeriesKey k : SeriesKeys()) {
-    ASSERT_EQ(ParseSeriesKey(SeriesKeyName(k)), k) << SeriesKeyName(k);
-    EXPECT_TRUE(names.insert(SeriesKeyName(k)).second) << SeriesKeyName(k);
+    EXPECT_TRUE(names.insert(Name(k)).second) << Name(k);
     const int slot = RollupSlot(k);
     if (slot < 0) continue;
     EXPECT_GE(slot, 1);  // slot 0 is the node's row count
     EXPECT_LT(slot, kRollupKeys);
-    EXPECT_TRUE(slots.insert(slot).second) << SeriesKeyName(k);
+    EXPECT_TRUE(slots.insert(slot).second) << Name(k);
   }
   EXPECT_EQ(SeriesKeys().size(), 10u);
   EXPECT_EQ(slots.size(), size_t(kRollupKeys - 1));  // every stored slot is one key's
   EXPECT_EQ(RollupSlot(SeriesKey::kExpectedLr), -1);
-  EXPECT_FALSE(ParseSeriesKey("secret"));
-  EXPECT_EQ(SeriesKeyList().rfind("lr, expected_lr, loss", 0), 0u);
+  test::ExpectEveryWordParsesBack<SeriesKey>("series key");
+  EXPECT_FALSE(Find<SeriesKey>("secret"));
+  EXPECT_EQ(Names<SeriesKey>().rfind("lr, expected_lr, loss", 0), 0u);
 }
 
 TEST(SeriesValues, OneRuleForSkippedStepsPaddingAndTheExpectedLr) {
@@ -72,9 +73,9 @@ TEST(SeriesValues, ANodeOfOneRowHoldsTheRulesValues) {
     const int slot = RollupSlot(k);
     if (slot < 0) continue;
     const double v = SeriesValue(k, r, ExpectedSchedule{});
-    EXPECT_EQ(n.key[slot].count, std::isnan(v) ? 0 : 1) << SeriesKeyName(k);
+    EXPECT_EQ(n.key[slot].count, std::isnan(v) ? 0 : 1) << Name(k);
     if (!std::isnan(v)) {
-      EXPECT_EQ(n.key[slot].first.value, v) << SeriesKeyName(k);
+      EXPECT_EQ(n.key[slot].first.value, v) << Name(k);
     }
   }
 }
