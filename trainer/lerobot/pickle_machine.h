@@ -90,7 +90,18 @@ class Scanner {
   Status Appends(PickleValue& list, size_t from);
   Status Memo(uint64_t idx);
   Status Get(uint64_t idx);
+
+  // The opcode dispatch (pickle_scan.cc): Step sends each opcode to its group's handler.
   Status Step(uint8_t op, bool* stop);
+  Status Refuse(uint8_t op) const;  // an opcode torch.save does not write for tensors
+  Status StackOp(uint8_t op);       // MARK, POP
+  Status ConstOp(uint8_t op);       // NONE, NEWTRUE, NEWFALSE
+  Status IntOp(uint8_t op);         // BININT1, BININT2, BININT, LONG1
+  Status BinFloat();
+  Status BinUnicode();
+  Status BuildOp(uint8_t op);  // EMPTY_LIST, EMPTY_DICT, EMPTY_TUPLE, TUPLE1..3, TUPLE
+  Status FillOp(uint8_t op);   // APPEND, APPENDS, SETITEM, SETITEMS
+  Status MemoOp(uint8_t op);   // BINPUT, LONG_BINPUT, BINGET, LONG_BINGET
 
   // Torch values (pickle_torch_values.cc).
   Status PersistentId();

@@ -128,11 +128,70 @@ Status Scanner::Get(uint64_t idx) {
   return Status::Ok();
 }
 
+// One opcode, dispatched by its group; each group's handler reads its own argument bytes and
+// checks the stack it pops.
 Status Scanner::Step(uint8_t op, bool* stop) {
   switch (op) {
     case '.':  // STOP
       *stop = true;
       return Status::Ok();
+    case '(':  // MARK
+    case '0':  // POP
+      return StackOp(op);
+    case 'N':   // NONE
+    case 0x88:  // NEWTRUE
+    case 0x89:  // NEWFALSE
+      return ConstOp(op);
+    case 'K':   // BININT1
+    case 'M':   // BININT2
+    case 'J':   // BININT
+    case 0x8a:  // LONG1
+      return IntOp(op);
+    case 'G':  // BINFLOAT
+      return BinFloat();
+    case 'X':  // BINUNICODE
+      return BinUnicode();
+    case ']':   // EMPTY_LIST
+    case '}':   // EMPTY_DICT
+    case ')':   // EMPTY_TUPLE
+    case 0x85:  // TUPLE1
+    case 0x86:  // TUPLE2
+    case 0x87:  // TUPLE3
+    case 't':   // TUPLE
+      return BuildOp(op);
+    case 'a':  // APPEND
+    case 'e':  // APPENDS
+    case 's':  // SETITEM
+    case 'u':  // SETITEMS
+      return FillOp(op);
+    case 'q':  // BINPUT
+    case 'r':  // LONG_BINPUT
+    case 'h':  // BINGET
+    case 'j':  // LONG_BINGET
+      return MemoOp(op);
+    case 'c':  // GLOBAL
+      return Global();
+    case 'R':  // REDUCE
+      return Reduce();
+    case 'Q':  // BINPERSID
+      return PersistentId();
+    case 0x80:  // PROTO
+      return Err("a second PROTO");
+    default:
+      return Refuse(op);
+  }
+}
+
+// The group handlers end in Refuse for an opcode outside their group, which Step never sends.
+Status Scanner::Refuse(uint8_t op) const {
+  char hex[8];
+  std::snprintf(hex, sizeof(hex), "0x%02x", op);
+  return Err(std::string("opcode ") + hex + " (" + OpName(op) +
+             ") is not one torch.save writes for tensors");
+}
+
+Status Scanner::StackOp(uint8_t op) {
+  switch (op) {
     case '(':  // MARK
       if (marks_.size() >= kPickleMaxMarks) {
         return Err("more than " + std::to_string(kPickleMaxMarks) + " open marks");
@@ -143,6 +202,12 @@ Status Scanner::Step(uint8_t op, bool* stop) {
       BATON_RETURN_IF_ERROR(Need(1, "POP"));
       stack_.pop_back();
       return Status::Ok();
+  }
+  return Refuse(op);
+}
+
+Status Scanner::ConstOp(uint8_t op) {
+  switch (op) {
     case 'N':
       stack_.push_back(Make(Kind::kNone));
       return Status::Ok();
@@ -153,6 +218,12 @@ Status Scanner::Step(uint8_t op, bool* stop) {
       stack_.push_back(std::move(v));
       return Status::Ok();
     }
+  }
+  return Refuse(op);
+}
+
+Status Scanner::IntOp(uint8_t op) {
+  switch (op) {
     case 'K':  // BININT1
       BATON_RETURN_IF_ERROR(Bytes(1, "BININT1"));
       PushInt(int64_t(Le(1)));
@@ -175,25 +246,35 @@ Status Scanner::Step(uint8_t op, bool* stop) {
       PushInt(int64_t(v));
       return Status::Ok();
     }
-    case 'G': {  // BINFLOAT: big-endian double
-      BATON_RETURN_IF_ERROR(Bytes(8, "BINFLOAT"));
-      uint64_t bits = 0;
-      for (int k = 0; k < 8; ++k) bits = (bits << 8) | uint8_t(p_[pos_++]);
-      Ptr v = Make(Kind::kFloat);
-      std::memcpy(&v->f, &bits, 8);
-      stack_.push_back(std::move(v));
-      return Status::Ok();
-    }
-    case 'X': {  // BINUNICODE
-      BATON_RETURN_IF_ERROR(Bytes(4, "BINUNICODE"));
-      const uint64_t n = Le(4);
-      BATON_RETURN_IF_ERROR(Bytes(size_t(n), "BINUNICODE"));
-      Ptr v = Make(Kind::kString);
-      v->s.assign(p_.substr(pos_, size_t(n)));
-      pos_ += size_t(n);
-      stack_.push_back(std::move(v));
-      return Status::Ok();
-    }
+  }
+  return Refuse(op);
+}
+
+// BINFLOAT: a big-endian double.
+Status Scanner::BinFloat() {
+  BATON_RETURN_IF_ERROR(Bytes(8, "BINFLOAT"));
+  uint64_t bits = 0;
+  for (int k = 0; k < 8; ++k) bits = (bits << 8) | uint8_t(p_[pos_++]);
+  Ptr v = Make(Kind::kFloat);
+  std::memcpy(&v->f, &bits, 8);
+  stack_.push_back(std::move(v));
+  return Status::Ok();
+}
+
+Status Scanner::BinUnicode() {
+  BATON_RETURN_IF_ERROR(Bytes(4, "BINUNICODE"));
+  const uint64_t n = Le(4);
+  BATON_RETURN_IF_ERROR(Bytes(size_t(n), "BINUNICODE"));
+  Ptr v = Make(Kind::kString);
+  v->s.assign(p_.substr(pos_, size_t(n)));
+  pos_ += size_t(n);
+  stack_.push_back(std::move(v));
+  return Status::Ok();
+}
+
+// The opcodes that make a container: an empty list or dict, or a tuple of what the stack holds.
+Status Scanner::BuildOp(uint8_t op) {
+  switch (op) {
     case ']':    // EMPTY_LIST
     case '}': {  // EMPTY_DICT
       Ptr v = Make(op == ']' ? Kind::kList : Kind::kDict);
@@ -216,6 +297,13 @@ Status Scanner::Step(uint8_t op, bool* stop) {
       marks_.pop_back();
       return MakeTuple(n);
     }
+  }
+  return Refuse(op);
+}
+
+// The opcodes that fill a list or a dict already on the stack.
+Status Scanner::FillOp(uint8_t op) {
+  switch (op) {
     case 'a':  // APPEND
       BATON_RETURN_IF_ERROR(Need(2, "APPEND"));
       return Appends(*stack_[stack_.size() - 2], stack_.size() - 1);
@@ -236,6 +324,12 @@ Status Scanner::Step(uint8_t op, bool* stop) {
       if (from <= Fence() || from == 0) return Err("SETITEMS with no dict below its MARK");
       return SetItems(*stack_[from - 1], from);
     }
+  }
+  return Refuse(op);
+}
+
+Status Scanner::MemoOp(uint8_t op) {
+  switch (op) {
     case 'q':  // BINPUT
       BATON_RETURN_IF_ERROR(Bytes(1, "BINPUT"));
       return Memo(Le(1));
@@ -248,21 +342,8 @@ Status Scanner::Step(uint8_t op, bool* stop) {
     case 'j':  // LONG_BINGET
       BATON_RETURN_IF_ERROR(Bytes(4, "LONG_BINGET"));
       return Get(Le(4));
-    case 'c':  // GLOBAL
-      return Global();
-    case 'R':
-      return Reduce();
-    case 'Q':
-      return PersistentId();
-    case 0x80:
-      return Err("a second PROTO");
-    default: {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "0x%02x", op);
-      return Err(std::string("opcode ") + hex + " (" + OpName(op) +
-                 ") is not one torch.save writes for tensors");
-    }
   }
+  return Refuse(op);
 }
 
 }  // namespace pickle

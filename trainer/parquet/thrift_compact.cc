@@ -101,68 +101,81 @@ class Reader {
       case kI64:
         out->kind = ThriftValue::Kind::kInt;
         return ZigZag(&out->i);
-      case kDouble: {
-        if (size_ - pos_ < 8) return Status::Data("thrift: truncated double");
-        uint64_t bits = 0;
-        for (int k = 0; k < 8; ++k) bits |= uint64_t(data_[pos_ + k]) << (8 * k);
-        pos_ += 8;
-        std::memcpy(&out->d, &bits, 8);
-        out->kind = ThriftValue::Kind::kDouble;
-        return Status::Ok();
-      }
-      case kBinary: {
-        uint64_t n;
-        BATON_RETURN_IF_ERROR(Varint(&n));
-        if (n > size_ - pos_) return Status::Data("thrift: binary runs past the end");
-        out->kind = ThriftValue::Kind::kBinary;
-        out->bin.assign(reinterpret_cast<const char*>(data_ + pos_), n);
-        pos_ += n;
-        return Status::Ok();
-      }
+      case kDouble:
+        return Double(out);
+      case kBinary:
+        return Binary(out);
       case kList:
-      case kSet: {
-        uint8_t h;
-        BATON_RETURN_IF_ERROR(Byte(&h));
-        uint64_t n = h >> 4;
-        if (n == 15) BATON_RETURN_IF_ERROR(Varint(&n));
-        const uint8_t elem = h & 0x0f;
-        // Bounded by the bytes that remain (each element takes at least MinBytes) before any
-        // element is stored; elements are appended as they are read, never reserved up front.
-        if (n > (size_ - pos_) / MinBytes(elem)) {
-          return Status::Data("thrift: list of " + std::to_string(n) +
-                              " elements longer than its " + std::to_string(size_ - pos_) +
-                              " bytes");
-        }
-        out->kind = ThriftValue::Kind::kList;
-        for (uint64_t k = 0; k < n; ++k) {
-          out->list.emplace_back();
-          BATON_RETURN_IF_ERROR(Element(elem, depth + 1, &out->list.back()));
-        }
-        return Status::Ok();
-      }
-      case kMap: {
-        uint64_t n;
-        BATON_RETURN_IF_ERROR(Varint(&n));
-        if (n == 0) return Status::Ok();
-        uint8_t kv;
-        BATON_RETURN_IF_ERROR(Byte(&kv));
-        const uint64_t entry = MinBytes(kv >> 4) + MinBytes(kv & 0x0f);
-        if (n > (size_ - pos_) / entry) {
-          return Status::Data("thrift: map of " + std::to_string(n) + " entries longer than its " +
-                              std::to_string(size_ - pos_) + " bytes");
-        }
-        for (uint64_t k = 0; k < n; ++k) {
-          ThriftValue skip;
-          BATON_RETURN_IF_ERROR(Element(kv >> 4, depth + 1, &skip));
-          BATON_RETURN_IF_ERROR(Element(kv & 0x0f, depth + 1, &skip));
-        }
-        return Status::Ok();
-      }
+      case kSet:
+        return List(depth, out);
+      case kMap:
+        return SkipMap(depth);
       case kStruct:
         return Struct(depth + 1, out);
       default:
         return Status::Data("thrift: unknown wire type " + std::to_string(type));
     }
+  }
+
+  Status Double(ThriftValue* out) {
+    if (size_ - pos_ < 8) return Status::Data("thrift: truncated double");
+    uint64_t bits = 0;
+    for (int k = 0; k < 8; ++k) bits |= uint64_t(data_[pos_ + k]) << (8 * k);
+    pos_ += 8;
+    std::memcpy(&out->d, &bits, 8);
+    out->kind = ThriftValue::Kind::kDouble;
+    return Status::Ok();
+  }
+
+  Status Binary(ThriftValue* out) {
+    uint64_t n;
+    BATON_RETURN_IF_ERROR(Varint(&n));
+    if (n > size_ - pos_) return Status::Data("thrift: binary runs past the end");
+    out->kind = ThriftValue::Kind::kBinary;
+    out->bin.assign(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return Status::Ok();
+  }
+
+  // A list or a set, whose elements are one level deeper than `depth`.
+  Status List(int depth, ThriftValue* out) {
+    uint8_t h;
+    BATON_RETURN_IF_ERROR(Byte(&h));
+    uint64_t n = h >> 4;
+    if (n == 15) BATON_RETURN_IF_ERROR(Varint(&n));
+    const uint8_t elem = h & 0x0f;
+    // Bounded by the bytes that remain (each element takes at least MinBytes) before any
+    // element is stored; elements are appended as they are read, never reserved up front.
+    if (n > (size_ - pos_) / MinBytes(elem)) {
+      return Status::Data("thrift: list of " + std::to_string(n) + " elements longer than its " +
+                          std::to_string(size_ - pos_) + " bytes");
+    }
+    out->kind = ThriftValue::Kind::kList;
+    for (uint64_t k = 0; k < n; ++k) {
+      out->list.emplace_back();
+      BATON_RETURN_IF_ERROR(Element(elem, depth + 1, &out->list.back()));
+    }
+    return Status::Ok();
+  }
+
+  // A map is read through and dropped (parquet's headers use none); its value stays as it was.
+  Status SkipMap(int depth) {
+    uint64_t n;
+    BATON_RETURN_IF_ERROR(Varint(&n));
+    if (n == 0) return Status::Ok();
+    uint8_t kv;
+    BATON_RETURN_IF_ERROR(Byte(&kv));
+    const uint64_t entry = MinBytes(kv >> 4) + MinBytes(kv & 0x0f);
+    if (n > (size_ - pos_) / entry) {
+      return Status::Data("thrift: map of " + std::to_string(n) + " entries longer than its " +
+                          std::to_string(size_ - pos_) + " bytes");
+    }
+    for (uint64_t k = 0; k < n; ++k) {
+      ThriftValue skip;
+      BATON_RETURN_IF_ERROR(Element(kv >> 4, depth + 1, &skip));
+      BATON_RETURN_IF_ERROR(Element(kv & 0x0f, depth + 1, &skip));
+    }
+    return Status::Ok();
   }
 
   Status Struct(int depth, ThriftValue* out) {
