@@ -7,91 +7,131 @@
 
 namespace baton {
 
-ExitDecision DecideAfterExit(const ExitContext& ctx) {
-  const std::string code = "exit code " + std::to_string(ctx.exit_code);
-  if (ctx.exit_code == kExitOk)
-    return {ExitAction::kDone, AttemptEndReason::kCompleted, "trainer reached its target"};
-  if (ctx.exit_code == kExitConfig)
-    return {ExitAction::kFail, AttemptEndReason::kConfigError,
-            code + ": config error, not requeued"};
-  if (ctx.exit_code == kExitData)
-    return {ExitAction::kFail, AttemptEndReason::kDataError, code + ": data error, not requeued"};
-  if (ctx.exit_code == kExitDiverged)
-    return {ExitAction::kFail, AttemptEndReason::kDiverged,
-            code + ": training diverged (non-finite steps), not requeued"};
+namespace {
 
-  // Earlier attempts: everything but the last entry (this attempt).
-  const size_t n_past = ctx.history.empty() ? 0 : ctx.history.size() - 1;
-  // Requeues that were not the run's fault: preemptions, time limits, unhealthy nodes.
-  int64_t preempt_requeues = 1;  // this one
-  for (size_t i = 0; i < n_past; ++i) {
+// Why an attempt ended without its own fault: a preemption, a time limit, an unhealthy node.
+bool NotTheRunsFault(const std::string& reason) {
+  return reason == Name(AttemptEndReason::kPreempted) ||
+         reason == Name(AttemptEndReason::kTimeout) ||
+         reason == Name(AttemptEndReason::kNodeUnhealthy);
+}
+
+// Earlier attempts: everything in the history but the last entry (this attempt).
+size_t PastAttempts(const ExitContext& ctx) {
+  return ctx.history.empty() ? 0 : ctx.history.size() - 1;
+}
+
+// Requeues that were not the run's fault, this one included: what max_restarts bounds.
+int64_t PreemptRequeues(const ExitContext& ctx) {
+  int64_t n = 1;
+  for (size_t i = 0; i < PastAttempts(ctx); ++i) {
     const PastAttempt& a = ctx.history[i];
-    if (a.action == Name(ExitAction::kRequeue) &&
-        (a.reason == Name(AttemptEndReason::kPreempted) ||
-         a.reason == Name(AttemptEndReason::kTimeout) ||
-         a.reason == Name(AttemptEndReason::kNodeUnhealthy))) {
-      ++preempt_requeues;
-    }
+    if (a.action == Name(ExitAction::kRequeue) && NotTheRunsFault(a.reason)) ++n;
   }
-  if (ctx.exit_code == kExitNodeUnhealthy && !ctx.stop_signalled) {
-    if (preempt_requeues > ctx.max_restarts) {
-      return {ExitAction::kFail, AttemptEndReason::kRestartBudget,
-              code + ": a node failed the preflight, but max_restarts=" +
-                  std::to_string(ctx.max_restarts) + " requeues are used"};
-    }
-    return {ExitAction::kRequeue, AttemptEndReason::kNodeUnhealthy,
-            code + ": a node failed the preflight; requeue " + std::to_string(preempt_requeues) +
-                " of " + std::to_string(ctx.max_restarts) + " (no crash budget spent)"};
-  }
-  if (ctx.exit_code == kExitRequeue || ctx.stop_signalled) {
-    if (preempt_requeues > ctx.max_restarts) {
-      return {
-          ExitAction::kFail, AttemptEndReason::kRestartBudget,
-          code + ": preempted, but " + std::to_string(preempt_requeues - 1) +
-              " preemption requeues already used max_restarts=" + std::to_string(ctx.max_restarts)};
-    }
-    return {ExitAction::kRequeue,
-            ctx.near_time_limit ? AttemptEndReason::kTimeout : AttemptEndReason::kPreempted,
-            code + ": stopped on a signal" + (ctx.near_time_limit ? " at the time limit" : "") +
-                ", requeue " + std::to_string(preempt_requeues) + " of " +
-                std::to_string(ctx.max_restarts)};
-  }
+  return n;
+}
 
-  // A crash. Crash loop: this and the attempts before it that crashed without progress.
+// Crashes and hangs that were requeued (not restarted in the job), this one included: what
+// max_failures bounds.
+int64_t RequeuedCrashes(const ExitContext& ctx) {
+  int64_t n = 1;
+  for (size_t i = 0; i < PastAttempts(ctx); ++i) {
+    const PastAttempt& a = ctx.history[i];
+    if (a.action != Name(ExitAction::kRestart) &&
+        (a.reason == Name(AttemptEndReason::kCrashed) || a.reason == Name(AttemptEndReason::kHang)))
+      ++n;
+  }
+  return n;
+}
+
+// This attempt and the ones right before it that crashed without finishing a step; earlier
+// attempts that were not the run's fault neither count nor break the streak.
+int CrashStreak(const ExitContext& ctx) {
   int streak = 0;
   for (size_t i = ctx.history.size(); i-- > 0;) {
     const PastAttempt& a = ctx.history[i];
     const bool is_this = i + 1 == ctx.history.size();
     if (a.made_progress()) break;
-    if (!is_this && (a.reason == Name(AttemptEndReason::kPreempted) ||
-                     a.reason == Name(AttemptEndReason::kTimeout) ||
-                     a.reason == Name(AttemptEndReason::kNodeUnhealthy)))
-      continue;
+    if (!is_this && NotTheRunsFault(a.reason)) continue;
     ++streak;
   }
-  const AttemptEndReason crash_reason =
-      ctx.hang ? AttemptEndReason::kHang : AttemptEndReason::kCrashed;
-  const std::string what = ctx.hang ? "hang" : "crash";
+  return streak;
+}
+
+// 0, 78, 65, 79: decided by the code alone, a stop signal or not; nullopt for any other code.
+std::optional<ExitDecision> DecideByCode(int exit_code, const std::string& code) {
+  if (exit_code == kExitOk)
+    return ExitDecision{ExitAction::kDone, AttemptEndReason::kCompleted,
+                        "trainer reached its target"};
+  if (exit_code == kExitConfig)
+    return ExitDecision{ExitAction::kFail, AttemptEndReason::kConfigError,
+                        code + ": config error, not requeued"};
+  if (exit_code == kExitData)
+    return ExitDecision{ExitAction::kFail, AttemptEndReason::kDataError,
+                        code + ": data error, not requeued"};
+  if (exit_code == kExitDiverged)
+    return ExitDecision{ExitAction::kFail, AttemptEndReason::kDiverged,
+                        code + ": training diverged (non-finite steps), not requeued"};
+  return std::nullopt;
+}
+
+// 76 without a stop signal: a node failed the preflight.
+ExitDecision DecideUnhealthyNode(const ExitContext& ctx, const std::string& code) {
+  const int64_t requeues = PreemptRequeues(ctx);
+  if (requeues > ctx.max_restarts) {
+    return {ExitAction::kFail, AttemptEndReason::kRestartBudget,
+            code + ": a node failed the preflight, but max_restarts=" +
+                std::to_string(ctx.max_restarts) + " requeues are used"};
+  }
+  return {ExitAction::kRequeue, AttemptEndReason::kNodeUnhealthy,
+          code + ": a node failed the preflight; requeue " + std::to_string(requeues) + " of " +
+              std::to_string(ctx.max_restarts) + " (no crash budget spent)"};
+}
+
+// 75, or any exit while the job was being stopped.
+ExitDecision DecideStopped(const ExitContext& ctx, const std::string& code) {
+  const int64_t requeues = PreemptRequeues(ctx);
+  if (requeues > ctx.max_restarts) {
+    return {
+        ExitAction::kFail, AttemptEndReason::kRestartBudget,
+        code + ": preempted, but " + std::to_string(requeues - 1) +
+            " preemption requeues already used max_restarts=" + std::to_string(ctx.max_restarts)};
+  }
+  return {ExitAction::kRequeue,
+          ctx.near_time_limit ? AttemptEndReason::kTimeout : AttemptEndReason::kPreempted,
+          code + ": stopped on a signal" + (ctx.near_time_limit ? " at the time limit" : "") +
+              ", requeue " + std::to_string(requeues) + " of " + std::to_string(ctx.max_restarts)};
+}
+
+// Anything else: a crash, or a hang the watch ended.
+ExitDecision DecideCrash(const ExitContext& ctx, const std::string& code) {
+  const int streak = CrashStreak(ctx);
   if (streak >= kCrashLoopLimit) {
     return {ExitAction::kFail, AttemptEndReason::kNoProgress,
             code + ": " + std::to_string(streak) +
                 " attempts in a row crashed without finishing an optimizer step"};
   }
-  int64_t crashes = 1;
-  for (size_t i = 0; i < n_past; ++i) {
-    const PastAttempt& a = ctx.history[i];
-    if (a.action != Name(ExitAction::kRestart) &&
-        (a.reason == Name(AttemptEndReason::kCrashed) || a.reason == Name(AttemptEndReason::kHang)))
-      ++crashes;
-  }
+  const std::string what = ctx.hang ? "hang" : "crash";
+  const int64_t crashes = RequeuedCrashes(ctx);
   if (crashes > ctx.max_failures) {
     return {ExitAction::kFail, AttemptEndReason::kFailureBudget,
             code + ": " + what + " " + std::to_string(crashes) +
                 " exceeds max_failures=" + std::to_string(ctx.max_failures)};
   }
-  return {ExitAction::kRequeue, crash_reason,
+  return {ExitAction::kRequeue, ctx.hang ? AttemptEndReason::kHang : AttemptEndReason::kCrashed,
           code + ": " + what + " " + std::to_string(crashes) +
               " of max_failures=" + std::to_string(ctx.max_failures) + ", requeue"};
+}
+
+}  // namespace
+
+ExitDecision DecideAfterExit(const ExitContext& ctx) {
+  const std::string code = "exit code " + std::to_string(ctx.exit_code);
+  if (std::optional<ExitDecision> d = DecideByCode(ctx.exit_code, code)) return *d;
+  if (ctx.exit_code == kExitNodeUnhealthy && !ctx.stop_signalled)
+    return DecideUnhealthyNode(ctx, code);
+  if (ctx.exit_code == kExitRequeue || ctx.stop_signalled) return DecideStopped(ctx, code);
+  return DecideCrash(ctx, code);
 }
 
 RestartCause RestartCauseOf(int exit_code, bool stop_signalled, bool hang) {

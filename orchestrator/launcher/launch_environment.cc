@@ -7,6 +7,7 @@
 
 #include "orchestrator/launcher/launcher.h"
 #include "orchestrator/slurm/process_runner.h"
+#include "orchestrator/slurm/srun_command.h"
 #include "schema/clock.h"
 #include "schema/run_folder.h"
 
@@ -66,12 +67,6 @@ LaunchEnvironment LaunchEnvironmentFromProcess() {
 
 std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std::string& run_dir,
                                         const ResumeDecision& d, const std::string& events_path) {
-  std::vector<std::string> argv;
-  if (env.use_srun) {
-    // --kill-on-bad-exit: one rank dying takes the others down instead of leaving them hung
-    // in a collective until the time limit.
-    argv = {"srun", "--kill-on-bad-exit=1"};
-  }
   const std::vector<std::string> train = {
       env.trainer_bin,   "train",
       "--config",        RunFolder{run_dir}.RunYaml(),
@@ -81,8 +76,7 @@ std::vector<std::string> TrainerCommand(const LaunchEnvironment& env, const std:
       "--expect-step0",  std::to_string(d.step0),
       "--resume-warmup", std::to_string(d.resume_warmup_steps),
       "--events",        events_path};
-  argv.insert(argv.end(), train.begin(), train.end());
-  return argv;
+  return env.use_srun ? SrunTrainingStep(train) : train;
 }
 
 }  // namespace baton

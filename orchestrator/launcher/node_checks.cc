@@ -10,6 +10,7 @@
 #include "orchestrator/nodes/incident_file.h"
 #include "orchestrator/nodes/preflight.h"
 #include "orchestrator/slurm/process_runner.h"
+#include "orchestrator/slurm/srun_command.h"
 #include "schema/clock.h"
 #include "schema/exit_codes.h"
 
@@ -26,13 +27,12 @@ bool PreflightPasses(const LaunchEnvironment& env, const std::string& run_dir, i
                      int64_t seq, std::ostream& log) {
   if (env.preflight_bin.empty()) return true;  // outside an allocation, or turned off
   const std::string& self = env.preflight_bin;
-  std::vector<std::string> argv;
-  if (env.use_srun) {
-    argv = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(nodes),
-            "--ntasks-per-node=1", "--kill-on-bad-exit=0"};
-  }
-  argv.insert(argv.end(), {self, "preflight", run_dir, "--job", env.job_id, "--restart",
-                           std::to_string(env.restart_count), "--seq", std::to_string(seq)});
+  const std::string restart = std::to_string(env.restart_count);
+  const std::vector<std::string> preflight = {self,    "preflight", run_dir,
+                                              "--job", env.job_id,  "--restart",
+                                              restart, "--seq",     std::to_string(seq)};
+  const std::vector<std::string> argv =
+      env.use_srun ? SrunOncePerNode(nodes, preflight) : preflight;
   Result<ProcessResult> r = RunProcess(argv, kPreflightTimeoutS);
   if (!r.ok() || r->timed_out) {
     log << "baton launch: warning: the preflight did not run: "

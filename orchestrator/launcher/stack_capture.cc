@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "orchestrator/slurm/process_runner.h"
+#include "orchestrator/slurm/srun_command.h"
 
 namespace baton {
 
@@ -18,15 +19,6 @@ namespace {
 
 bool Remote(const HeartbeatRecord& beat, const std::string& this_host) {
   return !beat.host.empty() && beat.host != this_host;
-}
-
-std::vector<std::string> OnNode(const HeartbeatRecord& beat, const std::string& job_id,
-                                std::vector<std::string> argv) {
-  // --nodelist=NODE in one word: a node name is never read as an option.
-  std::vector<std::string> out = {"srun", "--jobid", job_id,    "--overlap",
-                                  "-N1",  "-n1",     "--quiet", "--nodelist=" + beat.node};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
 }
 
 // The parent PID in /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces and ')'),
@@ -98,7 +90,7 @@ bool IsSelfOrDescendant(int64_t pid, int64_t ancestor) {
 std::vector<std::string> ListPidsCommand(const HeartbeatRecord& beat, const std::string& job_id,
                                          const std::string& this_host) {
   std::vector<std::string> argv = {"scontrol", "listpids", job_id, beat.node};
-  return Remote(beat, this_host) ? OnNode(beat, job_id, argv) : argv;
+  return Remote(beat, this_host) ? SrunOnNodeOfJob(job_id, beat.node, argv) : argv;
 }
 
 std::vector<std::string> StackCommand(const HeartbeatRecord& beat, const std::string& job_id,
@@ -108,7 +100,7 @@ std::vector<std::string> StackCommand(const HeartbeatRecord& beat, const std::st
       debugger == "eu-stack" ? std::vector<std::string>{"eu-stack", "-p", pid}
                              : std::vector<std::string>{
                                    "gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt"};
-  return Remote(beat, this_host) ? OnNode(beat, job_id, argv) : argv;
+  return Remote(beat, this_host) ? SrunOnNodeOfJob(job_id, beat.node, argv) : argv;
 }
 
 std::vector<std::string> EndStepCommand(const std::string& job_id, const std::string& step) {

@@ -211,6 +211,33 @@ TEST(Launcher, DoesNotRequeueAJobSlurmAlreadyRequeued) {
   EXPECT_TRUE(slurm.requeued.empty()) << log.str();
 }
 
+// A stopped trainer's exit needs SLURM twice: the time limit (was it a preemption?) and the state
+// (did SLURM requeue the job itself?). The launcher asks once and reads both from that answer.
+TEST(Launcher, AsksSlurmOncePerExit) {
+  TempDir tmp;
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() +
+                                   "/data}\nslurm: {max_restarts: 5}\n");
+  const std::string trainer = tmp / "trainer.sh";
+  // The warning signal as SLURM sends it, to the launcher, which forwards it to the trainer.
+  Append(trainer,
+         "#!/bin/sh\ntrap 'exit 75' USR1\nkill -USR1 $PPID\nwhile :; do sleep 0.1; done\n");
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  FakeSlurmClient slurm;
+  slurm.SetState("42", "RUNNING");
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  std::ostringstream log;
+  EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
+  EXPECT_EQ(slurm.job_queries, 1) << log.str();
+  EXPECT_EQ(slurm.requeued, std::vector<std::string>{"42"}) << log.str();
+  const std::vector<PastAttempt> h = ReadAttemptHistory(tmp / "run");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].reason, "preempted");
+}
+
 TEST(Launcher, ConfigErrorIsNeverRequeued) {
   TempDir tmp;
   Append(tmp / "data/.keep", "");
