@@ -96,135 +96,154 @@ class RecordApplier {
     const std::string type = StrOr(r, "type");
     if (type.empty()) return Status::Data("no \"type\"");
     BATON_ASSIGN_OR_RETURN(const double time, RecordTime(r));
-    Result<int64_t> attempt_id = AttemptId();
-    if (!attempt_id.ok()) return attempt_id.status();
-
-    if (type == event_type::kStep) {
-      const StepEvent e = StepEvent::FromJson(r);
-      if (!e.step) return Status::Data("step without a valid \"step\"");
-      const StepRecord s = StepRecordOf(e, run_.id, *attempt_id, time);
-      *was_step = true;
-      steps_.push_back(s);
-      return steps_.size() < kStepsPerFlush ? Status::Ok() : FlushSteps();
-    }
+    BATON_ASSIGN_OR_RETURN(const int64_t attempt_id, AttemptId());
+    if (type == event_type::kStep) return ApplyStep(r, attempt_id, time, was_step);
     BATON_RETURN_IF_ERROR(FlushSteps());
-    if (type == event_type::kMicrostep) {
-      const MicrostepEvent e = MicrostepEvent::FromJson(r);
-      MicrostepRecord m;
-      m.run_id = run_.id;
-      m.attempt_id = *attempt_id;
-      m.step = e.step;
-      m.micro = e.micro;
-      m.tokens = e.tokens;
-      m.fwd_bwd_s = e.fwd_bwd_s;
-      m.peak_bytes = e.peak_bytes;
-      return store_.InsertMicrostepInTx(m);
-    }
-    if (type == event_type::kCheckpoint) {
-      const CheckpointEvent e = CheckpointEvent::FromJson(r);
-      if (!e.step || *e.step < 0) return Status::Data("checkpoint without \"step\"");
-      CheckpointRecord c;
-      c.run_id = run_.id;
-      c.attempt_id = *attempt_id;
-      c.step = *e.step;
-      c.path = e.path;
-      c.bytes = e.bytes;
-      c.seconds = e.seconds;
-      c.reason = e.reason;
-      c.time = time;
-      return store_.UpsertCheckpointInTx(c);
-    }
-    if (type == EvalEvent::kType) {
-      const EvalEvent e = EvalEvent::FromJson(r);
-      if (!e.step || *e.step < 0) return Status::Data("eval without \"step\"");
-      BATON_RETURN_IF_ERROR(
-          UpsertEvalInTx(store_, EvalRecordOf(e, run_.id, kEvalFromEvent, UnixTimeNow())));
-      return AddInlineEvalTime(*attempt_id, e, time);
-    }
-
-    Result<AttemptRecord> a = store_.GetAttempt(*attempt_id);
-    if (!a.ok()) return a.status();
-    if (type == event_type::kAttemptStart) {
-      const AttemptStartEvent e = AttemptStartEvent::FromJson(r);
-      if (!e.nodes.empty()) a->nodes = e.nodes;
-      a->started_at = time;
-      a->checkpoint = e.checkpoint.value_or("");
-      if (!e.mode.empty()) a->resume_mode = e.mode;
-      a->step0 = e.step0;
-      a->resume_warmup_steps = e.resume_warmup_steps;
-      if (!e.restart_cause.empty()) a->restart_cause = e.restart_cause;
-      BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
-      return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
-    }
-    if (type == event_type::kSegmentStart) {
-      const SegmentStartEvent e = SegmentStartEvent::FromJson(r);
-      if (!a->started_at) a->started_at = time;
-      if (!e.mode.empty()) a->resume_mode = e.mode;
-      if (e.step0) a->step0 = e.step0;
-      if (e.checkpoint) a->checkpoint = *e.checkpoint;
-      if (e.resume_warmup_steps) a->resume_warmup_steps = *e.resume_warmup_steps;
-      a->warmup_until = e.warmup_until;
-      a->world_size = e.world_size;
-      if (!e.config_hash.empty()) a->config_hash = e.config_hash;
-      a->init_from = e.init_from;
-      BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
-      return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
-    }
-    if (type == event_type::kSegmentEnd) {
-      const SegmentEndEvent e = SegmentEndEvent::FromJson(r);
-      // Both count finished steps.
-      if (e.step && (!a->last_step || *a->last_step < *e.step)) a->last_step = e.step;
-      // The first segment_end of an attempt says how it ended. When a rank fails, the others
-      // may follow with errors of their own (a lost peer): those come later and are not why.
-      if (a->trainer_end_reason.empty()) {
-        a->trainer_end_reason = e.reason.empty() ? "?" : e.reason;
-        a->trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes, CutKeep::kStart, "…");
-        a->trainer_exit_code = e.exit_code;
-        a->trainer_signal = e.signal;
-      }
-      return store_.UpdateAttemptInTx(*a);
-    }
-    if (type == event_type::kAttemptEnd) {
-      const AttemptEndEvent e = AttemptEndEvent::FromJson(r);
-      a->ended_at = time;
-      a->exit_code = e.exit_code;
-      a->action = e.action;
-      a->end_reason = e.reason;
-      if (e.hang_detected_at) {
-        a->hang_detected_at = e.hang_detected_at;
-        a->hang_last_heartbeat_at = e.hang_last_heartbeat_at;
-        a->hang_stale_ranks = e.hang_stale_ranks;
-        a->hang_stack = CutUtf8(e.hang_stack, kMaxHangStackBytes, CutKeep::kStart, "…");
-      }
-      BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(*a));
-      const std::string at_step =
-          a->last_step ? " at step " + std::to_string(*a->last_step) : std::string();
-      // The trainer's own words, so `baton ls` and the runs page say why without a click.
-      const std::string why = a->trainer_message.empty() ? "" : ": " + a->trainer_message;
-      if (a->action == Name(ExitAction::kDone)) {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
-      }
-      if (a->end_reason == Name(AttemptEndReason::kCancelled)) {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled,
-                                             Name(AttemptEndReason::kCancelled), time);
-      }
-      if (a->action == Name(ExitAction::kFail)) {
-        return store_.SetActiveRunStatusInTx(
-            run_.id, RunStatus::kFailed,
-            a->end_reason + at_step + " (exit code " +
-                (a->exit_code ? std::to_string(*a->exit_code) : std::string("?")) + ")" + why,
-            time);
-      }
-      if (a->action == Name(ExitAction::kRequeue)) {
-        return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
-                                             a->end_reason + at_step + why, time);
-      }
-      return Status::Ok();
-    }
+    if (type == event_type::kMicrostep) return ApplyMicrostep(r, attempt_id);
+    if (type == event_type::kCheckpoint) return ApplyCheckpoint(r, attempt_id, time);
+    if (type == EvalEvent::kType) return ApplyEval(r, attempt_id, time);
+    // The rest update the attempt itself.
+    BATON_ASSIGN_OR_RETURN(AttemptRecord a, store_.GetAttempt(attempt_id));
+    if (type == event_type::kAttemptStart) return ApplyAttemptStart(r, a, time);
+    if (type == event_type::kSegmentStart) return ApplySegmentStart(r, a, time);
+    if (type == event_type::kSegmentEnd) return ApplySegmentEnd(r, a);
+    if (type == event_type::kAttemptEnd) return ApplyAttemptEnd(r, a, time);
     return Status::Data("unknown record type '" + type + "'");
   }
 
  private:
+  // One apply per record type: `attempt_id` or `a` is the file's attempt, `time` the record's.
+  Status ApplyStep(const json& r, int64_t attempt_id, double time, bool* was_step) {
+    const StepEvent e = StepEvent::FromJson(r);
+    if (!e.step) return Status::Data("step without a valid \"step\"");
+    const StepRecord s = StepRecordOf(e, run_.id, attempt_id, time);
+    *was_step = true;
+    steps_.push_back(s);
+    return steps_.size() < kStepsPerFlush ? Status::Ok() : FlushSteps();
+  }
+
+  Status ApplyMicrostep(const json& r, int64_t attempt_id) {
+    const MicrostepEvent e = MicrostepEvent::FromJson(r);
+    MicrostepRecord m;
+    m.run_id = run_.id;
+    m.attempt_id = attempt_id;
+    m.step = e.step;
+    m.micro = e.micro;
+    m.tokens = e.tokens;
+    m.fwd_bwd_s = e.fwd_bwd_s;
+    m.peak_bytes = e.peak_bytes;
+    return store_.InsertMicrostepInTx(m);
+  }
+
+  Status ApplyCheckpoint(const json& r, int64_t attempt_id, double time) {
+    const CheckpointEvent e = CheckpointEvent::FromJson(r);
+    if (!e.step || *e.step < 0) return Status::Data("checkpoint without \"step\"");
+    CheckpointRecord c;
+    c.run_id = run_.id;
+    c.attempt_id = attempt_id;
+    c.step = *e.step;
+    c.path = e.path;
+    c.bytes = e.bytes;
+    c.seconds = e.seconds;
+    c.reason = e.reason;
+    c.time = time;
+    return store_.UpsertCheckpointInTx(c);
+  }
+
+  Status ApplyEval(const json& r, int64_t attempt_id, double time) {
+    const EvalEvent e = EvalEvent::FromJson(r);
+    if (!e.step || *e.step < 0) return Status::Data("eval without \"step\"");
+    BATON_RETURN_IF_ERROR(
+        UpsertEvalInTx(store_, EvalRecordOf(e, run_.id, kEvalFromEvent, UnixTimeNow())));
+    return AddInlineEvalTime(attempt_id, e, time);
+  }
+
+  Status ApplyAttemptStart(const json& r, AttemptRecord& a, double time) {
+    const AttemptStartEvent e = AttemptStartEvent::FromJson(r);
+    if (!e.nodes.empty()) a.nodes = e.nodes;
+    a.started_at = time;
+    a.checkpoint = e.checkpoint.value_or("");
+    if (!e.mode.empty()) a.resume_mode = e.mode;
+    a.step0 = e.step0;
+    a.resume_warmup_steps = e.resume_warmup_steps;
+    if (!e.restart_cause.empty()) a.restart_cause = e.restart_cause;
+    BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(a));
+    return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
+  }
+
+  Status ApplySegmentStart(const json& r, AttemptRecord& a, double time) {
+    const SegmentStartEvent e = SegmentStartEvent::FromJson(r);
+    if (!a.started_at) a.started_at = time;
+    if (!e.mode.empty()) a.resume_mode = e.mode;
+    if (e.step0) a.step0 = e.step0;
+    if (e.checkpoint) a.checkpoint = *e.checkpoint;
+    if (e.resume_warmup_steps) a.resume_warmup_steps = *e.resume_warmup_steps;
+    a.warmup_until = e.warmup_until;
+    a.world_size = e.world_size;
+    if (!e.config_hash.empty()) a.config_hash = e.config_hash;
+    a.init_from = e.init_from;
+    BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(a));
+    return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRunning, "", time);
+  }
+
+  Status ApplySegmentEnd(const json& r, AttemptRecord& a) {
+    const SegmentEndEvent e = SegmentEndEvent::FromJson(r);
+    // Both count finished steps.
+    if (e.step && (!a.last_step || *a.last_step < *e.step)) a.last_step = e.step;
+    // The first segment_end of an attempt says how it ended. When a rank fails, the others may
+    // follow with errors of their own (a lost peer): those come later and are not why.
+    if (a.trainer_end_reason.empty()) {
+      a.trainer_end_reason = e.reason.empty() ? "?" : e.reason;
+      a.trainer_message = CutUtf8(e.message, kMaxTrainerMessageBytes, CutKeep::kStart, "…");
+      a.trainer_exit_code = e.exit_code;
+      a.trainer_signal = e.signal;
+    }
+    return store_.UpdateAttemptInTx(a);
+  }
+
+  Status ApplyAttemptEnd(const json& r, AttemptRecord& a, double time) {
+    const AttemptEndEvent e = AttemptEndEvent::FromJson(r);
+    a.ended_at = time;
+    a.exit_code = e.exit_code;
+    a.action = e.action;
+    a.end_reason = e.reason;
+    if (e.hang_detected_at) {
+      a.hang_detected_at = e.hang_detected_at;
+      a.hang_last_heartbeat_at = e.hang_last_heartbeat_at;
+      a.hang_stale_ranks = e.hang_stale_ranks;
+      a.hang_stack = CutUtf8(e.hang_stack, kMaxHangStackBytes, CutKeep::kStart, "…");
+    }
+    BATON_RETURN_IF_ERROR(store_.UpdateAttemptInTx(a));
+    return SetRunStatusAfterEnd(a, time);
+  }
+
+  // The run's status from the launcher's action on the attempt that just ended.
+  Status SetRunStatusAfterEnd(const AttemptRecord& a, double time) {
+    const std::string at_step =
+        a.last_step ? " at step " + std::to_string(*a.last_step) : std::string();
+    // The trainer's own words, so `baton ls` and the runs page say why without a click.
+    const std::string why = a.trainer_message.empty() ? "" : ": " + a.trainer_message;
+    if (a.action == Name(ExitAction::kDone)) {
+      return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCompleted, "", time);
+    }
+    if (a.end_reason == Name(AttemptEndReason::kCancelled)) {
+      return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kCancelled,
+                                           Name(AttemptEndReason::kCancelled), time);
+    }
+    if (a.action == Name(ExitAction::kFail)) {
+      return store_.SetActiveRunStatusInTx(
+          run_.id, RunStatus::kFailed,
+          a.end_reason + at_step + " (exit code " +
+              (a.exit_code ? std::to_string(*a.exit_code) : std::string("?")) + ")" + why,
+          time);
+    }
+    if (a.action == Name(ExitAction::kRequeue)) {
+      return store_.SetActiveRunStatusInTx(run_.id, RunStatus::kRequeued,
+                                           a.end_reason + at_step + why, time);
+    }
+    return Status::Ok();
+  }
+
   Result<int64_t> AttemptId() {
     if (attempt_id_ > 0) return attempt_id_;
     Result<int64_t> id =
@@ -261,6 +280,79 @@ Result<int64_t> FindLineEnd(std::ifstream& in, const std::string& path, int64_t 
   return int64_t{-1};
 }
 
+// Reads up to `chunk_bytes` of the file from `from` into `buf` (fewer at its end).
+void ReadChunk(std::ifstream& in, int64_t from, int64_t chunk_bytes, std::string* buf) {
+  in.clear();
+  in.seekg(from);
+  buf->assign(static_cast<size_t>(chunk_bytes), '\0');
+  in.read(buf->data(), chunk_bytes);
+  buf->resize(static_cast<size_t>(in.gcount()));
+}
+
+// A line longer than a chunk at `cursor`: no record is that long (a step is well under 1 KiB, a
+// trainer message is cut at kMaxTrainerMessageBytes). Its end is found in small reads, without
+// the line in memory and without the write lock (the caller rolled its transaction back), and the
+// line is skipped as a bad line. False when it is still being written: skipped once complete.
+Result<bool> SkipLongLine(Store& store, const RunRecord& run, std::ifstream& in,
+                          const std::string& path, int64_t cursor, int64_t chunk_bytes,
+                          IngestStats* stats) {
+  BATON_ASSIGN_OR_RETURN(const int64_t line_end, FindLineEnd(in, path, cursor + chunk_bytes));
+  if (line_end < 0) return false;
+  BATON_ASSIGN_OR_RETURN(Transaction skip_tx, store.BeginForRun(run.id));
+  BATON_ASSIGN_OR_RETURN(const int64_t now_at, store.CursorInTx(path));
+  if (now_at != cursor) return true;  // another process moved on meanwhile
+  BATON_RETURN_IF_ERROR(store.SetCursorInTx(path, run.id, line_end, 1, UnixTimeNow()));
+  BATON_RETURN_IF_ERROR(skip_tx.Commit());
+  stats->warnings.push_back(path + ":" + std::to_string(cursor) + ": skipped: a line of " +
+                            std::to_string(line_end - cursor) + " bytes, longer than " +
+                            std::to_string(chunk_bytes) + " (no event record is that long)");
+  stats->bytes += line_end - cursor;
+  ++stats->bad_lines;
+  return true;
+}
+
+// One complete line: kData when it is not a usable record (the caller counts it as bad).
+Status ApplyLine(RecordApplier& applier, std::string_view line, bool* was_step) {
+  json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (record.is_discarded()) return Status::Data("not valid JSON");
+  try {
+    return applier.Apply(record, was_step);
+  } catch (const json::exception& e) {
+    return Status::Data(std::string("bad field: ") + e.what());
+  }
+}
+
+// The complete lines of `chunk` (it ends with '\n'), which starts at byte `cursor` of the file,
+// inside the chunk's open transaction; the number of bad lines among them.
+Result<int64_t> ApplyLines(RecordApplier& applier, std::string_view chunk, int64_t cursor,
+                           const std::string& path, const IngestOptions& options,
+                           IngestStats* stats) {
+  int64_t bad = 0;
+  int64_t in_chunk = 0;
+  size_t pos = 0;
+  while (pos < chunk.size()) {
+    const size_t nl = chunk.find('\n', pos);
+    const std::string_view line = chunk.substr(pos, nl - pos);
+    const int64_t line_offset = cursor + static_cast<int64_t>(pos);
+    pos = nl + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    bool was_step = false;
+    const Status st = ApplyLine(applier, line, &was_step);
+    if (st.code() == Code::kData) {
+      ++bad;
+      stats->warnings.push_back(path + ":" + std::to_string(line_offset) +
+                                ": skipped: " + st.message());
+      continue;
+    }
+    BATON_RETURN_IF_ERROR(st);
+    ++stats->records;
+    if (was_step) ++stats->steps;
+    ++in_chunk;
+    if (options.after_record) options.after_record(in_chunk);
+  }
+  return bad;
+}
+
 }  // namespace
 
 void IngestStats::Add(const IngestStats& o) {
@@ -287,77 +379,27 @@ Result<IngestStats> IngestFile(Store& store, const RunRecord& run, const std::st
   const int64_t chunk_bytes = std::max<int64_t>(options.chunk_bytes, 4096);
   std::string buf;
   while (true) {
-    Result<Transaction> tx = store.BeginForRun(run.id);
-    if (!tx.ok()) return tx.status();
+    // One chunk per transaction: its rows and the cursor past it commit together.
+    BATON_ASSIGN_OR_RETURN(Transaction tx, store.BeginForRun(run.id));
     applier.ForgetAttempt();
-    Result<int64_t> cursor = store.CursorInTx(path);
-    if (!cursor.ok()) return cursor.status();
-    in.clear();
-    in.seekg(*cursor);
-    buf.assign(static_cast<size_t>(chunk_bytes), '\0');
-    in.read(buf.data(), chunk_bytes);
-    buf.resize(static_cast<size_t>(in.gcount()));
-    size_t end = buf.rfind('\n');
+    BATON_ASSIGN_OR_RETURN(const int64_t cursor, store.CursorInTx(path));
+    ReadChunk(in, cursor, chunk_bytes, &buf);
+    const size_t end = buf.rfind('\n');
     if (end == std::string::npos) {
       if (static_cast<int64_t>(buf.size()) < chunk_bytes) return stats;  // a torn last line
-      // A line longer than a chunk: no record is that long (a step is well under 1 KiB, a
-      // trainer message is cut at kMaxTrainerMessageBytes). Its end is found in small reads,
-      // without the line in memory and without the write lock, and the line is skipped.
-      tx->Rollback();
-      BATON_ASSIGN_OR_RETURN(const int64_t line_end, FindLineEnd(in, path, *cursor + chunk_bytes));
-      if (line_end < 0) return stats;  // still being written: skipped once it is complete
-      Result<Transaction> skip_tx = store.BeginForRun(run.id);
-      if (!skip_tx.ok()) return skip_tx.status();
-      Result<int64_t> now_at = store.CursorInTx(path);
-      if (!now_at.ok()) return now_at.status();
-      if (*now_at != *cursor) continue;  // another process moved on meanwhile
-      BATON_RETURN_IF_ERROR(store.SetCursorInTx(path, run.id, line_end, 1, UnixTimeNow()));
-      BATON_RETURN_IF_ERROR(skip_tx->Commit());
-      stats.warnings.push_back(path + ":" + std::to_string(*cursor) + ": skipped: a line of " +
-                               std::to_string(line_end - *cursor) + " bytes, longer than " +
-                               std::to_string(chunk_bytes) + " (no event record is that long)");
-      stats.bytes += line_end - *cursor;
-      ++stats.bad_lines;
+      tx.Rollback();
+      BATON_ASSIGN_OR_RETURN(const bool more,
+                             SkipLongLine(store, run, in, path, cursor, chunk_bytes, &stats));
+      if (!more) return stats;
       continue;
     }
-    int64_t bad = 0;
-    int64_t in_chunk = 0;
-    size_t pos = 0;
-    while (pos <= end) {
-      const size_t nl = buf.find('\n', pos);
-      const std::string_view line(buf.data() + pos, nl - pos);
-      const int64_t line_offset = *cursor + static_cast<int64_t>(pos);
-      pos = nl + 1;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-      json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      Status st;
-      bool was_step = false;
-      if (record.is_discarded()) {
-        st = Status::Data("not valid JSON");
-      } else {
-        try {
-          st = applier.Apply(record, &was_step);
-        } catch (const json::exception& e) {
-          st = Status::Data(std::string("bad field: ") + e.what());
-        }
-      }
-      if (st.code() == Code::kData) {
-        ++bad;
-        stats.warnings.push_back(path + ":" + std::to_string(line_offset) +
-                                 ": skipped: " + st.message());
-        continue;
-      }
-      BATON_RETURN_IF_ERROR(st);
-      ++stats.records;
-      if (was_step) ++stats.steps;
-      ++in_chunk;
-      if (options.after_record) options.after_record(in_chunk);
-    }
+    const std::string_view chunk(buf.data(), end + 1);
+    BATON_ASSIGN_OR_RETURN(const int64_t bad,
+                           ApplyLines(applier, chunk, cursor, path, options, &stats));
     BATON_RETURN_IF_ERROR(applier.FlushSteps());
     const int64_t consumed = static_cast<int64_t>(end) + 1;
-    BATON_RETURN_IF_ERROR(
-        store.SetCursorInTx(path, run.id, *cursor + consumed, bad, UnixTimeNow()));
-    BATON_RETURN_IF_ERROR(tx->Commit());
+    BATON_RETURN_IF_ERROR(store.SetCursorInTx(path, run.id, cursor + consumed, bad, UnixTimeNow()));
+    BATON_RETURN_IF_ERROR(tx.Commit());
     stats.bytes += consumed;
     stats.bad_lines += bad;
   }

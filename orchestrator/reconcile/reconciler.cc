@@ -4,17 +4,13 @@
 
 #include "orchestrator/nodes/node_ledger.h"
 #include "orchestrator/reconcile/hold_release.h"
+#include "orchestrator/reconcile/reconcile_verdict.h"
 #include "orchestrator/reconcile/slurm_state_kind.h"
-#include "orchestrator/slurm/job_state.h"
 #include "schema/event_records.h"
 
 namespace baton {
 
 namespace {
-
-std::string StepText(const AttemptRecord* a) {
-  return a && a->last_step ? std::to_string(*a->last_step) : std::string("0");
-}
 
 // A job that ended with its run folder gone (a sweep member's folder deleted, a run folder moved)
 // says so first: the launcher could not even start, and nothing else will explain it.
@@ -25,11 +21,75 @@ std::string WithFolderGone(std::string reason, const RunRecord& run) {
   return reason;
 }
 
-// A FAILED run's reason ends with the trainer's own words when it left any (as ingest does), so
-// `baton ls` and the runs page say why without a click.
-std::string WithTrainerMessage(std::string reason, const AttemptRecord* a) {
-  if (a && !a->trainer_message.empty()) reason += ": " + a->trainer_message;
-  return reason;
+// The run's status and reason, written (and told) only when they change.
+Status SetStatusInTx(Store& store, const RunRecord& run, RunStatus status,
+                     const std::string& reason, double now, std::vector<std::string>* changes) {
+  if (run.status == status && run.reason == reason) return Status::Ok();
+  if (changes) {
+    changes->push_back("run " + std::to_string(run.id) + ": " + Name(run.status) + " -> " +
+                       Name(status) + (reason.empty() ? "" : " (" + reason + ")"));
+  }
+  return store.SetActiveRunStatusInTx(run.id, status, reason, now);
+}
+
+// Closes an attempt the launcher could not close itself; one already ended only takes SLURM's
+// state and account.
+Status CloseAttemptInTx(Store& store, const RunRecord& run, AttemptRecord& a,
+                        const AttemptClose& close, const std::optional<JobInfo>& job, double now,
+                        std::vector<std::string>* changes) {
+  const std::string& state = close.slurm_state;
+  const std::string reason = Name(close.reason);
+  // SLURM's own account (Reason, ExitCode) when the job it describes is this attempt's start; an
+  // earlier restart's was not recorded (SLURM keeps only the latest).
+  const bool described = job && job->job_id == a.job_id && job->restarts == a.restart_count;
+  const std::string slurm_reason = described ? job->reason : a.slurm_reason;
+  const std::string slurm_exit = described ? job->exit_code : a.slurm_exit_code;
+  if (!a.action.empty() || !a.end_reason.empty()) {
+    if (a.slurm_state == state && a.slurm_reason == slurm_reason && a.slurm_exit_code == slurm_exit)
+      return Status::Ok();
+    a.slurm_state = state;
+    a.slurm_reason = slurm_reason;
+    a.slurm_exit_code = slurm_exit;
+    return store.UpdateAttemptInTx(a);
+  }
+  a.slurm_state = state;
+  a.slurm_reason = slurm_reason;
+  a.slurm_exit_code = slurm_exit;
+  a.end_reason = reason;
+  if (!a.ended_at) a.ended_at = now;
+  if (changes) {
+    changes->push_back("run " + std::to_string(run.id) + ": attempt " + a.job_id + "." +
+                       std::to_string(a.restart_count) + " ended: " + reason + " (SLURM " + state +
+                       ")");
+  }
+  return store.UpdateAttemptInTx(a);
+}
+
+// Inside the write transaction: the run and its attempts re-read (ingest or `baton cancel` may
+// have moved them since the caller read the run), the verdict asked (reconcile_verdict.h), and
+// applied.
+Status ReconcileActiveRunInTx(Store& store, int64_t run_id, const std::optional<JobInfo>& job,
+                              double now, std::vector<std::string>* changes) {
+  BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_id));
+  if (IsTerminal(run.status)) return Status::Ok();
+  BATON_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
+  const ReconcileVerdict verdict = DecideReconcile(run, job, attempts);
+  for (const AttemptClose& close : verdict.close) {
+    BATON_RETURN_IF_ERROR(
+        CloseAttemptInTx(store, run, attempts[close.attempt], close, job, now, changes));
+  }
+  if (verdict.record_state) {
+    AttemptRecord& current = attempts[*verdict.record_state];
+    if (current.slurm_state != job->state) {
+      current.slurm_state = job->state;
+      BATON_RETURN_IF_ERROR(store.UpdateAttemptInTx(current));
+    }
+  }
+  if (!verdict.status) return Status::Ok();
+  return SetStatusInTx(
+      store, run, *verdict.status,
+      verdict.reason_names_gone_folder ? WithFolderGone(verdict.reason, run) : verdict.reason, now,
+      changes);
 }
 
 // A finished run's last attempt whose recorded SLURM state is not final yet (slurm_state_kind.h):
@@ -95,146 +155,8 @@ Status ReconcileRunWith(Store& store, SlurmClient& slurm, const RunRecord& run_i
       return Status::Ok();
     }
   }
-
-  BATON_RETURN_IF_ERROR(store.Write([&]() -> Status {
-    // Re-read inside the write transaction: ingest or `baton cancel` may have moved it.
-    BATON_ASSIGN_OR_RETURN(const RunRecord run, store.GetRun(run_in.id));
-    if (IsTerminal(run.status)) return Status::Ok();
-    BATON_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store.ListAttempts(run.id));
-    AttemptRecord* last = attempts.empty() ? nullptr : &attempts.back();
-    const bool reached_target = last && last->last_step && *last->last_step >= run.target_steps;
-
-    auto set_status = [&](RunStatus status, const std::string& reason) -> Status {
-      if (run.status == status && run.reason == reason) return Status::Ok();
-      if (changes) {
-        changes->push_back("run " + std::to_string(run.id) + ": " + Name(run.status) + " -> " +
-                           Name(status) + (reason.empty() ? "" : " (" + reason + ")"));
-      }
-      return store.SetActiveRunStatusInTx(run.id, status, reason, now);
-    };
-    // Closes an attempt the launcher could not close itself.
-    auto close_attempt = [&](AttemptRecord& a, const std::string& state,
-                             AttemptEndReason why) -> Status {
-      const std::string reason = Name(why);
-      // SLURM's own account (Reason, ExitCode) when the job it describes is this attempt's
-      // start; an earlier restart's was not recorded (SLURM keeps only the latest).
-      const bool described = job && job->job_id == a.job_id && job->restarts == a.restart_count;
-      const std::string slurm_reason = described ? job->reason : a.slurm_reason;
-      const std::string slurm_exit = described ? job->exit_code : a.slurm_exit_code;
-      if (!a.action.empty() || !a.end_reason.empty()) {
-        if (a.slurm_state == state && a.slurm_reason == slurm_reason &&
-            a.slurm_exit_code == slurm_exit)
-          return Status::Ok();
-        a.slurm_state = state;
-        a.slurm_reason = slurm_reason;
-        a.slurm_exit_code = slurm_exit;
-        return store.UpdateAttemptInTx(a);
-      }
-      a.slurm_state = state;
-      a.slurm_reason = slurm_reason;
-      a.slurm_exit_code = slurm_exit;
-      a.end_reason = reason;
-      if (!a.ended_at) a.ended_at = now;
-      if (changes) {
-        changes->push_back("run " + std::to_string(run.id) + ": attempt " + a.job_id + "." +
-                           std::to_string(a.restart_count) + " ended: " + reason + " (SLURM " +
-                           state + ")");
-      }
-      return store.UpdateAttemptInTx(a);
-    };
-
-    if (!job.has_value()) {
-      if (last && last->action == Name(ExitAction::kDone))
-        return set_status(RunStatus::kCompleted, "");
-      if (reached_target) return set_status(RunStatus::kCompleted, "");
-      if (last && last->action.empty() && last->end_reason.empty()) {
-        BATON_RETURN_IF_ERROR(
-            close_attempt(*last, Name(JobState::kUnknown), AttemptEndReason::kLost));
-      }
-      return set_status(
-          RunStatus::kFailed,
-          WithTrainerMessage("SLURM job " + run.job_id + " is gone and the run stopped at step " +
-                                 StepText(last) + " of " + std::to_string(run.target_steps),
-                             last));
-    }
-    const JobInfo& j = *job;
-
-    // Attempts of earlier starts of this job that never wrote attempt_end were requeued by
-    // SLURM itself (preemption past the grace time, node failure with --requeue).
-    for (AttemptRecord& a : attempts) {
-      if (a.job_id == j.job_id && a.restart_count < j.restarts) {
-        BATON_RETURN_IF_ERROR(
-            close_attempt(a, Name(JobState::kRequeued), AttemptEndReason::kPreempted));
-      }
-    }
-    AttemptRecord* current =
-        (last && last->job_id == j.job_id && last->restart_count == j.restarts) ? last : nullptr;
-
-    const std::string& s = j.state;
-    const JobState state = ParseJobState(s);
-    if (AwaitsStart(state) || state == JobState::kSuspended) {
-      if (attempts.empty()) return set_status(RunStatus::kPending, "");
-      return set_status(RunStatus::kRequeued,
-                        run.status == RunStatus::kRequeued ? run.reason : "requeued");
-    }
-    if (IsStartUnderWay(state)) {
-      if (current && current->slurm_state != s) {
-        current->slurm_state = s;
-        BATON_RETURN_IF_ERROR(store.UpdateAttemptInTx(*current));
-      }
-      return set_status(RunStatus::kRunning, "");
-    }
-    if (state == JobState::kCompleting) return Status::Ok();  // wait for the final state
-    if (state == JobState::kPreempted || state == JobState::kNodeFail) {
-      const AttemptEndReason why = state == JobState::kNodeFail ? AttemptEndReason::kNodeFailure
-                                                                : AttemptEndReason::kPreempted;
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, why));
-      return set_status(RunStatus::kRequeued, Name(why));
-    }
-    if (state == JobState::kCompleted) {
-      if (current)
-        BATON_RETURN_IF_ERROR(close_attempt(
-            *current, s,
-            reached_target ? AttemptEndReason::kCompleted : AttemptEndReason::kCrashed));
-      if ((last && last->action == Name(ExitAction::kDone)) || reached_target) {
-        return set_status(RunStatus::kCompleted, "");
-      }
-      return set_status(
-          RunStatus::kFailed,
-          WithFolderGone(WithTrainerMessage("job " + j.job_id + " ended at step " + StepText(last) +
-                                                " of " + std::to_string(run.target_steps),
-                                            last),
-                         run));
-    }
-    if (state == JobState::kCancelled) {
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kCancelled));
-      return set_status(RunStatus::kCancelled, "cancelled in SLURM");
-    }
-    if (state == JobState::kTimeout) {
-      if (current) BATON_RETURN_IF_ERROR(close_attempt(*current, s, AttemptEndReason::kTimeout));
-      return set_status(
-          RunStatus::kFailed,
-          WithTrainerMessage("job " + j.job_id + " hit its time limit at step " + StepText(last),
-                             last));
-    }
-    if (IsFailedEnd(state)) {
-      if (current) {
-        BATON_RETURN_IF_ERROR(close_attempt(*current, s,
-                                            state == JobState::kBootFail
-                                                ? AttemptEndReason::kNodeFailure
-                                                : AttemptEndReason::kCrashed));
-      }
-      if (last && last->action == Name(ExitAction::kFail))
-        return Status::Ok();  // ingest has the reason
-      return set_status(
-          RunStatus::kFailed,
-          WithFolderGone(WithTrainerMessage("job " + j.job_id + " " + s + " (exit code " +
-                                                j.exit_code + ") at step " + StepText(last),
-                                            last),
-                         run));
-    }
-    return Status::Ok();  // a state we do not act on
-  }));
+  BATON_RETURN_IF_ERROR(store.Write(
+      [&]() -> Status { return ReconcileActiveRunInTx(store, run_in.id, job, now, changes); }));
   // Outside the transaction: scontrol must not run while this holds the store's write lock.
   // The exclusions go first: once the hold ends the job may start at once.
   if (options.node_policy != nullptr && job && HeldAfterRequeue(*job)) {

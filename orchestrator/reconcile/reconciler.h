@@ -5,7 +5,8 @@
 //
 // Ingest first, then reconcile: events are the source of truth for what the trainer and the
 // launcher did; reconcile only fills gaps and never moves a run out of a terminal status.
-// The mapping (docs/orchestrator.md):
+// The mapping (docs/orchestrator.md; row by row, with the reasons it writes, the pure verdict
+// DecideReconcile in reconcile_verdict.h):
 //   PENDING/REQUEUED/REQUEUE_HOLD  -> REQUEUED once the run had an attempt, else PENDING
 //   RUNNING/CONFIGURING            -> RUNNING
 //   PREEMPTED, NODE_FAIL           -> open attempt preempted / node_failure; run REQUEUED
