@@ -180,41 +180,40 @@ Status CheckShardsListed(const std::string& dir, const std::string& index_file,
   return Status::Ok();
 }
 
-}  // namespace
-
-Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
-  if (const std::string link = FirstSymlink(dir, kManifestName); !link.empty()) {
-    return Status::Data(link + ": is a symbolic link; a checkpoint's files must be its own");
-  }
-  auto m = ReadManifest(dir);
-  if (!m.ok()) return m.status();
-  if (m->format_version >= 1 && m->format_version < kCheckpointFormatVersion) {
-    return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
+// The manifest's own fields: a format version this build reads, a known kind, and a step that is
+// not negative and agrees with a checkpoint_step_<N> folder name.
+Status CheckManifestFields(const std::string& dir, const CheckpointManifest& m) {
+  if (m.format_version >= 1 && m.format_version < kCheckpointFormatVersion) {
+    return Status::Data(dir + ": checkpoint format version " + std::to_string(m.format_version) +
                         " is older than this build's version " +
                         std::to_string(kCheckpointFormatVersion) +
                         " (parameters renamed to upstream's keys); convert it with "
                         "`baton-train ckpt upgrade " +
                         dir + "`");
   }
-  if (m->format_version != kCheckpointFormatVersion) {
-    return Status::Data(dir + ": checkpoint format version " + std::to_string(m->format_version) +
+  if (m.format_version != kCheckpointFormatVersion) {
+    return Status::Data(dir + ": checkpoint format version " + std::to_string(m.format_version) +
                         " is not known (this build reads version " +
                         std::to_string(kCheckpointFormatVersion) + ")");
   }
-  const std::vector<std::string> required = RequiredFiles(m->kind);
-  if (required.empty()) {
-    return Status::Data(dir + ": manifest kind '" + m->kind +
+  if (RequiredFiles(m.kind).empty()) {
+    return Status::Data(dir + ": manifest kind '" + m.kind +
                         "' is not known (full | weights_only)");
   }
-  if (m->step < 0)
-    return Status::Data(dir + ": manifest step " + std::to_string(m->step) + " is negative");
+  if (m.step < 0)
+    return Status::Data(dir + ": manifest step " + std::to_string(m.step) + " is negative");
   const int64_t named_step = CheckpointStepFromName(fs::path(dir).filename().string());
-  if (named_step >= 0 && named_step != m->step) {
-    return Status::Data(dir + ": manifest step " + std::to_string(m->step) +
+  if (named_step >= 0 && named_step != m.step) {
+    return Status::Data(dir + ": manifest step " + std::to_string(m.step) +
                         " differs from the folder name's " + std::to_string(named_step));
   }
+  return Status::Ok();
+}
+
+// The manifest's paths, normalised; each must be inside the folder and listed once.
+Result<std::set<std::string>> ListedPaths(const std::string& dir, const CheckpointManifest& m) {
   std::set<std::string> listed;
-  for (const auto& f : m->files) {
+  for (const auto& f : m.files) {
     if (!InsideFolder(f.path)) {
       return Status::Data(dir + ": manifest lists '" + f.path +
                           "', which is not a path inside the folder");
@@ -223,11 +222,18 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
       return Status::Data(dir + ": manifest lists '" + f.path + "' twice");
     }
   }
-  // Master weights are optional; when sharded, every shard the index names must be listed.
+  return listed;
+}
+
+// Every file the kind needs is listed: the weights and the optimizer state either whole or as an
+// index whose every shard is listed. Master weights are optional; when sharded, every shard the
+// index names must be listed.
+Status CheckRequiredListed(const std::string& dir, const std::string& kind,
+                           const std::set<std::string>& listed) {
   if (listed.count(kMasterWeightsIndexFile) != 0) {
     if (Status st = CheckShardsListed(dir, kMasterWeightsIndexFile, listed); !st.ok()) return st;
   }
-  for (const auto& r : required) {
+  for (const auto& r : RequiredFiles(kind)) {
     if (r == kWeightsFile && listed.count(r) == 0 && listed.count(kWeightsIndexFile) != 0) {
       if (Status st = CheckShardsListed(dir, kWeightsIndexFile, listed); !st.ok()) return st;
       continue;
@@ -237,34 +243,54 @@ Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
       continue;
     }
     if (listed.count(r) == 0) {
-      return Status::Data(dir + ": a " + m->kind + " checkpoint needs " + r +
+      return Status::Data(dir + ": a " + kind + " checkpoint needs " + r +
                           ", which the manifest does not list");
     }
   }
+  return Status::Ok();
+}
+
+// One listed file: the folder's own (no link on its way), present, of the listed size and (when
+// `check_hashes`) content hash.
+Status CheckListedFile(const std::string& dir, const ManifestFile& f, bool check_hashes) {
+  const std::string path = (fs::path(dir) / f.path).string();
+  std::error_code ec;
+  if (const std::string link = FirstSymlink(dir, f.path); !link.empty()) {
+    return Status::Data(link + ": is a symbolic link (to " + fs::read_symlink(link, ec).string() +
+                        "); a checkpoint's files must be its own, not links");
+  }
+  if (!fs::is_regular_file(path, ec))
+    return Status::Data(path + ": listed in the manifest but missing");
+  const auto size = fs::file_size(path, ec);
+  if (ec) return Status::Data(path + ": listed in the manifest but missing");
+  if (size != f.bytes) {
+    return Status::Data(path + ": size " + std::to_string(size) + " differs from the manifest's " +
+                        std::to_string(f.bytes) + " (truncated or rewritten)");
+  }
+  if (!check_hashes) return Status::Ok();
+  auto h = HashFile(path);
+  if (!h.ok()) return h.status();
+  if (h.value() != f.xxh3) {
+    return Status::Data(path + ": content hash " + h.value() + " differs from the manifest's " +
+                        f.xxh3 + " (corrupted)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status VerifyCheckpoint(const std::string& dir, bool check_hashes) {
+  if (const std::string link = FirstSymlink(dir, kManifestName); !link.empty()) {
+    return Status::Data(link + ": is a symbolic link; a checkpoint's files must be its own");
+  }
+  auto m = ReadManifest(dir);
+  if (!m.ok()) return m.status();
+  if (Status st = CheckManifestFields(dir, *m); !st.ok()) return st;
+  auto listed = ListedPaths(dir, *m);
+  if (!listed.ok()) return listed.status();
+  if (Status st = CheckRequiredListed(dir, m->kind, *listed); !st.ok()) return st;
   for (const auto& f : m->files) {
-    const std::string path = (fs::path(dir) / f.path).string();
-    std::error_code ec;
-    if (const std::string link = FirstSymlink(dir, f.path); !link.empty()) {
-      return Status::Data(link + ": is a symbolic link (to " + fs::read_symlink(link, ec).string() +
-                          "); a checkpoint's files must be its own, not links");
-    }
-    if (!fs::is_regular_file(path, ec))
-      return Status::Data(path + ": listed in the manifest but missing");
-    const auto size = fs::file_size(path, ec);
-    if (ec) return Status::Data(path + ": listed in the manifest but missing");
-    if (size != f.bytes) {
-      return Status::Data(path + ": size " + std::to_string(size) +
-                          " differs from the manifest's " + std::to_string(f.bytes) +
-                          " (truncated or rewritten)");
-    }
-    if (check_hashes) {
-      auto h = HashFile(path);
-      if (!h.ok()) return h.status();
-      if (h.value() != f.xxh3) {
-        return Status::Data(path + ": content hash " + h.value() + " differs from the manifest's " +
-                            f.xxh3 + " (corrupted)");
-      }
-    }
+    if (Status st = CheckListedFile(dir, f, check_hashes); !st.ok()) return st;
   }
   if (m->kind == "full") return CheckStateStep(dir, m->step);
   return Status::Ok();

@@ -183,18 +183,23 @@ const StTensorInfo* SafetensorsFile::Find(const std::string& name) const {
   return nullptr;
 }
 
-Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  auto corrupt = [&](const std::string& why) {
-    return Status::Data(path + ": not a valid safetensors file: " + why);
-  };
-  // Refused before opening: opening a FIFO blocks until a writer comes, and a device never ends.
+namespace {
+
+Status Corrupt(const std::string& path, const std::string& why) {
+  return Status::Data(path + ": not a valid safetensors file: " + why);
+}
+
+// Maps `path` read-only once it is known to be a regular file at least as long as the header
+// length. Refused before opening: opening a FIFO blocks until a writer comes, and a device never
+// ends. On success the caller owns `*map` (`*size` bytes).
+Status MapRegularFile(const std::string& path, void** map, uint64_t* size) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": no such file");
     return Status::Io(path + ": cannot stat: " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode))
-    return corrupt("it is " + FileKind(st.st_mode) + ", not a regular file");
+    return Corrupt(path, "it is " + FileKind(st.st_mode) + ", not a regular file");
   // O_NONBLOCK: a FIFO swapped in after the stat must not block the open either.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -207,18 +212,141 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return corrupt("it is " + FileKind(st.st_mode) + ", not a regular file");
+    return Corrupt(path, "it is " + FileKind(st.st_mode) + ", not a regular file");
   }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {
+  *size = static_cast<uint64_t>(st.st_size);
+  if (*size < 8) {
     ::close(fd);
-    return corrupt("file is " + std::to_string(size) +
-                   " bytes, shorter than the 8-byte header length");
+    return Corrupt(
+        path, "file is " + std::to_string(*size) + " bytes, shorter than the 8-byte header length");
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  *map = ::mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  if (map == MAP_FAILED) return Status::Io(path + ": mmap failed: " + std::strerror(errno));
+  if (*map == MAP_FAILED) {
+    *map = nullptr;
+    return Status::Io(path + ": mmap failed: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
 
+// The header's JSON, which must be an object.
+Status ParseHeaderJson(const std::string& path, const uint8_t* begin, const uint8_t* end,
+                       nlohmann::json* header) {
+  try {
+    *header = nlohmann::json::parse(begin, end);
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(path, "header is not JSON: " + Cut(e.what()));
+  }
+  if (!header->is_object()) return Corrupt(path, "header is not a JSON object");
+  return Status::Ok();
+}
+
+// __metadata__: an object whose values are strings.
+Status ParseMetadata(const std::string& path, const nlohmann::json& m,
+                     std::map<std::string, std::string>* metadata) {
+  if (!m.is_object()) return Corrupt(path, "__metadata__ is not an object");
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (!it->is_string())
+      return Corrupt(path, "__metadata__." + Cut(it.key()) + " is not a string");
+    (*metadata)[it.key()] = it->get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// One tensor's entry: dtype known, shape of non-negative int64s whose byte size fits in 64 bits,
+// byte range inside the `data_size`-byte data section and exactly as long as dtype x shape.
+// A JSON exception propagates (the caller reports it as a bad header).
+Result<StTensorInfo> ParseTensorEntry(const std::string& path, const std::string& name,
+                                      const nlohmann::json& e, uint64_t data_size) {
+  StTensorInfo t;
+  t.name = name;
+  const std::string quoted = Cut(t.name);
+  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+      !e.contains("data_offsets")) {
+    return Corrupt(path, "tensor '" + quoted + "' lacks dtype, shape or data_offsets");
+  }
+  if (!e["dtype"].is_string() || !ParseStDType(e["dtype"].get<std::string>(), &t.dtype)) {
+    return Corrupt(path, "tensor '" + quoted + "' has unknown dtype " + Quote(e["dtype"]));
+  }
+  if (!e["shape"].is_array()) {
+    return Corrupt(path, "tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
+  }
+  for (const auto& d : e["shape"]) {
+    // An unsigned above INT64_MAX would turn negative in get<int64_t>: rejected as such.
+    if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) ||
+        d.get<int64_t>() < 0) {
+      return Corrupt(path, "tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
+    }
+    t.shape.push_back(d.get<int64_t>());
+  }
+  uint64_t numel = 0, nbytes = 0;
+  if (!SafetensorsShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
+    return Corrupt(path, "tensor '" + quoted + "' has shape " + Cut(ShapeString(t.shape)) +
+                             " whose size in " + StDTypeName(t.dtype) + " bytes overflows 64 bits");
+  }
+  const auto& off = e["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+      !off[1].is_number_unsigned()) {
+    return Corrupt(path, "tensor '" + quoted + "' has bad data_offsets " + Quote(off));
+  }
+  t.begin = off[0].get<uint64_t>();
+  t.end = off[1].get<uint64_t>();
+  if (t.begin > t.end || t.end > data_size) {
+    return Corrupt(path, "tensor '" + quoted + "' bytes [" + std::to_string(t.begin) + ", " +
+                             std::to_string(t.end) + ") lie outside the " +
+                             std::to_string(data_size) + "-byte data section (truncated?)");
+  }
+  if (t.end - t.begin != nbytes) {
+    return Corrupt(path, "tensor '" + quoted + "' holds " + std::to_string(t.end - t.begin) +
+                             " bytes but dtype " + StDTypeName(t.dtype) + " x shape " +
+                             Cut(ShapeString(t.shape)) + " needs " + std::to_string(nbytes));
+  }
+  return t;
+}
+
+// Every entry of the header, in its order: __metadata__, and the tensors.
+Status ParseHeaderEntries(const std::string& path, const nlohmann::json& header, uint64_t data_size,
+                          std::vector<StTensorInfo>* tensors,
+                          std::map<std::string, std::string>* metadata) {
+  try {
+    for (auto it = header.begin(); it != header.end(); ++it) {
+      if (it.key() == "__metadata__") {
+        BATON_RETURN_IF_ERROR(ParseMetadata(path, *it, metadata));
+        continue;
+      }
+      BATON_ASSIGN_OR_RETURN(StTensorInfo t, ParseTensorEntry(path, it.key(), *it, data_size));
+      tensors->push_back(std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(path, "bad header: " + Cut(e.what()));
+  }
+  return Status::Ok();
+}
+
+// No two tensors share a byte.
+Status CheckNoOverlap(const std::string& path, const std::vector<StTensorInfo>& tensors) {
+  std::vector<const StTensorInfo*> by_offset;
+  for (const auto& t : tensors) {
+    if (t.begin < t.end) by_offset.push_back(&t);  // an empty range overlaps nothing
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i]->begin < by_offset[i - 1]->end) {
+      return Corrupt(path, "tensors '" + Cut(by_offset[i - 1]->name) + "' and '" +
+                               Cut(by_offset[i]->name) + "' overlap");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+  void* map = nullptr;
+  uint64_t size = 0;
+  BATON_RETURN_IF_ERROR(MapRegularFile(path, &map, &size));
+  // The file owns the mapping from here, whatever is returned.
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
   file->map_ = map;
@@ -227,92 +355,17 @@ Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::
 
   const uint64_t header_len = Load<uint64_t>(bytes);
   if (header_len > kMaxHeaderBytes || header_len > size - 8) {
-    return corrupt("header length " + std::to_string(header_len) + " exceeds the file size " +
-                   std::to_string(size) + " (truncated or not safetensors)");
+    return Corrupt(path, "header length " + std::to_string(header_len) + " exceeds the file size " +
+                             std::to_string(size) + " (truncated or not safetensors)");
   }
   file->data_ = bytes + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 
   nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt("header is not JSON: " + Cut(e.what()));
-  }
-  if (!header.is_object()) return corrupt("header is not a JSON object");
-
-  try {
-    for (auto it = header.begin(); it != header.end(); ++it) {
-      if (it.key() == "__metadata__") {
-        if (!it->is_object()) return corrupt("__metadata__ is not an object");
-        for (auto m = it->begin(); m != it->end(); ++m) {
-          if (!m->is_string()) return corrupt("__metadata__." + Cut(m.key()) + " is not a string");
-          file->metadata_[m.key()] = m->get<std::string>();
-        }
-        continue;
-      }
-      const auto& e = *it;
-      StTensorInfo t;
-      t.name = it.key();
-      const std::string quoted = Cut(t.name);
-      if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
-          !e.contains("data_offsets")) {
-        return corrupt("tensor '" + quoted + "' lacks dtype, shape or data_offsets");
-      }
-      if (!e["dtype"].is_string() || !ParseStDType(e["dtype"].get<std::string>(), &t.dtype)) {
-        return corrupt("tensor '" + quoted + "' has unknown dtype " + Quote(e["dtype"]));
-      }
-      if (!e["shape"].is_array()) {
-        return corrupt("tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
-      }
-      for (const auto& d : e["shape"]) {
-        // An unsigned above INT64_MAX would turn negative in get<int64_t>: rejected as such.
-        if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) ||
-            d.get<int64_t>() < 0) {
-          return corrupt("tensor '" + quoted + "' has a bad shape " + Quote(e["shape"]));
-        }
-        t.shape.push_back(d.get<int64_t>());
-      }
-      uint64_t numel = 0, nbytes = 0;
-      if (!SafetensorsShapeBytes(t.shape, StDTypeSize(t.dtype), &numel, &nbytes)) {
-        return corrupt("tensor '" + quoted + "' has shape " + Cut(ShapeString(t.shape)) +
-                       " whose size in " + StDTypeName(t.dtype) + " bytes overflows 64 bits");
-      }
-      const auto& off = e["data_offsets"];
-      if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
-          !off[1].is_number_unsigned()) {
-        return corrupt("tensor '" + quoted + "' has bad data_offsets " + Quote(off));
-      }
-      t.begin = off[0].get<uint64_t>();
-      t.end = off[1].get<uint64_t>();
-      if (t.begin > t.end || t.end > data_size) {
-        return corrupt("tensor '" + quoted + "' bytes [" + std::to_string(t.begin) + ", " +
-                       std::to_string(t.end) + ") lie outside the " + std::to_string(data_size) +
-                       "-byte data section (truncated?)");
-      }
-      if (t.end - t.begin != nbytes) {
-        return corrupt("tensor '" + quoted + "' holds " + std::to_string(t.end - t.begin) +
-                       " bytes but dtype " + StDTypeName(t.dtype) + " x shape " +
-                       Cut(ShapeString(t.shape)) + " needs " + std::to_string(nbytes));
-      }
-      file->tensors_.push_back(std::move(t));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt("bad header: " + Cut(e.what()));
-  }
-
-  std::vector<const StTensorInfo*> by_offset;
-  for (const auto& t : file->tensors_) {
-    if (t.begin < t.end) by_offset.push_back(&t);  // an empty range overlaps nothing
-  }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const StTensorInfo* a, const StTensorInfo* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      return corrupt("tensors '" + Cut(by_offset[i - 1]->name) + "' and '" +
-                     Cut(by_offset[i]->name) + "' overlap");
-    }
-  }
+  BATON_RETURN_IF_ERROR(ParseHeaderJson(path, bytes + 8, bytes + 8 + header_len, &header));
+  BATON_RETURN_IF_ERROR(
+      ParseHeaderEntries(path, header, data_size, &file->tensors_, &file->metadata_));
+  BATON_RETURN_IF_ERROR(CheckNoOverlap(path, file->tensors_));
   return std::shared_ptr<const SafetensorsFile>(std::move(file));
 }
 

@@ -147,25 +147,128 @@ std::function<Result<std::string>()> MetricsSource(StorePool* pool, std::mutex* 
   };
 }
 
-int RunServe(ServeOptions o) {
-  if (o.token.empty()) {
-    if (const char* env = std::getenv(kTokenEnv)) o.token = env;
+// Fills in what the command line leaves to the environment (the token), and refuses an unknown
+// --auth and a server other machines could reach with no token or identities.
+Status ResolveServeOptions(ServeOptions* o) {
+  if (o->token.empty()) {
+    if (const char* env = std::getenv(kTokenEnv)) o->token = env;
   }
-  if (!o.auth.empty()) {
-    const std::optional<AuthMode> mode = ParseAuthMode(o.auth);
-    if (!mode) {
-      return ReportError(
-          Status::InvalidArgument("--auth '" + o.auth + "': expected tokens or proxy"));
+  if (!o->auth.empty()) {
+    const std::optional<AuthMode> mode = ParseAuthMode(o->auth);
+    if (!mode) return Status::InvalidArgument("--auth '" + o->auth + "': expected tokens or proxy");
+    o->auth_options.mode = *mode;
+  }
+  BATON_RETURN_IF_ERROR(CheckAuthOptions(o->auth_options));
+  if (!IsLoopbackHost(o->host) && o->token.empty() && o->auth_options.mode == AuthMode::kNone) {
+    return Status::InvalidArgument(
+        "--host " + o->host + " is reachable from other machines: give --token T (or set " +
+        kTokenEnv + "), or --auth tokens|proxy, so the API is not open to everyone");
+  }
+  return Status::Ok();
+}
+
+// --auth tokens with no token in the store locks every user out: said once, at start.
+void WarnIfNoTokens(Store& store, const AuthOptions& auth) {
+  if (auth.mode != AuthMode::kTokens) return;
+  Result<std::vector<ApiTokenInfo>> tokens = ListApiTokens(store);
+  if (tokens.ok() && tokens->empty()) {
+    std::cerr << "baton serve: warning: --auth tokens, but no user has a token yet: every API "
+                 "request is 401 until `baton token add USER`\n";
+  }
+}
+
+// Blocks SIGINT and SIGTERM in this thread, and so in every thread started after: only the
+// waiting thread takes them (sigwait). Returns the set it waits on.
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+// What the sync thread shares with the rest of serve. All of it is RunServe's, which joins the
+// thread before any of it goes.
+struct SyncThreadContext {
+  Store* writer;  // the thread's own connection
+  const AlertsSection* lab_alerts;
+  const NodeLedgerConfig* nodes;
+  bool reconcile;
+  double interval_s;
+  HttpServer* server;
+  StopFlag* stop;
+  const std::atomic<bool>* listen_returned;
+  std::mutex* figures_mu;  // guards *figures, which /metrics reads
+  ServeFigures* figures;
+  Status* lost_store;  // written before the thread stops the server, read after the join
+};
+
+// Whose jobs the sync passes may act on: the user as SLURM's config names users, when serve
+// asks SLURM at all.
+ActingUser SyncActingUser(SlurmClient* slurm) {
+  std::map<std::string, std::string> slurm_config;
+  if (slurm) {
+    Result<std::map<std::string, std::string>> c = slurm->ShowConfig();
+    if (c.ok()) slurm_config = std::move(c).value();
+  }
+  return CurrentActingUser(slurm_config);
+}
+
+// The database is no longer the file at its path: record why, and stop the server.
+void StopOnLostStore(const SyncThreadContext& c, const Status& st) {
+  *c.lost_store = st.Annotate("baton serve stopped");
+  // Stop() before the listener runs does nothing: repeat until Listen() has returned.
+  while (!c.listen_returned->load()) {
+    c.server->Stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The sync thread: ingest, reconcile and alerts every interval until stopped, or until the
+// database has gone from under serve (then nothing more is written).
+void RunSyncLoop(const SyncThreadContext& c) {
+  std::unique_ptr<SlurmClient> slurm;
+  if (c.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
+  const ActingUser me = SyncActingUser(slurm.get());
+  const EvalJobOptions evals = WatcherEvalJobs(me, *c.lab_alerts);
+  std::set<std::string> shown;
+  bool first = true;
+  do {
+    if (Status st = c.writer->CheckStillAtPath(); !st.ok()) {
+      StopOnLostStore(c, st);
+      return;
     }
-    o.auth_options.mode = *mode;
-  }
-  if (Status st = CheckAuthOptions(o.auth_options); !st.ok()) return ReportError(st);
-  const bool identities = o.auth_options.mode != AuthMode::kNone;
-  if (!IsLoopbackHost(o.host) && o.token.empty() && !identities) {
-    return ReportError(Status::InvalidArgument(
-        "--host " + o.host + " is reachable from other machines: give --token T (or set " +
-        kTokenEnv + "), or --auth tokens|proxy, so the API is not open to everyone"));
-  }
+    const double pass_start = UnixTimeNow();
+    if (Status st = ServeSyncPass(*c.writer, slurm.get(), first, me, *c.nodes, evals, &shown);
+        !st.ok()) {
+      std::cerr << "baton serve: warning: " << st.ToString() << "\n";
+    }
+    ServeAlertsPass(*c.writer, *c.lab_alerts);
+    ReleaseReadSnapshot(*c.writer);  // no stale snapshot between passes
+    {
+      std::lock_guard<std::mutex> lock(*c.figures_mu);
+      c.figures->last_pass_end = UnixTimeNow();
+      c.figures->last_pass_s = c.figures->last_pass_end - pass_start;
+    }
+    first = false;
+  } while (!c.stop->WaitFor(c.interval_s));
+}
+
+// The signal thread: the first SIGINT or SIGTERM stops the sync loop and the server, unless
+// RunServe is already ending (`stopping`), whose own SIGTERM only wakes this thread to return.
+void WaitForStopSignal(const sigset_t* stop_signals, std::atomic<bool>* stopping, StopFlag* stop,
+                       HttpServer* server) {
+  int sig = 0;
+  sigwait(stop_signals, &sig);
+  if (stopping->exchange(true)) return;
+  std::cerr << "baton serve: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")\n";
+  stop->Set();
+  server->Stop();
+}
+
+int RunServe(ServeOptions o) {
+  if (Status st = ResolveServeOptions(&o); !st.ok()) return ReportError(st);
   Result<AlertsSection> lab_alerts = LoadLabAlertRules();
   if (!lab_alerts.ok()) return ReportError(lab_alerts.status());
   // The node policy (docs/nodes.md): a pattern that does not compile is 78, named, at start.
@@ -179,13 +282,7 @@ int RunServe(ServeOptions o) {
   StorePool pool(DefaultDbPath(), kMaxIdleReaders);
   // Before the sync thread writes: opening a reader later could wait on its write lock.
   if (Status st = pool.Warm(kMaxIdleReaders); !st.ok()) return ReportError(st);
-  if (o.auth_options.mode == AuthMode::kTokens) {
-    Result<std::vector<ApiTokenInfo>> tokens = ListApiTokens(**writer);
-    if (tokens.ok() && tokens->empty()) {
-      std::cerr << "baton serve: warning: --auth tokens, but no user has a token yet: every API "
-                   "request is 401 until `baton token add USER`\n";
-    }
-  }
+  WarnIfNoTokens(**writer, o.auth_options);
   RunHistoryService service(&pool, [] { return UnixTimeNow(); });
   RequestIdentity identity(o.auth_options, &pool);
   std::unique_ptr<SlurmClient> action_slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
@@ -196,73 +293,29 @@ int RunServe(ServeOptions o) {
   std::mutex figures_mu;  // the sync thread writes serve's own figures, /metrics reads them
   ServeFigures figures;
   server_options.metrics = MetricsSource(&pool, &figures_mu, &figures);
-  if (identities) {
+  if (o.auth_options.mode != AuthMode::kNone) {  // identities: the run page's write actions
     service.set_write_actions(true);
     server_options.identity = &identity;
     server_options.actions = &actions;
   }
   HttpServer server(&service, server_options);
 
-  // Signals go to the waiting thread only (blocked here, inherited by every thread we start).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+  const sigset_t stop_signals = BlockStopSignals();
   if (Status st = server.Bind(); !st.ok()) return ReportError(st);
   std::cout << "baton serve: http://" << o.host << ":" << server.port() << "/ (database "
             << ScrubPassword(DefaultDbPath()) << ")" << std::endl;
 
   StopFlag stop;
-  Status lost_store;  // written by the sync thread before it stops the server, read after join
+  Status lost_store;
   std::atomic<bool> listen_returned{false};
-  std::thread sync([&] {
-    std::unique_ptr<SlurmClient> slurm;
-    if (o.reconcile) slurm = MakeSlurmClient(kQuerySlurmTimeoutS);
-    std::map<std::string, std::string> slurm_config;
-    if (slurm) {
-      Result<std::map<std::string, std::string>> c = slurm->ShowConfig();
-      if (c.ok()) slurm_config = std::move(c).value();
-    }
-    const ActingUser me = CurrentActingUser(slurm_config);
-    const EvalJobOptions evals = WatcherEvalJobs(me, *lab_alerts);
-    std::set<std::string> shown;
-    bool first = true;
-    do {
-      if (Status st = (*writer)->CheckStillAtPath(); !st.ok()) {
-        lost_store = st.Annotate("baton serve stopped");
-        // Stop() before the listener runs does nothing: repeat until Listen() has returned.
-        while (!listen_returned.load()) {
-          server.Stop();
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        return;
-      }
-      const double pass_start = UnixTimeNow();
-      if (Status st = ServeSyncPass(**writer, slurm.get(), first, me, *nodes, evals, &shown);
-          !st.ok()) {
-        std::cerr << "baton serve: warning: " << st.ToString() << "\n";
-      }
-      ServeAlertsPass(**writer, *lab_alerts);
-      ReleaseReadSnapshot(**writer);  // no stale snapshot between passes
-      {
-        std::lock_guard<std::mutex> lock(figures_mu);
-        figures.last_pass_end = UnixTimeNow();
-        figures.last_pass_s = figures.last_pass_end - pass_start;
-      }
-      first = false;
-    } while (!stop.WaitFor(o.interval_s));
-  });
+  const SyncThreadContext sync_context{
+      writer->get(), &*lab_alerts, &*nodes,           // what a pass reads and writes
+      o.reconcile,   o.interval_s,                    // the options it runs with
+      &server,       &stop,        &listen_returned,  // how it stops, and stops the server
+      &figures_mu,   &figures,     &lost_store};      // what it reports
+  std::thread sync(RunSyncLoop, sync_context);
   std::atomic<bool> stopping{false};
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (stopping.exchange(true)) return;
-    std::cerr << "baton serve: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")\n";
-    stop.Set();
-    server.Stop();
-  });
+  std::thread waiter(WaitForStopSignal, &stop_signals, &stopping, &stop, &server);
 
   // The outbox from its own thread and connection: a dead receiver never holds up ingest.
   AlertDelivery delivery(DefaultDbPath(), std::min(1.0, o.interval_s), [](const std::string& line) {

@@ -83,117 +83,172 @@ std::string ProbeFolder(const RunConfig& config, const SubmitRequest& req) {
   return s;
 }
 
-}  // namespace
+// What the checks settled before anything is created: the resolved config (its name the run's)
+// and what the job script needs besides.
+struct CheckedSubmit {
+  RunConfig config;
+  GraceCheck grace;
+  std::string cluster;
+  std::string exclude;  // the new job's --exclude list
+};
 
-Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
-                               double now) {
-  BATON_ASSIGN_OR_RETURN(RunConfig config, LoadRunConfig(req.config_path));
-  SubmitResult out;
-  out.name = req.name.empty() ? config.run.name : req.name;
+// Every check a submit makes, dry run included, in this order: the name, the memory plan, the
+// stop save against the grace, the storage forecast, the cluster, the nodes to exclude. Fills
+// `out`'s name, budget, warnings, storage and refused exclusions.
+Result<CheckedSubmit> CheckSubmit(Store* store, SlurmClient& slurm, const SubmitRequest& req,
+                                  double now, SubmitResult* out) {
+  CheckedSubmit c;
+  BATON_ASSIGN_OR_RETURN(c.config, LoadRunConfig(req.config_path));
+  out->name = req.name.empty() ? c.config.run.name : req.name;
   BATON_RETURN_IF_ERROR(
-      CheckName(out.name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
-  config.run.name = out.name;
+      CheckName(out->name, req.name.empty() ? req.config_path + ": run.name" : "--name"));
+  c.config.run.name = out->name;
   // One plan for both checks. Without a trainer or a plan the memory check says what it says
   // today; the grace check is then only a warning (or, strict, a refusal).
   std::string no_plan;
   const std::optional<MemoryPlanReport> plan =
-      PlanIfPossible(config, req.config_path, req.trainer_bin, &no_plan);
-  BATON_RETURN_IF_ERROR(
-      CheckMemoryPlan(config, req.config_path, req.trainer_bin, plan ? &*plan : nullptr));
-  GraceCheck grace;
-  BATON_RETURN_IF_ERROR(CheckGrace(config, req.config_path, req.strict, plan ? &*plan : nullptr,
-                                   no_plan, slurm, store, ProbeFolder(config, req), now, &grace));
-  out.budget = grace.budget;
-  out.warnings = grace.warnings;
-  BATON_ASSIGN_OR_RETURN(out.storage,
-                         CheckStorage(config, req.config_path, req.strict, plan ? &*plan : nullptr,
-                                      ProbeFolder(config, req), &out.warnings));
+      PlanIfPossible(c.config, req.config_path, req.trainer_bin, &no_plan);
+  const MemoryPlanReport* plan_or_null = plan ? &*plan : nullptr;
+  BATON_RETURN_IF_ERROR(CheckMemoryPlan(c.config, req.config_path, req.trainer_bin, plan_or_null));
+  BATON_RETURN_IF_ERROR(CheckGrace(c.config, req.config_path, req.strict, plan_or_null, no_plan,
+                                   slurm, store, ProbeFolder(c.config, req), now, &c.grace));
+  out->budget = c.grace.budget;
+  out->warnings = c.grace.warnings;
+  BATON_ASSIGN_OR_RETURN(out->storage,
+                         CheckStorage(c.config, req.config_path, req.strict, plan_or_null,
+                                      ProbeFolder(c.config, req), &out->warnings));
 
-  BATON_ASSIGN_OR_RETURN(const std::string cluster,
-                         ResolveRunCluster(config.slurm, req.config_path, slurm));
-  BATON_ASSIGN_OR_RETURN(
-      const std::string exclude,
-      ExcludeForNewJob(store, slurm, cluster, config.slurm.partition, config.slurm.nodes, now,
-                       &out.warnings, &out.exclusion_refused));
-  if (req.dry_run) {
-    // No id yet: "NEW" stands in for it in the folder name and the job name.
-    out.run_dir = !config.run.dir.empty() ? config.run.dir
+  BATON_ASSIGN_OR_RETURN(c.cluster, ResolveRunCluster(c.config.slurm, req.config_path, slurm));
+  BATON_ASSIGN_OR_RETURN(c.exclude, ExcludeForNewJob(store, slurm, c.cluster,
+                                                     c.config.slurm.partition, c.config.slurm.nodes,
+                                                     now, &out->warnings, &out->exclusion_refused));
+  return c;
+}
+
+// A dry run renders the script only. No id yet: "NEW" stands in for it in the folder name and
+// the job name.
+Result<SubmitResult> RenderDryRun(const SubmitRequest& req, CheckedSubmit c, SubmitResult out) {
+  out.run_dir = !c.config.run.dir.empty() ? c.config.run.dir
                                           : req.baton_home + "/runs/NEW-" + Slugify(out.name);
-    config.run.dir = out.run_dir;
-    BATON_ASSIGN_OR_RETURN(out.script,
-                           RenderSbatchScript(config, {"NEW", out.name, out.run_dir, req.baton_bin,
-                                                       GraceEnvValue(grace), exclude}));
-    return out;
-  }
-  if (store == nullptr) return Status::Internal("submit without a store");
+  c.config.run.dir = out.run_dir;
+  BATON_ASSIGN_OR_RETURN(out.script,
+                         RenderSbatchScript(c.config, {"NEW", out.name, out.run_dir, req.baton_bin,
+                                                       GraceEnvValue(c.grace), c.exclude}));
+  return out;
+}
 
-  BATON_ASSIGN_OR_RETURN(Transaction tx, store->Begin());
+// The run's row, inside the caller's transaction, and its stop-save budget when there is one.
+// Sets `out`'s run id.
+Status InsertRunRow(Store& store, const SubmitRequest& req, const CheckedSubmit& c, double now,
+                    SubmitResult* out) {
   NewRun row;
-  row.name = out.name;
+  row.name = out->name;
   row.config_source = fs::absolute(req.config_path).string();
   // A unique placeholder until the id is known (run_dir is UNIQUE).
   row.run_dir = "(submitting " + std::to_string(now) + ")";
-  row.target_steps = config.run.steps;
-  row.max_restarts = config.slurm.max_restarts;
-  row.max_failures = config.slurm.max_failures;
-  row.partition = config.slurm.partition;
+  row.target_steps = c.config.run.steps;
+  row.max_restarts = c.config.slurm.max_restarts;
+  row.max_failures = c.config.slurm.max_failures;
+  row.partition = c.config.slurm.partition;
   row.owner = CurrentActingUser().name;
-  row.cluster = cluster;
+  row.cluster = c.cluster;
   row.config = "";
-  BATON_ASSIGN_OR_RETURN(const int64_t id, store->CreateRunInTx(row, now));
-  out.run_id = id;
-  if (out.budget) {
-    out.budget->run_id = id;
-    BATON_RETURN_IF_ERROR(store->UpsertStopSaveBudgetInTx(*out.budget));
+  BATON_ASSIGN_OR_RETURN(out->run_id, store.CreateRunInTx(row, now));
+  if (out->budget) {
+    out->budget->run_id = out->run_id;
+    BATON_RETURN_IF_ERROR(store.UpsertStopSaveBudgetInTx(*out->budget));
   }
-  out.run_dir = !config.run.dir.empty()
-                    ? config.run.dir
-                    : req.baton_home + "/runs/" + std::to_string(id) + "-" + Slugify(out.name);
-  out.run_dir = fs::absolute(out.run_dir).lexically_normal().string();
-  while (out.run_dir.size() > 1 && out.run_dir.back() == '/') out.run_dir.pop_back();
-  config.run.dir = out.run_dir;
+  return Status::Ok();
+}
 
-  // The folder: new, or an existing one that holds no run yet.
-  Cleanup cleanup;
+// Where the run lives: run.dir as given, else runs/<id>-<name> under the baton home; absolute,
+// normalised, without a trailing slash (the form the store keeps).
+std::string RunDirOf(const RunConfig& config, const SubmitRequest& req, const std::string& name,
+                     int64_t id) {
+  std::string dir = !config.run.dir.empty()
+                        ? config.run.dir
+                        : req.baton_home + "/runs/" + std::to_string(id) + "-" + Slugify(name);
+  dir = fs::absolute(dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// The folder: new, or an existing one that holds no run yet. `cleanup` learns what this call
+// created.
+Status MakeRunFolder(const RunFolder& folder, const std::string& config_path, Cleanup* cleanup) {
   std::error_code ec;
-  const bool existed = fs::exists(out.run_dir, ec);
-  const RunFolder folder{out.run_dir};
+  const bool existed = fs::exists(folder.root, ec);
   if (existed && (fs::exists(folder.RunYaml(), ec) || fs::exists(folder.EventsDir(), ec))) {
-    return Status::Config(req.config_path + ": run.dir: '" + out.run_dir +
+    return Status::Config(config_path + ": run.dir: '" + folder.root +
                           "' already holds a run (run.yaml or events/); choose another folder");
   }
-  cleanup.SetDir(out.run_dir, !existed);
+  cleanup->SetDir(folder.root, !existed);
   for (const std::string& d :
        {folder.root, folder.LogsDir(), folder.EventsDir(), folder.CheckpointsDir()}) {
     const bool had = fs::exists(d, ec);
     fs::create_directories(d, ec);
     if (ec) return Status::Io(d + ": cannot create the run folder: " + ec.message());
-    if (!had && d != folder.root) cleanup.AddFile(d);
+    if (!had && d != folder.root) cleanup->AddFile(d);
   }
+  return Status::Ok();
+}
 
-  // Freeze the resolved config and render the script.
+// Freezes the resolved config (alerts included) into run.yaml and renders sbatch.sh into `out`
+// and the folder. Returns the frozen text, which the store keeps too.
+Result<std::string> WriteRunFiles(const SubmitRequest& req, const CheckedSubmit& c,
+                                  const RunFolder& folder, SubmitResult* out, Cleanup* cleanup) {
   BATON_ASSIGN_OR_RETURN(const AlertsSection alerts, LoadRunAlerts(req.config_path));
-  const std::string frozen = AppendAlerts(ToYaml(config), alerts);
+  std::string frozen = AppendAlerts(ToYaml(c.config), alerts);
   BATON_ASSIGN_OR_RETURN(
-      out.script, RenderSbatchScript(config, {std::to_string(id), out.name, out.run_dir,
-                                              req.baton_bin, GraceEnvValue(grace), exclude}));
-  cleanup.AddFile(folder.RunYaml());
+      out->script,
+      RenderSbatchScript(c.config, {std::to_string(out->run_id), out->name, out->run_dir,
+                                    req.baton_bin, GraceEnvValue(c.grace), c.exclude}));
+  cleanup->AddFile(folder.RunYaml());
   BATON_RETURN_IF_ERROR(WriteTextAtomic(folder.RunYaml(), frozen));
   const std::string script_path = folder.SbatchScript();
-  cleanup.AddFile(script_path);
-  BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, out.script));
+  cleanup->AddFile(script_path);
+  BATON_RETURN_IF_ERROR(WriteTextAtomic(script_path, out->script));
   ::chmod(script_path.c_str(), 0755);
+  return frozen;
+}
 
-  // Store the row's real values, then sbatch, then the job id — all in this transaction.
-  BATON_RETURN_IF_ERROR(store->SetRunDirInTx(id, out.run_dir, frozen));
-  BATON_ASSIGN_OR_RETURN(out.job_id, slurm.Submit(script_path));
-  Status st = store->SetRunJobInTx(id, out.job_id, now);
+// The row's real values, then sbatch, then the job id, then the commit. A job whose run could not
+// be recorded is cancelled rather than left an orphan.
+Status SubmitAndRecord(Store& store, SlurmClient& slurm, Transaction& tx, const RunFolder& folder,
+                       const std::string& frozen, double now, SubmitResult* out) {
+  BATON_RETURN_IF_ERROR(store.SetRunDirInTx(out->run_id, out->run_dir, frozen));
+  BATON_ASSIGN_OR_RETURN(out->job_id, slurm.Submit(folder.SbatchScript()));
+  Status st = store.SetRunJobInTx(out->run_id, out->job_id, now);
   if (st.ok()) st = tx.Commit();
   if (!st.ok()) {
-    // The job exists but the run does not: take the job back rather than leave an orphan.
-    (void)slurm.Cancel(out.job_id);
-    return st.Annotate("recording job " + out.job_id + " (cancelled it)");
+    // The job exists but the run does not: take the job back.
+    (void)slurm.Cancel(out->job_id);
+    return st.Annotate("recording job " + out->job_id + " (cancelled it)");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SubmitResult> SubmitRun(Store* store, SlurmClient& slurm, const SubmitRequest& req,
+                               double now) {
+  SubmitResult out;
+  BATON_ASSIGN_OR_RETURN(CheckedSubmit checked, CheckSubmit(store, slurm, req, now, &out));
+  if (req.dry_run) return RenderDryRun(req, std::move(checked), std::move(out));
+  if (store == nullptr) return Status::Internal("submit without a store");
+
+  // All in one transaction; `cleanup` (destroyed first) removes the files of a failed submit
+  // before the transaction rolls its row back.
+  BATON_ASSIGN_OR_RETURN(Transaction tx, store->Begin());
+  BATON_RETURN_IF_ERROR(InsertRunRow(*store, req, checked, now, &out));
+  out.run_dir = RunDirOf(checked.config, req, out.name, out.run_id);
+  checked.config.run.dir = out.run_dir;
+  const RunFolder folder{out.run_dir};
+  Cleanup cleanup;
+  BATON_RETURN_IF_ERROR(MakeRunFolder(folder, req.config_path, &cleanup));
+  BATON_ASSIGN_OR_RETURN(const std::string frozen,
+                         WriteRunFiles(req, checked, folder, &out, &cleanup));
+  BATON_RETURN_IF_ERROR(SubmitAndRecord(*store, slurm, tx, folder, frozen, now, &out));
   cleanup.Disarm();
   return out;
 }
