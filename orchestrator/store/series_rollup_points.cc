@@ -89,30 +89,27 @@ Status RollupSeriesReader::PartPoints(const std::vector<RollupAttemptTotals>& pa
   const size_t buckets = budget_cells > segments ? budget_cells - segments : 1;
   const int64_t span = hi - lo + 1;
   const int64_t width = std::max<int64_t>(1, (span + int64_t(buckets) - 1) / int64_t(buckets));
-  std::vector<Cell> cells;
+  BATON_ASSIGN_OR_RETURN(int64_t running, TokensBefore(lo));
   for (const Span& sp : spans) {
     const int64_t a = std::max(sp.first, lo), b = std::min(sp.last, hi);
-    for (int64_t bucket = (a - lo) / width; a <= b && bucket <= (b - lo) / width; ++bucket) {
-      cells.push_back({sp.attempt_id, std::max(a, lo + bucket * width),
-                       std::min(b, lo + (bucket + 1) * width - 1)});
-    }
-  }
-  BATON_RETURN_IF_ERROR(Prefetch(cells));
-  BATON_ASSIGN_OR_RETURN(int64_t running, TokensBefore(lo));
-  for (const Cell& c : cells) {
-    CellAcc acc;
-    BATON_RETURN_IF_ERROR(Accumulate(q, c.attempt_id, c.a, c.b, &acc));
-    if (acc.k.count > 0) {
-      RollupPoint cell[kPointsPerCell] = {acc.k.first, acc.k.min, acc.k.max, acc.k.last};
-      std::sort(cell, cell + kPointsPerCell,
-                [](const RollupPoint& x, const RollupPoint& y) { return x.step < y.step; });
-      for (size_t k = 0; k < kPointsPerCell; ++k) {
-        if (k > 0 && cell[k].step == cell[k - 1].step) continue;
-        out->push_back({cell[k].step, cell[k].value, c.attempt_id, running + cell[k].tokens_through,
-                        cell[k].time});
+    if (a > b) continue;
+    for (int64_t bucket = (a - lo) / width; bucket <= (b - lo) / width; ++bucket) {
+      const int64_t ca = std::max(a, lo + bucket * width);
+      const int64_t cb = std::min(b, lo + (bucket + 1) * width - 1);
+      CellAcc acc;
+      BATON_RETURN_IF_ERROR(Accumulate(q, sp.attempt_id, ca, cb, &acc));
+      if (acc.k.count > 0) {
+        RollupPoint cell[kPointsPerCell] = {acc.k.first, acc.k.min, acc.k.max, acc.k.last};
+        std::sort(cell, cell + kPointsPerCell,
+                  [](const RollupPoint& x, const RollupPoint& y) { return x.step < y.step; });
+        for (size_t k = 0; k < kPointsPerCell; ++k) {
+          if (k > 0 && cell[k].step == cell[k - 1].step) continue;
+          out->push_back({cell[k].step, cell[k].value, sp.attempt_id,
+                          running + cell[k].tokens_through, cell[k].time});
+        }
       }
+      running += acc.tokens;
     }
-    running += acc.tokens;
   }
   return Status::Ok();
 }

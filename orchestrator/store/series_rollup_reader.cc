@@ -108,54 +108,6 @@ Result<const std::vector<SeriesRow>*> RollupSeriesReader::RowsAt(int64_t attempt
   return &rows_.emplace(std::make_pair(attempt_id, block), std::move(rows)).first->second;
 }
 
-Status RollupSeriesReader::Prefetch(const std::vector<Cell>& cells) {
-  // At an edge, a walk goes down from the top through the blocks holding the edge until one lies
-  // inside the cell whole: it reads the children of each block it goes through (one group, at
-  // the level below), and the rows of a level-0 block it goes through.
-  std::map<int, std::set<int64_t>> groups;      // level -> parent blocks one level up
-  std::map<int64_t, std::set<int64_t>> blocks;  // attempt -> level-0 blocks
-  for (const Cell& c : cells) {
-    for (const int64_t edge : {std::max<int64_t>(c.a, 0), std::max<int64_t>(c.b, 0)}) {
-      for (int level = kTop; level >= 0; --level) {
-        const int64_t block = RollupBlockOf(edge, level);
-        if (c.a <= RollupBlockFirstStep(block, level) && LastStepOf(block, level) <= c.b) break;
-        if (level == 0) {
-          if (rows_.count({c.attempt_id, block}) == 0) blocks[c.attempt_id].insert(block);
-        } else if (loaded_groups_.count({level - 1, block}) == 0) {
-          groups[level - 1].insert(block);
-        }
-      }
-    }
-  }
-  for (const auto& [level, parents] : groups) {
-    std::vector<IdRange> ranges;
-    for (const int64_t p : parents) {
-      ranges.push_back({p << kRollupFanoutBits, ((p + 1) << kRollupFanoutBits) - 1});
-    }
-    BATON_ASSIGN_OR_RETURN(const std::vector<StoredRollupNode> nodes,
-                           ReadRollupNodesIn(db(), run_id_, level, ranges));
-    for (const StoredRollupNode& n : nodes) nodes_[{level, n.block}].push_back(n);
-    for (const int64_t p : parents) loaded_groups_.insert({level, p});
-  }
-  size_t count = 0;
-  for (const auto& [attempt_id, set] : blocks) count += set.size();
-  // The row cache is bounded; past its size the walk reads as it goes.
-  if (rows_.size() + count > kMaxCachedRowBlocks) return Status::Ok();
-  for (const auto& [attempt_id, set] : blocks) {
-    std::vector<IdRange> ranges;
-    for (const int64_t b : set) ranges.push_back({RollupBlockFirstStep(b, 0), LastStepOf(b, 0)});
-    // A negative owner is the attempt's superseded rows (series_rollups.h).
-    BATON_ASSIGN_OR_RETURN(std::vector<SeriesRow> rows,
-                           ReadRowsIn(db(), attempt_id < 0 ? -attempt_id : attempt_id,
-                                      /*superseded=*/attempt_id < 0, ranges));
-    for (const int64_t b : set) rows_[{attempt_id, b}];  // a block without rows is read too
-    for (SeriesRow& r : rows) {
-      rows_[{attempt_id, RollupBlockOf(r.step, 0)}].push_back(std::move(r));
-    }
-  }
-  return Status::Ok();
-}
-
 namespace {
 
 // The attempt's node among a block's nodes when it has rows in [a, b], else null.

@@ -87,15 +87,6 @@ class RollupSeriesReader {
     int64_t tokens = 0;
     RollupKeyStats k;
   };
-  // One cell of a walk: an attempt's rows with step in [a, b].
-  struct Cell {
-    int64_t attempt_id = 0;
-    int64_t a = 0, b = 0;
-  };
-  // Reads ahead, in a few batched statements, what walks over `cells` descend into: the nodes
-  // and level-0 rows of the blocks a cell's edge cuts. A walk would ask once per cut block, a
-  // round trip each on a server.
-  [[nodiscard]] Status Prefetch(const std::vector<Cell>& cells);
   // series_rollup_points.cc
   [[nodiscard]] Status PartPoints(const std::vector<RollupAttemptTotals>& part, SeriesKey key,
                                   int64_t from, int64_t to, size_t max_points,

@@ -217,13 +217,17 @@ Status RollupMaintainer::Flush(Db& db) {
   return Status::Ok();
 }
 
-namespace {
-
-// Appends the (block, attempt_id, data) rows of `s` to *out, decoded.
-Status ReadNodeRows(Statement* s, int64_t run_id, int level, std::vector<StoredRollupNode>* out) {
+Result<std::vector<StoredRollupNode>> ReadRollupNodes(Db& db, int64_t run_id, int level,
+                                                      int64_t first_block, int64_t last_block) {
+  BATON_ASSIGN_OR_RETURN(
+      Statement * s,
+      db.Prepare("SELECT block, attempt_id, data FROM step_rollups WHERE run_id = ?1 AND "
+                 "level = ?2 AND block BETWEEN ?3 AND ?4 ORDER BY block, attempt_id"));
+  s->Bind(1, run_id).Bind(2, level).Bind(3, first_block).Bind(4, last_block);
+  std::vector<StoredRollupNode> out;
   while (true) {
     BATON_ASSIGN_OR_RETURN(const bool row, s->Step());
-    if (!row) return Status::Ok();
+    if (!row) break;
     StoredRollupNode n;
     n.block = s->Int(0);
     n.attempt_id = s->Int(1);
@@ -234,101 +238,8 @@ Status ReadNodeRows(Statement* s, int64_t run_id, int level, std::vector<StoredR
                           std::to_string(s->BlobSize(2)) + " bytes, not " +
                           std::to_string(sizeof(RollupNode)));
     }
-    out->push_back(n);
+    out.push_back(n);
   }
-}
-
-// Ranges one statement of the batched readers takes. A shorter list is padded with its last
-// range (a row two arms of an OR select is still one row), so each reader has one SQL text.
-constexpr int kRangesPerStatement = 32;
-
-// "(<fixed> AND <column> BETWEEN ?p AND ?p+1) OR ...", with p from first_param on. Each arm is
-// whole, so both SQLite's OR optimisation and PostgreSQL's bitmap OR use the index per arm.
-std::string RangeArms(const std::string& fixed, const std::string& column, int first_param) {
-  std::string sql;
-  for (int k = 0; k < kRangesPerStatement; ++k) {
-    const int p = first_param + 2 * k;
-    sql += std::string(k > 0 ? " OR " : "") + "(" + fixed + " AND " + column + " BETWEEN ?" +
-           std::to_string(p) + " AND ?" + std::to_string(p + 1) + ")";
-  }
-  return sql;
-}
-
-// The ranges sorted, with overlapping and adjacent ones joined: the statements then answer in
-// order, and no row comes twice.
-std::vector<IdRange> Joined(std::vector<IdRange> ranges) {
-  std::sort(ranges.begin(), ranges.end(),
-            [](const IdRange& x, const IdRange& y) { return x.first < y.first; });
-  std::vector<IdRange> out;
-  for (const IdRange& r : ranges) {
-    if (!out.empty() && r.first <= out.back().last + 1) {
-      out.back().last = std::max(out.back().last, r.last);
-    } else {
-      out.push_back(r);
-    }
-  }
-  return out;
-}
-
-// Runs `sql` once per kRangesPerStatement of `ranges`, the ranges bound from ?first_param on
-// after bind_fixed(s), and read(s) after each.
-template <class BindFixed, class Read>
-Status ForEachRangeChunk(Db& db, const std::string& sql, const std::vector<IdRange>& ranges,
-                         int first_param, BindFixed bind_fixed, Read read) {
-  const std::vector<IdRange> joined = Joined(ranges);
-  for (size_t at = 0; at < joined.size(); at += kRangesPerStatement) {
-    BATON_ASSIGN_OR_RETURN(Statement * s, db.Prepare(sql));
-    bind_fixed(*s);
-    for (int k = 0; k < kRangesPerStatement; ++k) {
-      const IdRange& r = joined[std::min(at + size_t(k), joined.size() - 1)];
-      s->Bind(first_param + 2 * k, r.first).Bind(first_param + 2 * k + 1, r.last);
-    }
-    BATON_RETURN_IF_ERROR(read(s));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Result<std::vector<StoredRollupNode>> ReadRollupNodes(Db& db, int64_t run_id, int level,
-                                                      int64_t first_block, int64_t last_block) {
-  BATON_ASSIGN_OR_RETURN(
-      Statement * s,
-      db.Prepare("SELECT block, attempt_id, data FROM step_rollups WHERE run_id = ?1 AND "
-                 "level = ?2 AND block BETWEEN ?3 AND ?4 ORDER BY block, attempt_id"));
-  s->Bind(1, run_id).Bind(2, level).Bind(3, first_block).Bind(4, last_block);
-  std::vector<StoredRollupNode> out;
-  BATON_RETURN_IF_ERROR(ReadNodeRows(s, run_id, level, &out));
-  return out;
-}
-
-Result<std::vector<StoredRollupNode>> ReadRollupNodesIn(Db& db, int64_t run_id, int level,
-                                                        const std::vector<IdRange>& ranges) {
-  static const std::string kSql = "SELECT block, attempt_id, data FROM step_rollups WHERE " +
-                                  RangeArms("run_id = ?1 AND level = ?2", "block", 3) +
-                                  " ORDER BY block, attempt_id";
-  std::vector<StoredRollupNode> out;
-  BATON_RETURN_IF_ERROR(ForEachRangeChunk(
-      db, kSql, ranges, 3, [&](Statement& s) { s.Bind(1, run_id).Bind(2, level); },
-      [&](Statement* s) { return ReadNodeRows(s, run_id, level, &out); }));
-  return out;
-}
-
-Result<std::vector<SeriesRow>> ReadRowsIn(Db& db, int64_t attempt_id, bool superseded,
-                                          const std::vector<IdRange>& ranges) {
-  static const std::string kEffective = SeriesRowTable().Select(
-      "WHERE " + RangeArms("attempt_id = ?1 AND superseded = 0", "step", 2) + " ORDER BY step");
-  static const std::string kSuperseded = SeriesRowTable().Select(
-      "WHERE " + RangeArms("attempt_id = ?1 AND superseded = 1", "step", 2) + " ORDER BY step");
-  std::vector<SeriesRow> out;
-  BATON_RETURN_IF_ERROR(ForEachRangeChunk(
-      db, superseded ? kSuperseded : kEffective, ranges, 2,
-      [&](Statement& s) { s.Bind(1, attempt_id); },
-      [&](Statement* s) -> Status {
-        BATON_ASSIGN_OR_RETURN(std::vector<SeriesRow> rows, SeriesRowTable().ReadAll(*s));
-        out.insert(out.end(), rows.begin(), rows.end());
-        return Status::Ok();
-      }));
   return out;
 }
 

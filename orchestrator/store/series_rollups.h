@@ -57,19 +57,6 @@ struct StoredRollupNode {
                                                                     int64_t last_block);
 // Nodes with attempt_id < 0 summarise the superseded rows of attempt -attempt_id.
 
-// Many block ranges [first, last] at once, in few statements: a server answers each statement a
-// round trip later, and a series request cut into cells would otherwise ask once per cell edge.
-struct IdRange {
-  int64_t first = 0, last = 0;  // of blocks or steps, both included
-};
-// Nodes of `level` in any of `ranges`, by block then attempt.
-[[nodiscard]] Result<std::vector<StoredRollupNode>> ReadRollupNodesIn(
-    Db& db, int64_t run_id, int level, const std::vector<IdRange>& ranges);
-// One attempt's rows (its superseded ones when `superseded`) with step in any of `ranges`, in
-// step order.
-[[nodiscard]] Result<std::vector<SeriesRow>> ReadRowsIn(Db& db, int64_t attempt_id, bool superseded,
-                                                        const std::vector<IdRange>& ranges);
-
 // The effective rows of one attempt with step in [first, last], in step order.
 [[nodiscard]] Result<std::vector<SeriesRow>> ReadEffectiveRows(Db& db, int64_t attempt_id,
                                                                int64_t first, int64_t last);

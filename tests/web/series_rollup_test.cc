@@ -9,9 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -140,68 +138,6 @@ TEST_F(SeriesRollups, SamePointsAsTheRowsWithSupersededStepsAndZoom) {
                          {16383, 16384},
                          {29000, 40000},
                          {50000, 60000}});
-}
-
-TEST_F(SeriesRollups, BatchedReadsAnswerWhatOneRangeAtATimeDoes) {
-  // 3 attempts over 30000 steps. 75 ranges (more than one statement takes, so the last is
-  // padded), unsorted, overlapping, adjacent and empty ones among them.
-  const int64_t run = Create(webtest::DemoRunSpec("batched-demo", 50));
-  Db& db = StoreInternal::Db(*store_);
-  std::vector<IdRange> ranges;
-  for (int64_t k = 0; k < 75; ++k) {
-    const int64_t first = (k * 7919) % 31000;
-    ranges.push_back({first, first + (k % 5 == 0 ? 0 : k * 13)});
-  }
-  ranges.push_back({100, 99});                                  // empty
-  ranges.push_back({29990, 40000});                             // past the end
-  ranges.push_back({ranges[3].last + 1, ranges[3].last + 64});  // adjacent
-  Result<std::vector<StoredRollupNode>> top = ReadRollupNodes(db, run, 0, 0, INT64_MAX);
-  ASSERT_TRUE(top.ok());
-  std::set<int64_t> owners;
-  for (const StoredRollupNode& n : *top) owners.insert(n.attempt_id);
-  ASSERT_GE(owners.size(), 4u);  // 3 attempts and superseded rows
-  for (const int64_t owner : owners) {
-    const int64_t attempt = owner < 0 ? -owner : owner;
-    std::map<int64_t, SeriesRow> expected;
-    for (const IdRange& r : ranges) {
-      Result<std::vector<SeriesRow>> one = owner < 0
-                                               ? ReadSupersededRowsOf(db, attempt, r.first, r.last)
-                                               : ReadEffectiveRows(db, attempt, r.first, r.last);
-      ASSERT_TRUE(one.ok());
-      for (const SeriesRow& row : *one) expected[row.step] = row;
-    }
-    Result<std::vector<SeriesRow>> all = ReadRowsIn(db, attempt, owner < 0, ranges);
-    ASSERT_TRUE(all.ok()) << all.status().ToString();
-    ASSERT_EQ(all->size(), expected.size()) << "owner " << owner;
-    ASSERT_GT(all->size(), 0u);
-    auto it = expected.begin();
-    for (const SeriesRow& row : *all) {
-      EXPECT_EQ(row.step, it->first) << "owner " << owner;
-      EXPECT_EQ(row.tokens, it->second.tokens);
-      EXPECT_EQ(row.time, it->second.time);
-      ++it;
-    }
-  }
-  for (int level = 0; level < kRollupLevels; ++level) {
-    std::vector<IdRange> blocks;
-    for (const IdRange& r : ranges) blocks.push_back({r.first >> 6, r.last >> 6});
-    std::map<std::pair<int64_t, int64_t>, std::string> expected;
-    for (const IdRange& b : blocks) {
-      Result<std::vector<StoredRollupNode>> one = ReadRollupNodes(db, run, level, b.first, b.last);
-      ASSERT_TRUE(one.ok());
-      for (const StoredRollupNode& n : *one) expected[{n.block, n.attempt_id}] = EncodeNode(n.node);
-    }
-    Result<std::vector<StoredRollupNode>> all = ReadRollupNodesIn(db, run, level, blocks);
-    ASSERT_TRUE(all.ok()) << all.status().ToString();
-    ASSERT_EQ(all->size(), expected.size()) << "level " << level;
-    ASSERT_GT(all->size(), 0u);
-    auto it = expected.begin();
-    for (const StoredRollupNode& n : *all) {
-      EXPECT_EQ(std::make_pair(n.block, n.attempt_id), it->first) << "level " << level;
-      EXPECT_EQ(EncodeNode(n.node), it->second);
-      ++it;
-    }
-  }
 }
 
 TEST_F(SeriesRollups, SamePointsWithSkippedStepsAndTinyChunks) {
