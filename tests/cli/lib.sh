@@ -1,6 +1,7 @@
 # Helpers for the command-line tests: each check prints one line; the first failure exits 1.
 # shellcheck shell=bash
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../common/run_folder.sh"
 checks=0
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

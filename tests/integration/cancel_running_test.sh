@@ -17,7 +17,7 @@ write_config "$TMP/cancel.yaml" it-cancel 100000 \
 submit "$TMP/cancel.yaml"
 ok "submitted run $run as job $job"
 wait_for 120 "attempt 0 to log step 3" attempt_progressed "$run_dir" "$job" 0 3
-ok "run $run RUNNING at step $(last_step_in "$run_dir/events/$job.0.jsonl")"
+ok "run $run RUNNING at step $(last_step_in "$(events_file "$run_dir" "$job" 0)")"
 
 out=$("$baton" cancel "$run") || fail "baton cancel $run failed: $out"
 [[ $out == *"cancelled (scancel $job)"* ]] || fail "cancel printed: $out"
@@ -25,10 +25,10 @@ out=$("$baton" cancel "$run") || fail "baton cancel $run failed: $out"
 ok "baton cancel: $out"
 
 wait_for 60 "attempt 0 to end" attempt_finished "$run_dir" "$job" 0
-end=$(grep -h '"type":"attempt_end"' "$run_dir/events/$job.0.jsonl" | tail -n1)
+end=$(grep -h '"type":"attempt_end"' "$(events_file "$run_dir" "$job" 0)" | tail -n1)
 [[ $(jq -r .action <<<"$end") == fail && $(jq -r .reason <<<"$end") == cancelled ]] ||
   fail "attempt 0 ended: $end (want action fail, reason cancelled)"
-grep -q '"reason":"signal"' "$run_dir/events/$job.0.jsonl" ||
+grep -q '"reason":"signal"' "$(events_file "$run_dir" "$job" 0)" ||
   fail "the trainer did not stop on the TERM (no segment_end with reason signal)"
 ok "attempt 0: the trainer stopped on scancel's TERM, the launcher ended it: $(jq -c '{action, reason, exit_code}' <<<"$end")"
 
@@ -40,7 +40,8 @@ sleep 5
 state=$(job_field "$job" JobState) restarts=$(job_field "$job" Restarts)
 [[ ($state == CANCELLED || -z $state) && ${restarts:-0} == 0 ]] ||
   fail "job $job is $state with Restarts=$restarts after the cancel (requeued?)"
-[[ ! -e $run_dir/events/$job.1.jsonl ]] || fail "a second attempt started: $run_dir/events/$job.1.jsonl"
+second=$(events_file "$run_dir" "$job" 1)
+[[ ! -e $second ]] || fail "a second attempt started: $second"
 ok "job $job: ${state:-gone}, Restarts=${restarts:-0}; no second attempt"
 
 [[ $(run_status "$run") == CANCELLED ]] || fail "run $run is $(run_status "$run")"

@@ -52,7 +52,7 @@ disturb_and_finish() {
   [[ -n $pid ]] || fail "no PID in $run_dir/heartbeat/rank-00001: $(cat "$run_dir"/heartbeat/* 2>&1)"
   t_stop=$(date +%s.%N)
   kill -"$signal" "$pid" || fail "kill -$signal $pid"
-  note "SIG$signal to rank 1 (pid $pid) at step $(last_step_in "$run_dir/events/$job.0.jsonl")"
+  note "SIG$signal to rank 1 (pid $pid) at step $(last_step_in "$(events_file "$run_dir" "$job" 0)")"
   wait_for 60 "attempt $job.0 to end" attempt_finished "$run_dir" "$job" 0
   wait_for 240 "run $run to end" run_is "$run" COMPLETED FAILED CANCELLED
   [[ $(run_status "$run") == COMPLETED ]] || fail "run $run ended $(run_status "$run")"
@@ -140,7 +140,7 @@ attempts=$(attempt_json "$run")
 [[ $(run_status "$run") == COMPLETED && $(jq length <<<"$attempts") == 1 ]] ||
   fail "the slow run: $(run_status "$run"), $(jq -c '[.[] | .end_reason]' <<<"$attempts")"
 grep -q "hang:" "$run_dir/logs/$job.out" && fail "a hang was declared during a slow save or first step"
-saves=$(grep -c '"type":"checkpoint"' "$run_dir/events/$job.0.jsonl")
+saves=$(grep -c '"type":"checkpoint"' "$(events_file "$run_dir" "$job" 0)")
 ((saves == 2)) || fail "expected 2 saves, saw $saves"
 ok "no false alarm: an 8 s first step and two 8 s saves with hang_min_s 3, one attempt, COMPLETED"
 

@@ -73,7 +73,7 @@ stop() {
   track_job "$urgent"
   wait_for 90 "job $job to be requeued (Restarts=$n)" requeued_not_done "$job" "$n"
   wait_for 60 "attempt $((n - 1)) to end" attempt_finished "$run_dir" "$job" $((n - 1))
-  check_kept "stop $n after $(($(last_step_in "$run_dir/events/$job.$((n - 1)).jsonl") + 1)) steps"
+  check_kept "stop $n after $(($(last_step_in "$(events_file "$run_dir" "$job" "$((n - 1))")") + 1)) steps"
 }
 
 for n in 1 2 3 4 5; do

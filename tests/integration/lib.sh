@@ -8,6 +8,7 @@
 # shellcheck shell=bash
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/slurm.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../common/run_folder.sh"
 
 baton=$(realpath "$1")
 bt=$(realpath "$2")
@@ -113,17 +114,18 @@ last_step_in() {
 # attempt_progressed RUN_DIR JOB RESTART MIN_STEP: attempt JOB.RESTART logged step >= MIN_STEP.
 attempt_progressed() {
   local s
-  s=$(last_step_in "$1/events/$2.$3.jsonl")
+  s=$(last_step_in "$(events_file "$1" "$2" "$3")")
   ((s >= $4))
 }
 # attempt_advanced RUN_DIR JOB RESTART N: attempt JOB.RESTART logged N steps past its step0.
 attempt_advanced() {
-  local f="$1/events/$2.$3.jsonl" s0
+  local f s0
+  f=$(events_file "$1" "$2" "$3")
   s0=$(grep -h '"type":"attempt_start"' "$f" 2>/dev/null | jq -r .step0 2>/dev/null) || true
   [[ -n $s0 ]] && (($(last_step_in "$f") >= s0 + $4))
 }
 # attempt_finished RUN_DIR JOB RESTART: the launcher closed the attempt (attempt_end written).
-attempt_finished() { grep -q '"type":"attempt_end"' "$1/events/$2.$3.jsonl" 2>/dev/null; }
+attempt_finished() { grep -q '"type":"attempt_end"' "$(events_file "$1" "$2" "$3")" 2>/dev/null; }
 
 # requeued JOB N: the job is PENDING again with Restarts=N.
 requeued() { [[ $(job_field "$1" JobState) == PENDING && $(job_field "$1" Restarts) == "$2" ]]; }

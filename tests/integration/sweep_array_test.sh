@@ -115,7 +115,7 @@ stop_scancel() {
 # step_preemption I: moves member I's preemptions on by what its task shows now.
 step_preemption() {
   local i=$1 t=${array}_$1 r=${done_n[$1]} f
-  f=${DIRS[i]}/events/$t.$r.jsonl
+  f=$(events_file "${DIRS[i]}" "$t" "$r")
   if attempt_finished "${DIRS[i]}" "$t" "$r"; then
     stop_scancel "$i"
     grep '"type":"attempt_end"' "$f" | grep -q '"reason":"preempted"' ||

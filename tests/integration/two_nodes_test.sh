@@ -35,9 +35,9 @@ ok "submitted run $run_a as job $job_a: 2 nodes x 1 task"
 start_reference "$TMP/a.yaml" "$TMP/reference_a" 2 1
 
 wait_for 120 "attempt 0 to log step 5" attempt_progressed "$dir_a" "$job_a" 0 5
-start0=$(grep -h '"type":"segment_start"' "$dir_a/events/$job_a.0.jsonl" | head -n1)
+start0=$(grep -h '"type":"segment_start"' "$(events_file "$dir_a" "$job_a" 0)" | head -n1)
 [[ $(jq .world_size <<<"$start0") == 2 ]] || fail "attempt 0 did not start 2 ranks: $start0"
-nodes0=$(grep -h '"type":"attempt_start"' "$dir_a/events/$job_a.0.jsonl" | jq -r .nodes)
+nodes0=$(grep -h '"type":"attempt_start"' "$(events_file "$dir_a" "$job_a" 0)" | jq -r .nodes)
 [[ $nodes0 == "baton-n[1-2]" ]] || fail "attempt 0 ran on '$nodes0', not both nodes"
 ok "attempt 0 trains on $nodes0, world size 2"
 preempt "$job_a" 1

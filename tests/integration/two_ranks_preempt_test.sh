@@ -22,7 +22,7 @@ ok "submitted run $run as job $job: 2 tasks x $per_task CPUs, target $STEPS step
 start_reference "$TMP/r2.yaml" "$TMP/reference" 2 "$per_task"
 
 wait_for 120 "attempt 0 to log step 5" attempt_progressed "$run_dir" "$job" 0 5
-[[ $(jq -s 'map(select(.type == "segment_start"))[0].world_size' "$run_dir/events/$job.0.jsonl") == 2 ]] ||
+[[ $(jq -s 'map(select(.type == "segment_start"))[0].world_size' "$(events_file "$run_dir" "$job" 0)") == 2 ]] ||
   fail "attempt 0 did not start 2 ranks"
 preempt "$job" 1
 ok "preempted: job $job requeued (PENDING, Restarts=1), hold cut with StartTime=now"

@@ -6,6 +6,7 @@
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/reconcile/sync_pass.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -69,7 +70,7 @@ TEST_F(BatchedReconcileTest, FollowedUpRunsShareTheQuery) {
     slurm_.SetState(runs_[i].job_id, "RUNNING");
   }
   ASSERT_TRUE(SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 50).ok());
-  Append(runs_[0].run_dir + "/events/" + runs_[0].job_id + ".0.jsonl",
+  Append(RunFolder{runs_[0].run_dir}.EventsFile(runs_[0].job_id, 0),
          StepLine(3) + StepLine(4) + EndLine("done", "completed", 0));
   ASSERT_TRUE(SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 60).ok());
   slurm_.SetState(runs_[0].job_id, "COMPLETED");

@@ -19,6 +19,7 @@
 #include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/store_sweeps.h"
 #include "orchestrator/store/time_bucket_store.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -197,7 +198,7 @@ TEST(IngestEvals, EvalLinesOfAnEventsFileBecomeRowsTheLaterOneWinning) {
   json no_step = EvalJson(6, 0.5, 0.25, 0.25, "inline");
   no_step.erase("step");
   text += EventLine(no_step);
-  Append(run.run_dir + "/events/7.0.jsonl", text);
+  Append(RunFolder{run.run_dir}.EventsFile("7", 0), text);
   Result<IngestStats> stats = IngestRun(*store, run);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->bad_lines, 1);
@@ -240,7 +241,7 @@ TEST(IngestEvals, InlineEvalSecondsAreTheAttemptsEvalTime) {
   text += line(EvalJson(2, 0.875, 0.625, 0.25, "inline"), "eval", 4.25);  // 3 → 4.25
   text += step(2, 5.25) + step(3, 6.25);
   text += line(EvalJson(2, 0.75, 0.5, 0.25, "inline"), "eval", 7.5);  // step 2 again: 6.25 → 7.5
-  Append(run.run_dir + "/events/7.0.jsonl", text);
+  Append(RunFolder{run.run_dir}.EventsFile("7", 0), text);
   ASSERT_TRUE(IngestRun(*store, run).ok());
   const std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
   ASSERT_EQ(attempts.size(), 1u);
@@ -306,7 +307,7 @@ TEST(IngestEvalFiles, AnInlineEventAndItsFileAreOneRow) {
   auto store = OpenStore(tmp / "baton.db");
   const RunRecord run = MakeRunWithJob(*store, tmp / "run", "r", 10, "7");
   const json result = EvalJson(8, 0.4375, 0.3125, 0.125, "inline");
-  Append(run.run_dir + "/events/7.0.jsonl", StartLine("fresh", 0) + EventLine(result));
+  Append(RunFolder{run.run_dir}.EventsFile("7", 0), StartLine("fresh", 0) + EventLine(result));
   WriteEvalFile(run, result);
   Result<SyncReport> pass = SyncRuns(*store, {run}, SyncOptions{}, 50);
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();

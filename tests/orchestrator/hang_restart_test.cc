@@ -79,7 +79,7 @@ TEST(Heartbeat, EventsFilesOfInJobRestartsSortAfterTheirJobStart) {
   EXPECT_FALSE(ParseEventsFileName("42.x.2.jsonl", &job, &restart, &seq));
   TempDir tmp;
   for (const char* f : {"42.1.jsonl", "42.0.2.jsonl", "42.0.jsonl", "42.0.1.jsonl", "9.0.jsonl"})
-    Append(tmp / (std::string("events/") + f), "");
+    Append(RunFolder{tmp.path()}.EventsDir() + "/" + f, "");
   std::vector<std::string> names;
   for (const std::string& p : RunFolder{tmp.path()}.ListEventFiles())
     names.push_back(std::filesystem::path(p).filename().string());

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -71,7 +72,7 @@ TEST(Ingest, ListsFilesInAttemptOrder) {
   TempDir tmp;
   for (const char* f :
        {"10.0.jsonl", "9.1.jsonl", "9.0.jsonl", "9.10.jsonl", "9.2.jsonl", "x.txt"}) {
-    Append(tmp / (std::string("events/") + f), "");
+    Append(RunFolder{tmp.path()}.EventsDir() + "/" + f, "");
   }
   std::vector<std::string> files = RunFolder{tmp.path()}.ListEventFiles();
   ASSERT_EQ(files.size(), 5u);
@@ -89,7 +90,7 @@ TEST(Ingest, IsIdempotent) {
   std::string text = StartLine("fresh", 0);
   for (int s = 1; s <= 5; ++s) text += StepLine(s);
   text += EndLine("done", "completed", 0);
-  Append(tmp / "run/events/7.0.jsonl", text);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), text);
   IngestStats first = IngestRun(*store, run).value();
   EXPECT_EQ(first.records, 7);
   EXPECT_EQ(first.steps, 5);
@@ -104,7 +105,7 @@ TEST(Ingest, LeavesATornLastLineForTheNextPass) {
   TempDir tmp;
   auto store = OpenStore(tmp / "baton.db");
   RunRecord run = MakeRun(*store, tmp / "run");
-  const std::string path = tmp / "run/events/7.0.jsonl";
+  const std::string path = RunFolder{tmp / "run"}.EventsFile("7", 0);
   const std::string line = StepLine(2);
   Append(path, StartLine("fresh", 0) + StepLine(1) + line.substr(0, 20));  // torn mid-line
   EXPECT_EQ(IngestRun(*store, run).value().steps, 1);
@@ -120,9 +121,9 @@ TEST(Ingest, SkipsAndCountsBadLinesWithoutBlocking) {
   TempDir tmp;
   auto store = OpenStore(tmp / "baton.db");
   RunRecord run = MakeRun(*store, tmp / "run");
-  Append(tmp / "run/events/7.0.jsonl", StartLine("fresh", 0) + "not json\n" +
-                                           "{\"type\":\"step\"}\n" + "{\"no\":\"type\"}\n" +
-                                           StepLine(1));
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), StartLine("fresh", 0) + "not json\n" +
+                                                        "{\"type\":\"step\"}\n" +
+                                                        "{\"no\":\"type\"}\n" + StepLine(1));
   IngestStats s = IngestRun(*store, run).value();
   EXPECT_EQ(s.bad_lines, 3);
   EXPECT_EQ(s.steps, 1);
@@ -140,7 +141,7 @@ TEST(Ingest, RefusesImplausibleEventTimes) {
     return "{\"type\":\"step\",\"time\":" + time +
            ",\"source\":\"trainer\",\"step\":" + std::to_string(step) + ",\"loss\":1}\n";
   };
-  Append(tmp / "run/events/7.0.jsonl",
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0),
          StartLine("fresh", 0) + step_at(0, "1e308") + step_at(1, "-5") + step_at(2, "4102444801") +
              step_at(3, "\"soon\"") + step_at(4, "1710000000.5") + step_at(5, "null"));
   IngestStats s = IngestRun(*store, run).value();
@@ -167,7 +168,7 @@ TEST(Ingest, SkipsALineLongerThanAChunk) {
   TempDir tmp;
   auto store = OpenStore(tmp / "baton.db");
   RunRecord run = MakeRun(*store, tmp / "run");
-  const std::string path = tmp / "run/events/7.0.jsonl";
+  const std::string path = RunFolder{tmp / "run"}.EventsFile("7", 0);
   const std::string step = StepLine(2);
   const std::string padded =
       step.substr(0, step.size() - 2) + ",\"pad\":\"" + std::string(300000, 'x') + "\"}\n";
@@ -199,7 +200,7 @@ TEST(Ingest, SmallChunksGiveTheSameRows) {
   auto b = OpenStore(tmp / "b.db");
   RunRecord ra = MakeRun(*a, tmp / "run");
   RunRecord rb = MakeRun(*b, tmp / "run");
-  Append(tmp / "run/events/7.0.jsonl", text);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), text);
   ASSERT_TRUE(IngestRun(*a, ra).ok());
   IngestOptions small;
   small.chunk_bytes = 4096;  // many transactions
@@ -215,7 +216,7 @@ TEST(Ingest, ACrashMidIngestDuplicatesNothing) {
   std::string text = StartLine("fresh", 0);
   for (int s = 1; s <= 300; ++s) text += StepLine(s);
   text += EndLine("done", "completed", 0);
-  Append(tmp / "run/events/7.0.jsonl", text);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), text);
   int64_t run_id = 0;
   {
     auto store = OpenStore(tmp / "baton.db");
@@ -264,8 +265,8 @@ TEST(Ingest, ResumedStepsSupersedeTheEarlierAttempt) {
   std::string second = StartLine("exact", 4);
   for (int s = 5; s <= 8; ++s) second += StepLine(s, 2.0);
   second += EndLine("done", "completed", 0);
-  Append(tmp / "run/events/7.0.jsonl", first);
-  Append(tmp / "run/events/7.1.jsonl", second);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), first);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 1), second);
   ASSERT_TRUE(IngestRun(*store, run).ok());
   std::vector<StepRecord> all = store->ListSteps(run.id, {0, INT64_MAX, true, 100, 0}).value();
   EXPECT_EQ(all.size(), 10u);
@@ -301,9 +302,11 @@ TEST(Ingest, RecordsTheUpstreamFolderTheWeightsCameFrom) {
            "\"mode\":\"fresh\",\"step0\":0,\"target_steps\":8" +
            (init.empty() ? "" : ",\"init_from\":\"" + init + "\"") + "}\n";
   };
-  Append(tmp / "run/events/7.0.jsonl", StartLine("fresh", 0) + segment("/models/base/transformer") +
-                                           StepLine(1, 1.0) + EndLine("requeue", "preempted", 75));
-  Append(tmp / "run/events/7.1.jsonl", StartLine("exact", 1) + segment("") + StepLine(2, 1.0));
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0),
+         StartLine("fresh", 0) + segment("/models/base/transformer") + StepLine(1, 1.0) +
+             EndLine("requeue", "preempted", 75));
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 1),
+         StartLine("exact", 1) + segment("") + StepLine(2, 1.0));
   ASSERT_TRUE(IngestRun(*store, run).ok());
   std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
   ASSERT_EQ(attempts.size(), 2u);
@@ -316,7 +319,7 @@ TEST(Ingest, RecordsCheckpointsAndFailures) {
   auto store = OpenStore(tmp / "baton.db");
   RunRecord run = MakeRun(*store, tmp / "run");
   Append(
-      tmp / "run/events/7.0.jsonl",
+      RunFolder{tmp / "run"}.EventsFile("7", 0),
       StartLine("fresh", 0) + StepLine(1) +
           "{\"type\":\"checkpoint\",\"time\":1,\"source\":\"trainer\",\"step\":1,\"path\":\"/c/1\","
           "\"bytes\":10,\"seconds\":0.5,\"reason\":\"periodic\"}\n" +

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/ingest/event_ingester.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -61,7 +62,7 @@ TEST(Ingest, NonfiniteStepsKeepNullLossesAndTheirEpisodes) {
   text += TrainerLine("step", {{"step", 1e300}, {"loss", 1.0}});
   text += TrainerLine("step", {{"step", 18446744073709551615ull}, {"loss", 1.0}});
   text += "{\"type\":\"step\",\"time\":1,\"source\":\"trainer\",\"step\":5,\"loss\":NaN}\n";
-  Append(tmp / "run/events/7.0.jsonl", text);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0), text);
   IngestStats stats = IngestRun(*store, run).value();
   EXPECT_EQ(stats.steps, 5);
   EXPECT_EQ(stats.bad_lines, 3);
@@ -102,7 +103,7 @@ TEST(Ingest, ErrorSegmentEndKeepsTheTrainersMessage) {
   const std::string message =
       "data/episodes/ep_000003.safetensors: tensor latents holds 1 NaN/Inf value(s) (first at "
       "index 17) \"<img src=x onerror=alert(1)>\" é";
-  Append(tmp / "run/events/7.0.jsonl",
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0),
          StartLine("fresh", 0) + StepLine(0) + StepLine(1) +
              TrainerLine("segment_end", {{"step", 2},
                                          {"reason", "error"},
@@ -133,7 +134,7 @@ TEST(Ingest, DivergedAndCrashedAttemptsSayWhatTheyCan) {
   auto store = OpenStore(tmp / "baton.db");
   RunRecord run = MakeRun(*store, tmp / "run");
   // 7.0 crashes: no segment_end, only the launcher's attempt_end.
-  Append(tmp / "run/events/7.0.jsonl",
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0),
          StartLine("fresh", 0) + StepLine(0) + EndLine("requeue", "crashed", 139));
   // 7.1 diverges.
   const std::string why =
@@ -152,7 +153,7 @@ TEST(Ingest, DivergedAndCrashedAttemptsSayWhatTheyCan) {
                                         {"exit_code", 79},
                                         {"message", why}}) +
             EndLine("fail", "diverged", 79);
-  Append(tmp / "run/events/7.1.jsonl", second);
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 1), second);
   ASSERT_TRUE(IngestRun(*store, run).ok());
   const std::vector<AttemptRecord> attempts = store->ListAttempts(run.id).value();
   ASSERT_EQ(attempts.size(), 2u);
@@ -182,7 +183,7 @@ TEST(Ingest, AnOverlongMessageIsCutAtACharacterBoundary) {
   std::string huge;
   while (huge.size() < 3 * kMaxTrainerMessageBytes) huge += "é";  // 2 bytes each
   huge = "x" + huge;  // so the limit falls inside a character
-  Append(tmp / "run/events/7.0.jsonl",
+  Append(RunFolder{tmp / "run"}.EventsFile("7", 0),
          StartLine("fresh", 0) +
              TrainerLine("segment_end",
                          {{"step", 0}, {"reason", "error"}, {"exit_code", 70}, {"message", huge}}));

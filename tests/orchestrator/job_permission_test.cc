@@ -10,6 +10,7 @@
 #include "orchestrator/reconcile/reconciler.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -100,7 +101,7 @@ class OtherUsersJob : public ::testing::Test {
             "{\"type\":\"segment_end\",\"time\":1.8,\"source\":\"trainer\",\"step\":5,"
             "\"reason\":\"signal\",\"signal\":\"USR1\",\"exit_code\":75}\n" +
             EndLine("requeue", "preempted", 75);
-    Append(tmp_ / ("run/events/" + job_ + ".0.jsonl"), text);
+    Append(RunFolder{tmp_ / "run"}.EventsFile(job_, 0), text);
     ASSERT_TRUE(IngestRun(*store_, run_).ok());
     slurm_.SetState(job_, "PENDING", "BeginTime");
     slurm_.job(job_)->restarts = 1;

@@ -97,7 +97,8 @@ TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
   d.checkpoint = "/r/checkpoints/checkpoint_step_3000";
   d.step0 = 3000;
   d.resume_warmup_steps = 50;
-  const std::vector<std::string> argv = TrainerCommand(env, "/r", d, "/r/events/5.2.jsonl");
+  const std::vector<std::string> argv =
+      TrainerCommand(env, "/r", d, RunFolder{"/r"}.EventsFile("5", 2));
   const std::vector<std::string> want = {"srun",
                                          "--kill-on-bad-exit=1",
                                          "/opt/baton-train",
@@ -115,7 +116,7 @@ TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
                                          "--resume-warmup",
                                          "50",
                                          "--events",
-                                         "/r/events/5.2.jsonl"};
+                                         RunFolder{"/r"}.EventsFile("5", 2)};
   EXPECT_EQ(argv, want);
   env.use_srun = false;
   d = ResumeDecision{};

@@ -11,6 +11,7 @@
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "schema/atomic_file.h"
 #include "schema/checkpoint_manifest.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -36,7 +37,7 @@ class ReconcileTest : public ::testing::Test {
   void Attempt(int restart, int step0, int last, const std::string& tail = "") {
     std::string text = StartLine(step0 ? "exact" : "fresh", step0);
     for (int s = step0; s < last; ++s) text += StepLine(s);
-    Append(tmp_ / ("run/events/" + job_ + "." + std::to_string(restart) + ".jsonl"), text + tail);
+    Append(RunFolder{tmp_ / "run"}.EventsFile(job_, restart), text + tail);
     ASSERT_TRUE(IngestRun(*store_, run_).ok());
   }
   RunRecord Reconcile() {
@@ -199,7 +200,7 @@ class FinishedRunTest : public ReconcileTest {
     ASSERT_EQ(Reconcile().status, RunStatus::kRunning);
     std::string tail;
     for (int s = 5; s < 10; ++s) tail += StepLine(s);
-    Append(tmp_ / ("run/events/" + job_ + ".0.jsonl"), tail + EndLine("done", "completed", 0));
+    Append(RunFolder{tmp_ / "run"}.EventsFile(job_, 0), tail + EndLine("done", "completed", 0));
     ASSERT_TRUE(IngestRun(*store_, run_).ok());
     ASSERT_EQ(store_->GetRun(run_.id).value().status, RunStatus::kCompleted);
     ASSERT_EQ(LastAttempt().slurm_state, "RUNNING");

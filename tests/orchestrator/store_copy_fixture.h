@@ -23,6 +23,7 @@
 #include "orchestrator/store/store_sweeps.h"
 #include "orchestrator/store/store_tokens.h"
 #include "orchestrator/store/time_bucket_store.h"
+#include "schema/run_folder.h"
 
 namespace baton::test {
 
@@ -83,8 +84,8 @@ inline int64_t AddRun(Store& s, const std::string& dir, const std::string& owner
              BATON_RETURN_IF_ERROR(
                  s.InsertMicrostepInTx({run, attempts[a], step, 0, 50, 0.05, 1 << 20}));
            }
-           BATON_RETURN_IF_ERROR(s.SetCursorInTx(
-               dir + "/events/900." + std::to_string(a) + ".jsonl", run, 1234 + a, a, t0));
+           BATON_RETURN_IF_ERROR(
+               s.SetCursorInTx(RunFolder{dir}.EventsFile("900", a), run, 1234 + a, a, t0));
          }
          BATON_RETURN_IF_ERROR(s.UpsertCheckpointInTx(
              {run, 4, attempts[0], dir + "/ckpt/4", 4096, 1.5, "signal", true, t0 + 50}));

@@ -6,6 +6,7 @@
 
 #include "orchestrator/reconcile/slurm_state_kind.h"
 #include "orchestrator/slurm/fake_slurm_client.h"
+#include "schema/run_folder.h"
 #include "test_util.h"
 
 namespace baton {
@@ -46,7 +47,7 @@ TEST_F(SyncPassTest, WatchAndServeFollowUpARunThatEndedForSlurmsFinalState) {
   slurm_.SetState(runs_[0].job_id, "RUNNING");
   slurm_.SetState(runs_[1].job_id, "RUNNING");
   ASSERT_TRUE(SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 50).ok());
-  Append(runs_[0].run_dir + "/events/" + runs_[0].job_id + ".0.jsonl",
+  Append(RunFolder{runs_[0].run_dir}.EventsFile(runs_[0].job_id, 0),
          StepLine(3) + StepLine(4) + EndLine("done", "completed", 0));
   Result<SyncReport> ended = SyncRuns(*store_, runs_, SyncOptions{&slurm_}, 60);
   ASSERT_TRUE(ended.ok()) << ended.status().ToString();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "orchestrator/store/store.h"
+#include "schema/run_folder.h"
 #include "tests/common/temp_dir.h"
 #include "tests/common/test_store.h"
 
@@ -69,7 +70,7 @@ inline std::string StartLine(const std::string& mode, int64_t step0) {
 inline void WriteFirstAttempt(const RunRecord& run, int last, const std::string& tail = "") {
   std::string text = StartLine("fresh", 0);
   for (int s = 1; s <= last; ++s) text += StepLine(s);
-  Append(run.run_dir + "/events/" + run.job_id + ".0.jsonl", text + tail);
+  Append(RunFolder{run.run_dir}.EventsFile(run.job_id, 0), text + tail);
 }
 
 inline std::string EndLine(const std::string& action, const std::string& reason, int code) {

@@ -65,7 +65,7 @@ for world in 1 2; do
     [ $rc -eq 0 ] || fail "$world-rank resume of $run exited $rc: $(tail -3 "$tmp/train.log")"
     same_checkpoint "$tmp/ref$world/checkpoints/checkpoint_step_6" "$tmp/$run$world/checkpoints/checkpoint_step_6"
   done
-  python3 - "$tmp/bg$world/events/local.0.jsonl" <<'PY' || fail "the resume did not start from the background-written step 2"
+  python3 - "$(events_file "$tmp/bg$world" local 0)" <<'PY' || fail "the resume did not start from the background-written step 2"
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if '"segment_start"' in l][-1]
 assert s["mode"] == "exact" and s["step0"] == 2, s
@@ -81,7 +81,7 @@ done
 STEPS=60 cfg "$tmp/kref.yaml" "$tmp/kref" true
 rc=0; train_ranks 1 --config "$tmp/kref.yaml" || rc=$?; [ $rc -eq 0 ] || fail "kill reference exited $rc"
 STEPS=60 cfg "$tmp/kill.yaml" "$tmp/kill" true
-ev=$tmp/kill/events/local.0.jsonl
+ev=$(events_file "$tmp/kill" local 0)
 steps_done() { local n; n=$(grep -c '"type":"step"' "$ev" 2>/dev/null || true); echo "${n:-0}"; }
 RANDOM=4242
 inside=0

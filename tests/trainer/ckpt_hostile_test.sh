@@ -16,7 +16,7 @@ make_dataset "$tmp/ds" 16 5:12
 # rehash DIR STEP: the manifest over the folder's files as they are now.
 rehash() { "$baton" manifest write "$1" --step "$2" --kind full; }
 # seg_end RUN_DIR: the exit code of the last segment_end record.
-seg_end() { grep '"type":"segment_end"' "$1"/events/local.0.jsonl | tail -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["exit_code"])'; }
+seg_end() { grep '"type":"segment_end"' "$(events_file "$1" local 0)" | tail -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["exit_code"])'; }
 # ranks2 LOG ARGS...: both ranks of a 2-rank run; sets rc0, rc1.
 ranks2() {
   local log=$1; shift

@@ -60,7 +60,7 @@ same_checkpoint "$ck" "$tmp/cut/checkpoints/checkpoint_step_4"
 cp -r "$tmp/cut" "$tmp/one"
 sed "s#dir: $tmp/cut#dir: $tmp/one#; s/steps: 4,/steps: 5,/" "$tmp/cut.yaml" >"$tmp/one.yaml"
 expect_exit 0 "$bt" train --config "$tmp/one.yaml"
-python3 - "$tmp/one/events/local.0.jsonl" <<'PY' || fail "the 1-rank resume of the 2-rank checkpoint was not exact from step 4"
+python3 - "$(events_file "$tmp/one" local 0)" <<'PY' || fail "the 1-rank resume of the 2-rank checkpoint was not exact from step 4"
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if '"segment_start"' in l][-1]
 assert s["mode"] == "exact" and s["step0"] == 4 and s["world_size"] == 1, s

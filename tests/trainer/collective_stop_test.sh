@@ -17,7 +17,7 @@ heartbeat_pid() { sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$1/heartbeat/rank-0000$2
 # start_pair DIR VAR=VALUE...: two ranks training for minutes (each killed after 90 s at most);
 # once both have logged steps, $w0 is rank 0's waiter, $t0 and $t1 the trainers' PIDs.
 start_pair() {
-  local dir=$1 store="$tmp/rdzv.$RANDOM.$RANDOM" r; shift
+  local dir=$1 store="$tmp/rdzv.$RANDOM.$RANDOM" r ev; shift
   STEPS=200000 EVERY=100000 ACCUM=1 write_config "$tmp/run.yaml" "$dir"
   for r in 0 1; do
     env "$@" RANK=$r WORLD_SIZE=2 BATON_RDZV_FILE="$store" timeout -s KILL 90 "$bt" train \
@@ -25,8 +25,9 @@ start_pair() {
     pids+=($!)
     eval "w$r=$!"
   done
+  ev=$(events_file "$dir" local 0)
   for _ in $(seq 1200); do
-    grep -qs '"type":"step"' "$dir/events/local.0.jsonl" && [ -n "$(heartbeat_pid "$dir" 1)" ] && break
+    grep -qs '"type":"step"' "$ev" && [ -n "$(heartbeat_pid "$dir" 1)" ] && break
     sleep 0.05
   done
   t0=$(heartbeat_pid "$dir" 0)
@@ -54,8 +55,8 @@ finish_pair
 awk -v t="$took" 'BEGIN { exit !(t >= 1.5 && t < 20) }' || fail "rank 0 left $took s after the signal"
 expect_in "$(cat "$tmp/rank0.log")" "rank 0 of 2: a stop signal (TERM) came, and the other ranks did not join the"
 expect_in "$(cat "$tmp/rank0.log")" "leaving without a new checkpoint"
-grep '"type":"segment_end"' "$tmp/a/events/local.0.jsonl" | grep -q '"exit_code":75' ||
-  fail "no segment_end with exit 75 in $tmp/a/events/local.0.jsonl"
+ev=$(events_file "$tmp/a" local 0)
+grep '"type":"segment_end"' "$ev" | grep -q '"exit_code":75' || fail "no segment_end with exit 75 in $ev"
 echo "ok: a stop signal took effect on a rank waiting for a stopped peer, $took s later (BATON_STOP_WAIT_S 2)"
 
 # 2. A second stop signal: at once, whatever the stop wait (60 s by default).

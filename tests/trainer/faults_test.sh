@@ -24,8 +24,8 @@ for fault in mid_file before_manifest before_rename; do
   [ "$(newest_valid "$run")" = 2 ] || fail "$fault: newest valid should be step 2"
   rc=0; train_ranks 1 --config "$tmp/$fault.yaml" || rc=$?
   [ $rc -eq 0 ] || fail "$fault: resumed run exited $rc"
-  grep -q '"mode":"exact","resume_warmup_steps":0,"skipped":\[\],"source":"trainer","step0":2' "$run/events/local.0.jsonl" ||
-    grep -q '"step0":2' "$run/events/local.0.jsonl" || fail "$fault: resume did not start from step 2"
+  grep -q '"mode":"exact","resume_warmup_steps":0,"skipped":\[\],"source":"trainer","step0":2' "$(events_file "$run" local 0)" ||
+    grep -q '"step0":2' "$(events_file "$run" local 0)" || fail "$fault: resume did not start from step 2"
   same_checkpoint "$ref" "$run/checkpoints/checkpoint_step_8"
 done
 
@@ -40,7 +40,7 @@ damage() {  # name command-on-checkpoint-6
   [ $rc -eq 65 ] || fail "$name: ckpt verify should reject the damaged checkpoint (got $rc)"
   rc=0; train_ranks 1 --config "$tmp/$name.yaml" || rc=$?
   [ $rc -eq 0 ] || fail "$name: resumed run exited $rc"
-  grep -q '"step0":4' "$run/events/local.0.jsonl" || fail "$name: should resume from step 4"
+  grep -q '"step0":4' "$(events_file "$run" local 0)" || fail "$name: should resume from step 4"
   grep -q 'checkpoint_step_6' "$tmp/train.log" || fail "$name: the skip was not logged"
   same_checkpoint "$ref" "$run/checkpoints/checkpoint_step_8"
 }
@@ -55,7 +55,8 @@ EVERY=100 write_config "$tmp/term2.yaml" "$run"
 "$bt" train --config "$tmp/term2.yaml" --fault slow_save >>"$tmp/train.log" 2>&1 &
 pid=$!
 # Steps take milliseconds: poll finely, so the first TERM lands well before the last step.
-for _ in $(seq 3000); do grep -q '"step":1,"step_time_s"' "$run/events/local.0.jsonl" 2>/dev/null && break; sleep 0.01; done
+ev=$(events_file "$run" local 0)
+for _ in $(seq 3000); do grep -q '"step":1,"step_time_s"' "$ev" 2>/dev/null && break; sleep 0.01; done
 kill -TERM $pid
 # The stop save is the one that stays .partial (slow_save holds it 3 s before its manifest); a
 # periodic save's .partial is renamed within milliseconds and must not be mistaken for it.
@@ -82,7 +83,7 @@ checks=$((checks + 1)); echo "ok: a second SIGTERM during the save exits 143 at 
 rc=0; train_ranks 1 --config "$tmp/term2.yaml" || rc=$?
 [ $rc -eq 0 ] || fail "term2: resumed run exited $rc"
 k=${stopped##*_}
-python3 - "$run/events/local.0.jsonl" "$k" <<'PY' || fail "term2: the resume must start below the interrupted step"
+python3 - "$(events_file "$run" local 0)" "$k" <<'PY' || fail "term2: the resume must start below the interrupted step"
 import json, sys
 starts = [json.loads(l) for l in open(sys.argv[1]) if '"segment_start"' in l]
 assert len(starts) == 2 and starts[1]["step0"] < int(sys.argv[2]), (starts[1]["step0"], sys.argv[2])

@@ -39,7 +39,7 @@ mkdir -p "$tmp/nan"
 expect_exit 65 "$bt" train --config "$tmp/nan.yaml"
 expect_in "$err" "holds 1 NaN/Inf value(s)"
 expect_in "$err" "ds_nan/episodes/ep_00000"
-python3 - "$tmp/nan/events/local.0.jsonl" <<'PY' || fail "no segment_end error record for the NaN episode"
+python3 - "$(events_file "$tmp/nan" local 0)" <<'PY' || fail "no segment_end error record for the NaN episode"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 end = [r for r in rows if r["type"] == "segment_end"]
@@ -62,7 +62,7 @@ sed -i 's/lr: 2.0e-3/lr: 1.0e+30/' "$tmp/div.yaml"
 rc=0; train_ranks 1 --config "$tmp/div.yaml" --resume "$tmp/div/checkpoints/checkpoint_step_2" \
   --resume-mode weights_only --expect-mode weights_only || rc=$?
 [ $rc -eq 79 ] || fail "a divergent run must exit 79 (diverged), got $rc: $(tail -5 "$tmp/train.log")"
-python3 - "$tmp/div/events/local.0.jsonl" <<'PY' || fail "diverged events"
+python3 - "$(events_file "$tmp/div" local 0)" <<'PY' || fail "diverged events"
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 steps = [r for r in rows if r["type"] == "step"]
@@ -174,19 +174,20 @@ ls -d "$tmp"/same/checkpoints.replaced-*/checkpoint_step_8 >/dev/null || fail "s
 STEPS=1 write_config "$tmp/below.yaml" "$tmp/same"
 expect_exit 78 "$bt" train --config "$tmp/below.yaml" --resume "$tmp/same/checkpoints/checkpoint_step_2"
 expect_in "$err" "run.steps 1 is below the step of"
-tail -n1 "$tmp/same/events/local.0.jsonl" | grep -q '"reason":"error"' || fail "the refusal has no segment_end error record"
+tail -n1 "$(events_file "$tmp/same" local 0)" | grep -q '"reason":"error"' || fail "the refusal has no segment_end error record"
 checks=$((checks + 1)); echo "ok: the refusal is recorded as segment_end error"
 
 # --- 6. Signals: SIGINT checkpoints like SIGTERM; a signal at any moment ends in 75. ----------
 STEPS=400 write_config "$tmp/sig.yaml" "$tmp/sig"
 "$bt" train --config "$tmp/sig.yaml" >>"$tmp/train.log" 2>&1 &
 pid=$!
-for _ in $(seq 300); do grep -q '"step":1,' "$tmp/sig/events/local.0.jsonl" 2>/dev/null && break; sleep 0.1; done
+ev=$(events_file "$tmp/sig" local 0)
+for _ in $(seq 300); do grep -q '"step":1,' "$ev" 2>/dev/null && break; sleep 0.1; done
 kill -INT $pid
 rc=0; wait $pid || rc=$?
 [ $rc -eq 75 ] || fail "SIGINT: expected 75, got $rc"
-tail -n1 "$tmp/sig/events/local.0.jsonl" | grep -q '"reason":"signal","signal":"INT"' ||
-  tail -n1 "$tmp/sig/events/local.0.jsonl" | grep -q '"signal":"INT"' || fail "SIGINT: no segment_end"
+tail -n1 "$ev" | grep -q '"reason":"signal","signal":"INT"' ||
+  tail -n1 "$ev" | grep -q '"signal":"INT"' || fail "SIGINT: no segment_end"
 ls "$tmp/sig/checkpoints" | grep -q checkpoint_step_ || fail "SIGINT: no checkpoint"
 checks=$((checks + 1)); echo "ok: SIGINT checkpoints and exits 75"
 # Signals from the first milliseconds after exec (while libtorch loads and initialises), during
@@ -207,7 +208,7 @@ for delay in 0.01 0.05 0.15 0.4 0.8; do
     kill -"$sig" $pid
     rc=0; wait $pid || rc=$?
     [ $rc -eq 75 ] || fail "$sig after ${delay}s: expected 75, got $rc"
-    tail -n1 "$d/events/local.0.jsonl" | grep -q '"segment_end"' || fail "$sig after ${delay}s: no segment_end"
+    tail -n1 "$(events_file "$d" local 0)" | grep -q '"segment_end"' || fail "$sig after ${delay}s: no segment_end"
     for c in "$d"/checkpoints/checkpoint_step_*; do
       [ -e "$c" ] || continue
       "$bt" ckpt verify "$c" >/dev/null || fail "$sig after ${delay}s: invalid $c"

@@ -75,7 +75,7 @@ for order in "sharded replicated" "replicated sharded"; do
   SHARD=gradients MASTER=$2 DTYPE=bfloat16 STEPS=5 write_config "$d.yaml" "$d"
   rc=0; train_ranks 2 --config "$d.yaml" || rc=$?
   [ $rc -eq 0 ] || fail "master $1 -> $2: resume exited $rc: $(tail -3 "$tmp/train.log")"
-  grep '"type":"segment_start"' "$d"/events/local.0.jsonl | tail -1 | grep -q '"mode":"exact"' ||
+  grep '"type":"segment_start"' "$(events_file "$d" local 0)" | tail -1 | grep -q '"mode":"exact"' ||
     fail "master $1 -> $2: resume was not exact"
   same_run "$tmp/whole" "$d" "bf16, saved with master $1, resumed with master $2"
 done
@@ -95,7 +95,7 @@ for pair in "2 3" "2 1"; do
   rc=0; train_ranks "$2" --config "$d.yaml" --stop-after 1 || rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 75 ] || fail "$2-rank resume exited $rc: $(tail -3 "$tmp/train.log")"
   grep -q "resharding data from $1 to $2 ranks" "$tmp/train.log" || fail "no reshard line for $1 -> $2"
-  grep '"type":"segment_start"' "$d"/events/local.0.jsonl | tail -1 | grep -q '"mode":"exact"' ||
+  grep '"type":"segment_start"' "$(events_file "$d" local 0)" | tail -1 | grep -q '"mode":"exact"' ||
     fail "$1 -> $2: resume was not exact"
   python3 - "$saved" "$(last "$d")" <<'PY' || fail "$1 -> $2: step counts did not continue"
 import json, sys

@@ -26,7 +26,7 @@ for world in 1 2; do
 
   # One more stop by a real signal, sent once the new segment has started (its handlers are
   # installed before it writes segment_start), so it lands whatever the machine's speed.
-  ev=$tmp/cut$world/events/local.0.jsonl
+  ev=$(events_file "$tmp/cut$world" local 0)
   segments=$(grep -c '"type":"segment_start"' "$ev")
   (
     for _ in $(seq 600); do
@@ -49,9 +49,9 @@ for world in 1 2; do
     fail "per-step loss/LR logs differ on $world rank(s)"
   [ "$(effective_steps "$tmp/cut$world" | wc -l)" -eq 9 ] || fail "expected 9 logged steps"
   checks=$((checks + 1)); echo "ok: per-step lr, loss and grad norm identical on $world rank(s)"
-  grep -c '"mode":"exact"' "$tmp/cut$world/events/local.0.jsonl" | grep -q '^[45]$' ||
+  grep -c '"mode":"exact"' "$(events_file "$tmp/cut$world" local 0)" | grep -q '^[45]$' ||
     fail "every resume was exact"
-  ! grep -q '"resume_warmup_steps":[1-9]' "$tmp/cut$world/events/local.0.jsonl" || fail "no re-warmup on exact resume"
+  ! grep -q '"resume_warmup_steps":[1-9]' "$(events_file "$tmp/cut$world" local 0)" || fail "no re-warmup on exact resume"
   checks=$((checks + 1)); echo "ok: every resume exact, no re-warmup"
 done
 # A change of world size keeps the data position: 2 ranks stop mid-epoch, 1 rank resumes; every

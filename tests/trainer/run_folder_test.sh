@@ -18,12 +18,13 @@ run_and_change() {
   STEPS=20000 EVERY=400 ACCUM=1 write_config "$tmp/run.yaml" "$dir"
   : >"$tmp/train.log"
   (bt=$tmp/bt_bounded train_ranks "$world" --config "$tmp/run.yaml") &
-  local pid=$!
+  local pid=$! ev
+  ev=$(events_file "$dir" local 0)
   for _ in $(seq 1200); do
-    grep -qs '"type":"step"' "$dir/events/local.0.jsonl" && break
+    grep -qs '"type":"step"' "$ev" && break
     sleep 0.05
   done
-  grep -qs '"type":"step"' "$dir/events/local.0.jsonl" || fail "no step logged: $(tail -5 "$tmp/train.log")"
+  grep -qs '"type":"step"' "$ev" || fail "no step logged: $(tail -5 "$tmp/train.log")"
   eval "$change"
   rc=0; wait "$pid" || rc=$?
 }
@@ -40,7 +41,7 @@ run_and_change 2 "$tmp/r2" 'mv "$tmp/r2" "$tmp/r2.moved" && mkdir "$tmp/r2"'
 [ "$rc" -eq 65 ] || fail "a replaced run folder: exit $rc, expected 65: $(tail -5 "$tmp/train.log")"
 grep -q "the run folder $tmp/r2 was replaced" "$tmp/train.log" || fail "no named error: $(tail -5 "$tmp/train.log")"
 [ -z "$(ls -A "$tmp/r2")" ] || fail "the trainer wrote into the new folder: $(find "$tmp/r2")"
-grep -q '"reason":"error"' "$tmp/r2.moved/events/local.0.jsonl" ||
+grep -q '"reason":"error"' "$(events_file "$tmp/r2.moved" local 0)" ||
   fail "the moved folder's events file lacks the error"
 checks=$((checks + 1)); echo "ok: a replaced run folder stops both ranks with 65; the new one stays empty"
 

@@ -54,7 +54,7 @@ for pair in "2 3" "3 2" "2 1"; do
   rc=0; train_ranks "$2" --config "$d.yaml" --stop-after 1 || rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 75 ] || fail "$2-rank resume exited $rc: $(tail -3 "$tmp/train.log")"
   grep -q "resharding data from $1 to $2 ranks" "$tmp/train.log" || fail "no reshard line for $1 -> $2"
-  grep '"type":"segment_start"' "$d"/events/local.0.jsonl | tail -1 | grep -q '"mode":"exact"' ||
+  grep '"type":"segment_start"' "$(events_file "$d" local 0)" | tail -1 | grep -q '"mode":"exact"' ||
     fail "$1 -> $2: resume was not exact"
   # The resumed segment saved on stop: its step count and moments continue the saved ones.
   python3 - "$saved" "$(last "$d")" <<'PY' || fail "$1 -> $2: step counts did not continue"
@@ -96,7 +96,7 @@ rc0=0; wait "${pids[0]}" || rc0=$?
 "$bt" ckpt verify "$tmp/kill/checkpoints/checkpoint_step_1" >/dev/null || fail "step-1 checkpoint invalid"
 rc=0; train_ranks 2 --config "$tmp/kill.yaml" || rc=$?
 [ $rc -eq 0 ] || fail "resume after the killed save exited $rc"
-grep '"type":"segment_start"' "$tmp/kill/events/local.0.jsonl" | tail -1 | grep -q '"step0":1' ||
+grep '"type":"segment_start"' "$(events_file "$tmp/kill" local 0)" | tail -1 | grep -q '"step0":1' ||
   fail "the resume did not start from step 1"
 ls -d "$tmp/kill/checkpoints/"*.partial 2>/dev/null && fail "a .partial folder survived the next save"
 checks=$((checks + 1)); echo "ok: a rank killed mid-save leaves no checkpoint; the run resumes from the previous one"

@@ -54,7 +54,8 @@ segment() {
 # external WORLD: a real pkill -USR1 at a random moment of a slowed step (every block sleeps).
 # Whatever boundary it lands after, each rank must leave at the very next one.
 external() {
-  local world=$1 rc=0 ev="$run/events/local.0.jsonl" n0
+  local world=$1 rc=0 ev n0
+  ev=$(events_file "$run" local 0)
   : >"$tmp/train.log"
   n0=$(grep -c '"type":"step"' "$ev" 2>/dev/null || true)
   (
@@ -145,7 +146,7 @@ for world in 1 2; do
     segment 2 "backward:$s:$m:$b@1" "backward of step $((s + 1)), micro-step $m, block $b" $s
     grep -q "^abandoned step $((s + 1)) (rank 0): on the stop request (USR1) of rank 1" "$tmp/train.log" ||
       fail "rank 0 did not abandon on rank 1's signal"
-    grep '"type":"segment_end"' "$run/events/local.0.jsonl" | tail -1 | grep -q '"signal":"USR1"' ||
+    grep '"type":"segment_end"' "$(events_file "$run" local 0)" | tail -1 | grep -q '"signal":"USR1"' ||
       fail "rank 0's segment_end does not name rank 1's signal"
     c=$(newest "$run"); s=$((c + 1)); m=$((RANDOM % ACCUM)); b=$((RANDOM % LAYERS))
     segment 2 "forward:$s:$m:$b@0" "forward of step $((s + 1)), micro-step $m, block $b" $s
@@ -158,7 +159,7 @@ for world in 1 2; do
   diff <(effective_steps "$tmp/full$world") <(effective_steps "$run") >/dev/null ||
     fail "per-step loss/LR logs differ on $world rank(s)"
   [ "$(effective_steps "$run" | wc -l)" -eq "$STEPS" ] || fail "expected $STEPS logged steps"
-  ! grep -q '"resume_warmup_steps":[1-9]' "$run/events/local.0.jsonl" || fail "a resume re-warmed up"
+  ! grep -q '"resume_warmup_steps":[1-9]' "$(events_file "$run" local 0)" || fail "a resume re-warmed up"
   checks=$((checks + 1)); echo "ok: $world rank(s): per-step lr, loss and grad norm identical"
 done
 echo "$checks passed, 0 failed"

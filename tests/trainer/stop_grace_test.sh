@@ -63,7 +63,7 @@ echo "ok: a stop in the step a background save holds finishes that save (no rewr
 # The resume starts from it, exact.
 rc=0; "$bt" train --config "$tmp/a.yaml" >"$tmp/a2.log" 2>&1 || rc=$?
 [ $rc -eq 0 ] || fail "the resume exited $rc: $(tail -3 "$tmp/a2.log")"
-grep -q '"step0":2' "$tmp/a/events/local.0.jsonl" || fail "the resume did not start from step 2"
+grep -q '"step0":2' "$(events_file "$tmp/a" local 0)" || fail "the resume did not start from step 2"
 checks=$((checks + 1)); echo "ok: resumed from the finished background save"
 
 # 2. BATON_GRACE_S: decimal seconds in [0, 86400], else 78 naming it.

@@ -171,7 +171,7 @@ STEPS=12 write_config "$tmp/w2.yaml" "$tmp/w2" ""
 sed -i 's/warmup_steps: 3/warmup_steps: 3, resume_warmup_steps: 4/' "$tmp/w2.yaml"
 rc=0; train_ranks 1 --config "$tmp/w2.yaml" --resume "$up" --expect-mode weights_only --expect-step0 5 || rc=$?
 [ $rc -eq 0 ] || fail "weights-only resume exited $rc: $(tail -3 "$tmp/train.log")"
-python3 - "$tmp/w2/events/local.0.jsonl" <<'PY'
+python3 - "$(events_file "$tmp/w2" local 0)" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 start = [r for r in rows if r["type"] == "segment_start"][0]

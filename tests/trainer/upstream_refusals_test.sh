@@ -137,7 +137,7 @@ expect_in "$err" "$tmp/nan/$T/diffusion_pytorch_model.safetensors: tensor 'block
 cfg "$tmp/nan.yaml" "$tmp/run_nan" "model: {init_from: $tmp/nan}"
 expect_exit 65 "$bt" train --config "$tmp/nan.yaml"
 expect_in "$err" "tensor 'blocks.1.ffn.net.2.weight' holds 2 NaN/Inf value(s)"
-! grep -qs '"type":"step"' "$tmp/run_nan/events/local.0.jsonl" || fail "a step ran on NaN weights"
+! grep -qs '"type":"step"' "$(events_file "$tmp/run_nan" local 0)" || fail "a step ran on NaN weights"
 ok "NaN weights: no step is taken"
 # A float64 value beyond float32's range is as bad, in a float32 run.
 rm -rf "$tmp/big"; fx checkpoint "$tmp/big" --shards 1 --dtype fp32

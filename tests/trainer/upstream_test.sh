@@ -89,7 +89,7 @@ ck=$tmp/a/checkpoints/checkpoint_step_1
 expect_exit 0 "$PY" "$src/tests/upstream/upstream_fixture.py" check-export "$ck" --dtype bf16 --like "$tmp/up"
 [ -f "$ck/master_weights.safetensors" ] || fail "bf16 export without master_weights.safetensors"
 ok "a bf16 export keeps the fp32 master weights beside it"
-grep -q "\"init_from\":\"$tmp/up/transformer\"" "$tmp/a/events/local.0.jsonl" || fail "segment_start lacks init_from"
+grep -q "\"init_from\":\"$tmp/up/transformer\"" "$(events_file "$tmp/a" local 0)" || fail "segment_start lacks init_from"
 ok "segment_start names the init folder"
 expect_exit 0 "$bt" forward --init-from "$ck" --inputs "$tmp/in.safetensors" --out "$tmp/o.safetensors" --dtype float64
 expect_exit 0 "$bt" tensor-diff "$tmp/o.safetensors" "$tmp/fixture_out.safetensors" --max-rel 0
@@ -132,7 +132,7 @@ done
 expect_exit 0 "$bt" train --config "$tmp/full.yaml"
 expect_exit 75 "$bt" train --config "$tmp/cut.yaml" --stop-after 2
 expect_exit 0 "$bt" train --config "$tmp/cut.yaml"
-grep -q '"mode":"exact"' "$tmp/cut/events/local.0.jsonl" || fail "the second segment was not an exact resume"
+grep -q '"mode":"exact"' "$(events_file "$tmp/cut" local 0)" || fail "the second segment was not an exact resume"
 for f in master_weights.safetensors optimizer.safetensors transformer/diffusion_pytorch_model.safetensors; do
   expect_exit 0 "$bt" tensor-diff "$tmp/full/checkpoints/checkpoint_step_4/$f" \
     "$tmp/cut/checkpoints/checkpoint_step_4/$f" --bitwise
@@ -147,7 +147,7 @@ up_config "$tmp/gone.yaml" "$tmp/gone" 4 1.0e-2 0 "model: {init_from: $tmp/up_go
 expect_exit 75 "$bt" train --config "$tmp/gone.yaml" --stop-after 2
 rm -rf "$tmp/up_gone"
 expect_exit 0 "$bt" train --config "$tmp/gone.yaml"
-[ "$(grep -c '"mode":"exact"' "$tmp/gone/events/local.0.jsonl")" -eq 1 ] || fail "the resume was not exact"
+[ "$(grep -c '"mode":"exact"' "$(events_file "$tmp/gone" local 0)")" -eq 1 ] || fail "the resume was not exact"
 for f in master_weights.safetensors optimizer.safetensors transformer/diffusion_pytorch_model.safetensors; do
   expect_exit 0 "$bt" tensor-diff "$tmp/full/checkpoints/checkpoint_step_4/$f" \
     "$tmp/gone/checkpoints/checkpoint_step_4/$f" --bitwise
@@ -160,7 +160,7 @@ expect_in "$err" "$tmp/up_gone: neither $tmp/up_gone/config.json nor"
 # ---- 5. --step0 N --resume-warmup K continues an upstream run's LR curve. ----------------------
 up_config "$tmp/e.yaml" "$tmp/e" 12 1.0e-3 5 "model: {init_from: $tmp/up}"
 expect_exit 0 "$bt" train --config "$tmp/e.yaml" --step0 10 --resume-warmup 4
-"$PY" - "$tmp/e/events/local.0.jsonl" <<'PY' || fail "LR after --step0 10 --resume-warmup 4"
+"$PY" - "$(events_file "$tmp/e" local 0)" <<'PY' || fail "LR after --step0 10 --resume-warmup 4"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 start = [r for r in rows if r["type"] == "segment_start"][0]
@@ -223,7 +223,7 @@ assert not [k for k in opt if "condition_embedder_action.text_embedder" in k]
 PY
   ok "ckpt upgrade: names, reshapes, proj_out rows, the action time projection copied"
   expect_exit 0 "$bt" train --config "$tmp/v1.yaml"
-  grep -q '"mode":"exact"' "$tmp/v1/events/local.0.jsonl" || fail "the upgraded checkpoint was not resumed exactly"
+  grep -q '"mode":"exact"' "$(events_file "$tmp/v1" local 0)" || fail "the upgraded checkpoint was not resumed exactly"
   ok "the upgraded checkpoint resumes exactly"
 fi
 

@@ -8,6 +8,7 @@
 #   cli_show_test.sh BATON FIXTURE
 set -euo pipefail
 source "$(dirname "$0")/../common/store_sql.sh"
+source "$(dirname "$0")/../common/run_folder.sh"
 baton=$1 fixture=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -96,7 +97,7 @@ printf '%s\n' \
   '{"type":"attempt_start","time":1710000900,"source":"launcher","job_id":"3003","restart_count":2,"nodes":"n","checkpoint":null,"mode":"exact","step0":40,"resume_warmup_steps":0}' \
   '{"type":"segment_end","time":1710000901,"source":"trainer","step":40,"reason":"error","exit_code":70,"message":"\u001b]0;owned\u0007 \u001b[31mred\u001b[0m \u009b2J next\nline"}' \
   '{"type":"attempt_end","time":1710000902,"source":"launcher","exit_code":70,"action":"fail","reason":"crashed"}' \
-  >"$run_dir/events/3003.2.jsonl"
+  >"$(events_file "$run_dir" 3003 2)"
 attempts=$("$baton" attempts "$nf" --no-sync)
 expect "control characters are escaped" "$attempts" '\x1b]0;owned\x07 \x1b[31mred\x1b[0m \u009b2J next\nline'
 if LC_ALL=C grep -q $'\x1b' <<<"$attempts"; then fail "a raw ESC reached the terminal"; else ok "no raw ESC in the output"; fi
