@@ -95,12 +95,12 @@ ok "stop save predicted $(jq .stop_save.predicted_s <<<"$show") s against a grac
 
 # Every stop wrote its checkpoint on the signal, every step after the first attempt ran at full LR.
 for i in 0 1; do
-  f="$run_dir/events/$job.$i.jsonl"
+  f=$(events_file "$run_dir" "$job" "$i")
   grep -q "\"reason\":\"signal\"" "$f" || fail "attempt $i did not stop on a signal"
   [[ $(jq -s "map(select(.type == \"checkpoint\" and .reason == \"signal\" and .step == $(a $i last_step))) | length" "$f") == 1 ]] ||
     fail "attempt $i has no signal checkpoint at step $(a $i last_step)"
 done
-warm=$(cat "$run_dir/events/$job.1.jsonl" "$run_dir/events/$job.2.jsonl" |
+warm=$(cat "$(events_file "$run_dir" "$job" 1)" "$(events_file "$run_dir" "$job" 2)" |
   jq -s '[.[] | select(.type == "step" and .in_warmup)] | length')
 [[ $warm == 0 ]] || fail "$warm steps of attempts 1 and 2 ran in warmup"
 ok "each preemption checkpointed on USR1 at the stop step; no warmup after the first attempt"
