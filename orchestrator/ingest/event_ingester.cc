@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/ingest/events_file_reads.h"
 #include "orchestrator/store/step_event_fields.h"
 #include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
@@ -260,34 +261,6 @@ class RecordApplier {
   int64_t attempt_id_ = 0;         // valid within one transaction (a rollback may undo the insert)
   std::vector<StepRecord> steps_;  // step rows not yet written, of this chunk
 };
-
-// The offset just past the first '\n' at or after `from`, reading 64 KiB at a time; -1 when the
-// file ends first (a line still being written).
-Result<int64_t> FindLineEnd(std::ifstream& in, const std::string& path, int64_t from) {
-  std::string piece(64 << 10, '\0');
-  in.clear();
-  in.seekg(from);
-  int64_t at = from;
-  while (in) {
-    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    const std::streamsize n = in.gcount();
-    if (n <= 0) break;
-    const void* nl = std::memchr(piece.data(), '\n', static_cast<size_t>(n));
-    if (nl != nullptr) return at + (static_cast<const char*>(nl) - piece.data()) + 1;
-    at += n;
-  }
-  if (in.bad()) return Status::Io(path + ": read error at byte " + std::to_string(at));
-  return int64_t{-1};
-}
-
-// Reads up to `chunk_bytes` of the file from `from` into `buf` (fewer at its end).
-void ReadChunk(std::ifstream& in, int64_t from, int64_t chunk_bytes, std::string* buf) {
-  in.clear();
-  in.seekg(from);
-  buf->assign(static_cast<size_t>(chunk_bytes), '\0');
-  in.read(buf->data(), chunk_bytes);
-  buf->resize(static_cast<size_t>(in.gcount()));
-}
 
 // A line longer than a chunk at `cursor`: no record is that long (a step is well under 1 KiB, a
 // trainer message is cut at kMaxTrainerMessageBytes). Its end is found in small reads, without

@@ -16,6 +16,7 @@
 #include "orchestrator/launcher/hang_response.h"
 #include "orchestrator/launcher/hang_watch.h"
 #include "orchestrator/launcher/node_checks.h"
+#include "orchestrator/launcher/run_folder_checks.h"
 #include "orchestrator/launcher/trainer_process.h"
 #include "orchestrator/slurm/job_state.h"
 #include "orchestrator/slurm/process_runner.h"
@@ -36,46 +37,6 @@ namespace {
 void LogSignal(int sig) {
   const StopSignalEntry* e = FindStopSignal(sig);
   std::cerr << "baton launch: forwarded " << (e ? e->posix_name : "SIGINT") << " to the trainer\n";
-}
-
-// A run folder is a folder holding run.yaml (written by `baton submit`). Checked before anything
-// is written, so a mistyped path creates nothing: not the folder, not events/ inside some
-// other folder. A run.yaml that is there but broken is the config step's 78, not this.
-Status CheckRunDir(const std::string& run_dir) {
-  std::error_code ec;
-  const fs::file_status dir = fs::status(run_dir, ec);
-  if (dir.type() == fs::file_type::not_found) {
-    return Status::NotFound("no run folder '" + run_dir + "' (nothing was created)");
-  }
-  if (ec) return Status::Io("cannot inspect the run folder " + run_dir + ": " + ec.message());
-  if (!fs::is_directory(dir)) {
-    return Status::NotFound("'" + run_dir + "' is not a run folder: not a directory");
-  }
-  const std::string config = RunFolder{run_dir}.RunYaml();
-  const fs::file_status config_status = fs::status(config, ec);
-  if (config_status.type() == fs::file_type::not_found) {
-    return Status::NotFound("'" + run_dir + "' is not a run folder: " + config +
-                            " does not exist (nothing was created)");
-  }
-  if (ec) return Status::Io("cannot inspect " + config + ": " + ec.message());
-  return Status::Ok();
-}
-
-// `baton cancel` writes the mark before it runs scancel, so a launcher that got scancel's TERM
-// always finds it: the TERM then ends the run for good instead of counting as a preemption.
-bool CancelRequested(const std::string& run_dir) {
-  std::error_code ec;
-  return fs::exists(RunFolder{run_dir}.CancelMark(), ec);
-}
-
-// Every rank's heartbeat file of an earlier trainer goes before a new one starts, so a stale
-// record is never judged (HangWatch also ignores the records it finds at its start).
-void ClearHeartbeats(const std::string& run_dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(RunFolder{run_dir}.HeartbeatDir(), ec)) {
-    std::error_code e2;
-    if (e.path().filename().string().rfind("rank-", 0) == 0) fs::remove(e.path(), e2);
-  }
 }
 
 // The launcher's exit code when the job start ends where it is returned; nullopt when it goes on.

@@ -45,28 +45,6 @@ struct DataPage {
   size_t values_len = 0;
 };
 
-// A v1 page's repetition or definition levels at page[*at]: a 4-byte length, then RLE runs,
-// each bounded by the page. A level whose maximum is 0 is not stored: n zeros. kData without the
-// file and column (the caller adds them).
-Status ReadV1Levels(const std::string& page, int64_t n, int max, int bits, int64_t enc, size_t* at,
-                    std::vector<uint32_t>* lv) {
-  if (max == 0) {
-    lv->assign(size_t(n), 0);
-    return Status::Ok();
-  }
-  if (enc != kRle) {
-    return Status::Data("level encoding " + EncodingName(enc) + " is not supported (RLE only)");
-  }
-  const auto* p = reinterpret_cast<const uint8_t*>(page.data());
-  if (page.size() - *at < 4) return Status::Data("levels past the end of the page");
-  const uint32_t len = ReadU32(p + *at);
-  *at += 4;
-  if (len > page.size() - *at) return Status::Data("levels past the end of the page");
-  BATON_RETURN_IF_ERROR(DecodeRleHybrid(p + *at, len, bits, n, lv));
-  *at += len;
-  return Status::Ok();
-}
-
 // One column chunk's pages appended to a ColumnData. It owns what the pages share: the
 // dictionary, the counts so far and the buffers reused page to page; it borrows the rest, which
 // outlive it (one ReadChunk call).

@@ -1,5 +1,7 @@
 #include "trainer/parquet/rle_hybrid.h"
 
+#include "trainer/parquet/parquet_format.h"
+
 namespace baton::parquet {
 
 Status DecodeRleHybrid(const uint8_t* data, size_t n, int bit_width, int64_t count,
@@ -41,6 +43,26 @@ Status DecodeRleHybrid(const uint8_t* data, size_t n, int bit_width, int64_t cou
       for (uint64_t k = 0; k < run && int64_t(out->size()) < count; ++k) out->push_back(x);
     }
   }
+  return Status::Ok();
+}
+
+Status ReadV1Levels(const std::string& page, int64_t n, int max, int bits, int64_t enc, size_t* at,
+                    std::vector<uint32_t>* lv) {
+  if (max == 0) {
+    lv->assign(size_t(n), 0);
+    return Status::Ok();
+  }
+  if (enc != format::kRle) {
+    return Status::Data("level encoding " + format::EncodingName(enc) +
+                        " is not supported (RLE only)");
+  }
+  const auto* p = reinterpret_cast<const uint8_t*>(page.data());
+  if (page.size() - *at < 4) return Status::Data("levels past the end of the page");
+  const uint32_t len = format::ReadU32(p + *at);
+  *at += 4;
+  if (len > page.size() - *at) return Status::Data("levels past the end of the page");
+  BATON_RETURN_IF_ERROR(DecodeRleHybrid(p + *at, len, bits, n, lv));
+  *at += len;
   return Status::Ok();
 }
 
