@@ -11,7 +11,6 @@ namespace baton {
 
 namespace {
 
-const char* const kPhases[] = {"init", "load", "micro-step", "update", "save"};
 constexpr const char* kMagic = "baton-heartbeat 1";
 // Host and node names are cut to this many bytes, and shorter when the record would not fit.
 constexpr size_t kMaxNameBytes = 40;
@@ -28,13 +27,13 @@ std::string Safe(const std::string& s, size_t max_bytes) {
 
 std::string Text(const HeartbeatRecord& r, size_t name_bytes) {
   char buf[kHeartbeatRecordBytes + 512];
-  const int n = std::snprintf(
-      buf, sizeof buf,
-      "%s rank=%lld pid=%lld host=%s node=%s phase=%s step=%lld micro=%lld wall=%.6f "
-      "budget_s=%.3f step_s=%.6f done=%lld end",
-      kMagic, (long long)r.rank, (long long)r.pid, Safe(r.host, name_bytes).c_str(),
-      Safe(r.node, name_bytes).c_str(), HeartbeatPhaseName(r.phase), (long long)r.step,
-      (long long)r.micro, r.wall, r.budget_s, r.step_s, (long long)r.done);
+  const int n =
+      std::snprintf(buf, sizeof buf,
+                    "%s rank=%lld pid=%lld host=%s node=%s phase=%s step=%lld micro=%lld wall=%.6f "
+                    "budget_s=%.3f step_s=%.6f done=%lld end",
+                    kMagic, (long long)r.rank, (long long)r.pid, Safe(r.host, name_bytes).c_str(),
+                    Safe(r.node, name_bytes).c_str(), Name(r.phase), (long long)r.step,
+                    (long long)r.micro, r.wall, r.budget_s, r.step_s, (long long)r.done);
   return std::string(buf, size_t(n > 0 ? std::min(n, int(sizeof buf) - 1) : 0));
 }
 
@@ -84,7 +83,7 @@ bool Field(const std::string& key, const std::string& v, HeartbeatRecord& r, uns
       r.node = v;
       return !v.empty();
     case 4: {
-      const auto p = ParseHeartbeatPhase(v);
+      const auto p = Find<HeartbeatPhase>(v);
       if (p) r.phase = *p;
       return p.has_value();
     }
@@ -104,18 +103,6 @@ bool Field(const std::string& key, const std::string& v, HeartbeatRecord& r, uns
 }
 
 }  // namespace
-
-const char* HeartbeatPhaseName(HeartbeatPhase p) {
-  const size_t i = static_cast<size_t>(p);
-  return i < 5 ? kPhases[i] : "?";
-}
-
-std::optional<HeartbeatPhase> ParseHeartbeatPhase(std::string_view name) {
-  for (size_t i = 0; i < 5; ++i) {
-    if (name == kPhases[i]) return static_cast<HeartbeatPhase>(i);
-  }
-  return std::nullopt;
-}
 
 std::string FormatHeartbeat(const HeartbeatRecord& r) {
   std::string out = Text(r, kMaxNameBytes);

@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "schema/vocabularies.h"
+
 namespace baton {
 
 inline constexpr size_t kHeartbeatRecordBytes = 256;
@@ -24,8 +26,14 @@ inline constexpr size_t kHeartbeatRecordBytes = 256;
 // What a rank is doing. Loads and saves carry their own budget (budget_s): a slow save of a big
 // checkpoint is not a hang.
 enum class HeartbeatPhase { kInit, kLoad, kMicroStep, kUpdate, kSave };
-const char* HeartbeatPhaseName(HeartbeatPhase p);  // init | load | micro-step | update | save
-std::optional<HeartbeatPhase> ParseHeartbeatPhase(std::string_view name);
+template <>
+struct Vocabulary<HeartbeatPhase> {
+  static constexpr Word<HeartbeatPhase> kWords[] = {{HeartbeatPhase::kInit, "init"},
+                                                    {HeartbeatPhase::kLoad, "load"},
+                                                    {HeartbeatPhase::kMicroStep, "micro-step"},
+                                                    {HeartbeatPhase::kUpdate, "update"},
+                                                    {HeartbeatPhase::kSave, "save"}};
+};
 
 // The ranges ParseHeartbeat accepts (a PID is a positive pid_t).
 inline constexpr int64_t kHeartbeatMaxPid = 2147483647;          // 2^31 - 1

@@ -81,8 +81,8 @@ json CliAttemptsJson(const std::vector<AttemptRecord>& attempts) {
   for (size_t i = 0; i < attempts.size(); ++i) {
     json j = AttemptJson(attempts[i]);
     j["attempt"] = AttemptNumber(static_cast<int64_t>(i));
-    const char* kind = SlurmStateKindName(ClassifySlurmState(attempts[i]));
-    j["slurm_state_kind"] = kind ? json(kind) : json(nullptr);
+    const std::optional<SlurmStateKind> kind = ClassifySlurmState(attempts[i]);
+    j["slurm_state_kind"] = kind ? json(Name(*kind)) : json(nullptr);
     list.push_back(std::move(j));
   }
   return list;

@@ -12,6 +12,7 @@
 #include "orchestrator/store/store_evals.h"
 #include "orchestrator/store/time_bucket_store.h"
 #include "orchestrator/store/time_buckets_json.h"
+#include "schema/padding_waste.h"
 #include "schema/step_numbers.h"
 
 using nlohmann::json;
@@ -85,9 +86,7 @@ json SegmentJson(const TimelineSegment& s) {
       st.step_time_s > 0 ? double(st.tokens) / st.step_time_s : std::nan("");
   const double s_per_step =
       st.effective_steps > 0 ? st.step_time_s / double(st.effective_steps) : std::nan("");
-  const double padding = st.tokens + st.padded_tokens > 0
-                             ? double(st.padded_tokens) / double(st.tokens + st.padded_tokens)
-                             : std::nan("");
+  const double padding = PaddingWaste(double(st.tokens), double(st.padded_tokens));
   // The warmup as step numbers for the tables; warmup_from/until stay the index bounds the
   // charts shade.
   std::optional<int64_t> warmup_first, warmup_last;
@@ -96,9 +95,9 @@ json SegmentJson(const TimelineSegment& s) {
     if (!w.empty()) warmup_first = w.first, warmup_last = w.last;
   }
   json out = AttemptJson(a);
-  const char* slurm_kind = SlurmStateKindName(ClassifySlurmState(a));
+  const std::optional<SlurmStateKind> slurm_kind = ClassifySlurmState(a);
   out.update(json{{"attempt", s.index},
-                  {"slurm_state_kind", slurm_kind ? json(slurm_kind) : json(nullptr)},
+                  {"slurm_state_kind", slurm_kind ? json(Name(*slurm_kind)) : json(nullptr)},
                   {"label", s.label},
                   {"step0", s.step0},
                   {"effective_first_step", JsonNumber(StepNumber(st.first_step))},

@@ -50,7 +50,7 @@ bool HangResponse::operator()(int child_pid) {
          << std::flush;
     const std::string text = CaptureStacks(v, scope_);
     stacks += "=== rank " + std::to_string(b.rank) + " pid " + std::to_string(b.pid) + " on " +
-              b.host + " (" + HeartbeatPhaseName(b.phase) + ")\n" +
+              b.host + " (" + Name(b.phase) + ")\n" +
               CutUtf8(text, (kMaxHangStackBytes - kHangStackWordsBytes) / ranks.size(),
                       CutKeep::kStart, "\n(cut; the job log has the whole text)") +
               "\n";

@@ -77,8 +77,7 @@ HeartbeatFileRead ReadHeartbeatFile(const std::string& path) {
 std::string HangReport::StaleRanksText() const {
   std::string out;
   for (const StaleRank& r : stale) {
-    out += (out.empty() ? "" : ",") + std::to_string(r.beat.rank) + ":" +
-           HeartbeatPhaseName(r.beat.phase);
+    out += (out.empty() ? "" : ",") + std::to_string(r.beat.rank) + ":" + Name(r.beat.phase);
   }
   return out;
 }
@@ -223,7 +222,7 @@ std::optional<HangReport> HangWatch::Judge(double now, std::ostream& log) {
     const bool first_done = !load && !save && b.phase != HeartbeatPhase::kInit && b.step > step0_;
     if (load || save) {
       s.limit_s = std::max({b.budget_s, kMinTransferBudgetS, step_limit});
-      s.why = "the " + std::string(HeartbeatPhaseName(b.phase)) + " budget (" + Fmt(b.budget_s) +
+      s.why = "the " + std::string(Name(b.phase)) + " budget (" + Fmt(b.budget_s) +
               " s written by the rank, at least 60 s) without progress";
       // A segment's load comes before its first step, and no rate of this process is known yet.
       if (load && limits_.first_step_s > s.limit_s) {
@@ -260,8 +259,8 @@ std::optional<HangReport> HangWatch::Judge(double now, std::ostream& log) {
   for (const StaleRank& s : report.stale) {
     log << "baton launch: hang: rank " << s.beat.rank << " (pid " << s.beat.pid << " on "
         << s.beat.host << ", node " << s.beat.node << "): record unchanged for " << Fmt(s.age_s)
-        << " s in " << HeartbeatPhaseName(s.beat.phase) << " of step " << s.beat.step + 1
-        << " (micro " << s.beat.micro << "); limit " << Fmt(s.limit_s) << " s: " << s.why << "\n";
+        << " s in " << Name(s.beat.phase) << " of step " << s.beat.step + 1 << " (micro "
+        << s.beat.micro << "); limit " << Fmt(s.limit_s) << " s: " << s.why << "\n";
   }
   log << std::flush;
   return report;

@@ -308,10 +308,7 @@ Ending CheckSlurmRequeue(const JobStart& job, Attempt& a, const WatchedExit& exi
   if (s == JobState::kCancelled) {
     *next = {ExitAction::kFail, AttemptEndReason::kCancelled,
              "the job was cancelled; not requeued"};
-  } else if (IsAnyOf(s, {JobState::kPending, JobState::kRequeued, JobState::kRequeueHold,
-                         JobState::kPreempted})) {
-    // SLURM requeued the job itself (PreemptMode=REQUEUE); a second requeue would fail or,
-    // worse, count twice.
+  } else if (RequeuedBySlurm(s)) {
     job.log << "baton launch: " << next->detail << "; SLURM already requeued job " << job.env.job_id
             << " (" << state << ")\n";
     WriteEnd(job, a, exit.trainer.exit_code, next->action, next->reason, &exit);

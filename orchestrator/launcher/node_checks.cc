@@ -66,8 +66,8 @@ void RecordLauncherIncidents(const LaunchEnvironment& env, const std::string& ru
     r.kind = "hang";
     r.rank = s.beat.rank;
     r.evidence = "rank " + std::to_string(s.beat.rank) + " heartbeat stale in " +
-                 HeartbeatPhaseName(s.beat.phase) + " at step " + std::to_string(s.beat.step) +
-                 " for " + std::to_string(int64_t(s.age_s)) + " s";
+                 Name(s.beat.phase) + " at step " + std::to_string(s.beat.step) + " for " +
+                 std::to_string(int64_t(s.age_s)) + " s";
   } else if (!env.use_srun && (exit_code == 128 + SIGBUS || exit_code == 128 + SIGSEGV ||
                                exit_code == 128 + SIGILL)) {
     r.host = ThisNodeName();

@@ -4,20 +4,6 @@
 
 namespace baton {
 
-const char* SlurmStateKindName(SlurmStateKind kind) {
-  switch (kind) {
-    case SlurmStateKind::kNone:
-      return nullptr;
-    case SlurmStateKind::kCurrent:
-      return "current";
-    case SlurmStateKind::kFinal:
-      return "final";
-    case SlurmStateKind::kLastSeen:
-      return "last_seen";
-  }
-  return nullptr;
-}
-
 bool IsFinalSlurmState(const std::string& state) {
   const JobState s = ParseJobState(state);
   return IsStartOver(s) || s == JobState::kRequeued || s == JobState::kUnknown;
@@ -27,8 +13,8 @@ bool AttemptEnded(const AttemptRecord& a) {
   return !a.action.empty() || !a.end_reason.empty() || a.ended_at.has_value();
 }
 
-SlurmStateKind ClassifySlurmState(const AttemptRecord& a) {
-  if (a.slurm_state.empty()) return SlurmStateKind::kNone;
+std::optional<SlurmStateKind> ClassifySlurmState(const AttemptRecord& a) {
+  if (a.slurm_state.empty()) return std::nullopt;
   if (IsFinalSlurmState(a.slurm_state)) return SlurmStateKind::kFinal;
   return AttemptEnded(a) ? SlurmStateKind::kLastSeen : SlurmStateKind::kCurrent;
 }

@@ -10,9 +10,11 @@
 // says which of the two it is. Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "orchestrator/store/records.h"
+#include "schema/vocabularies.h"
 
 namespace baton {
 
@@ -21,14 +23,18 @@ namespace baton {
 inline constexpr double kSlurmFinalStateFollowUpS = 900;
 
 enum class SlurmStateKind {
-  kNone,      // no state recorded (the sync pass never saw the job during this start)
   kCurrent,   // the attempt is still open: the state is the job's present one
   kFinal,     // SLURM's final state of this start (or reconcile's REQUEUED / UNKNOWN verdict)
   kLastSeen,  // the attempt ended, but the state is a live one (RUNNING, ...) seen before that
 };
 
-// JSON name: null for kNone, else "current", "final", "last_seen".
-const char* SlurmStateKindName(SlurmStateKind kind);
+// The JSON names (`slurm_state_kind`); an attempt with no state recorded has no kind: null.
+template <>
+struct Vocabulary<SlurmStateKind> {
+  static constexpr Word<SlurmStateKind> kWords[] = {{SlurmStateKind::kCurrent, "current"},
+                                                    {SlurmStateKind::kFinal, "final"},
+                                                    {SlurmStateKind::kLastSeen, "last_seen"}};
+};
 
 // A state SLURM reports once a start of the job is over (IsStartOver, slurm/job_state.h), or one
 // reconcile writes for a start it closed (REQUEUED: Restarts moved past it; UNKNOWN: the job was
@@ -38,6 +44,7 @@ bool IsFinalSlurmState(const std::string& state);
 // The launcher or reconcile closed the attempt (an end action or reason, or an end time).
 bool AttemptEnded(const AttemptRecord& a);
 
-SlurmStateKind ClassifySlurmState(const AttemptRecord& a);
+// None when no state is recorded (the sync pass never saw the job during this start).
+std::optional<SlurmStateKind> ClassifySlurmState(const AttemptRecord& a);
 
 }  // namespace baton

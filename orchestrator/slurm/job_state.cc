@@ -18,6 +18,11 @@ bool AwaitsStart(JobState state) {
   return IsAnyOf(state, {S::kPending, S::kRequeued, S::kRequeueHold, S::kRequeueFed});
 }
 
+bool RequeuedBySlurm(JobState state) {
+  using S = JobState;
+  return IsAnyOf(state, {S::kPending, S::kRequeued, S::kRequeueHold, S::kPreempted});
+}
+
 bool IsStartUnderWay(JobState state) {
   using S = JobState;
   return IsAnyOf(state, {S::kRunning, S::kConfiguring, S::kResizing, S::kSignaling, S::kStageOut});

@@ -75,6 +75,12 @@ bool IsStartUnderWay(JobState state);
 // NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE.
 bool IsStartOver(JobState state);
 
+// Seen from inside the allocation after the trainer exited: SLURM requeued the job itself
+// (PreemptMode=REQUEUE), so the launcher must not requeue it again (a second requeue fails or,
+// worse, counts twice): PENDING, REQUEUED, REQUEUE_HOLD, PREEMPTED. REQUEUE_FED is apart: it is
+// SLURM's own hand-over of a federated job, not a requeue of this one.
+bool RequeuedBySlurm(JobState state);
+
 // An end that is the run's failure, not its preemption, time limit or cancellation: FAILED,
 // OUT_OF_MEMORY, BOOT_FAIL, DEADLINE.
 bool IsFailedEnd(JobState state);

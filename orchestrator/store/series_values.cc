@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "schema/padding_waste.h"
+
 namespace baton {
 
 namespace {
@@ -62,10 +64,8 @@ double SeriesValue(SeriesKey key, const SeriesRow& r, const ExpectedSchedule& sc
       return r.tokens_per_s;
     case SeriesKey::kStepTimeS:
       return r.step_time_s;
-    case SeriesKey::kPadding: {
-      const int64_t all = r.tokens + r.padded_tokens;
-      return all > 0 ? double(r.padded_tokens) / double(all) : NAN;
-    }
+    case SeriesKey::kPadding:
+      return PaddingWaste(double(r.tokens), double(r.padded_tokens));
     case SeriesKey::kTokens:
       return double(r.tokens);
   }

@@ -17,6 +17,7 @@
 #include "schema/heartbeat_record.h"
 #include "schema/run_folder.h"
 #include "test_util.h"
+#include "tests/unit/vocabulary_checks.h"
 
 namespace baton {
 namespace {
@@ -60,7 +61,9 @@ TEST(Heartbeat, RoundTripsAndRefusesATornRecord) {
   EXPECT_FALSE(ParseHeartbeat(torn));
   EXPECT_FALSE(ParseHeartbeat(text.substr(0, 100)));
   EXPECT_FALSE(ParseHeartbeat(std::string(kHeartbeatRecordBytes, ' ')));
-  EXPECT_EQ(HeartbeatPhaseName(HeartbeatPhase::kMicroStep), std::string("micro-step"));
+  EXPECT_EQ(Name(HeartbeatPhase::kMicroStep), std::string("micro-step"));
+  test::ExpectEveryWordParsesBack<HeartbeatPhase>("heartbeat phase");
+  EXPECT_EQ(std::size(Vocabulary<HeartbeatPhase>::kWords), size_t(HeartbeatPhase::kSave) + 1);
 }
 
 TEST(Heartbeat, EventsFilesOfInJobRestartsSortAfterTheirJobStart) {

@@ -43,6 +43,8 @@ TEST(JobState, ReadsTheFirstWordAndNothingElse) {
 TEST(JobState, GroupsHoldExactlyTheirStates) {
   EXPECT_EQ(StatesWhere(AwaitsStart),
             (std::set<S>{S::kPending, S::kRequeued, S::kRequeueHold, S::kRequeueFed}));
+  EXPECT_EQ(StatesWhere(RequeuedBySlurm),
+            (std::set<S>{S::kPending, S::kRequeued, S::kRequeueHold, S::kPreempted}));
   EXPECT_EQ(StatesWhere(IsStartUnderWay),
             (std::set<S>{S::kRunning, S::kConfiguring, S::kResizing, S::kSignaling, S::kStageOut}));
   EXPECT_EQ(StatesWhere(IsFailedEnd),
@@ -54,7 +56,8 @@ TEST(JobState, GroupsHoldExactlyTheirStates) {
 
 TEST(JobState, NoGroupHoldsAnUnknownWordOrCompleting) {
   for (const S s : {S::kOther, S::kUnknown, S::kCompleting}) {
-    EXPECT_FALSE(AwaitsStart(s) || IsStartUnderWay(s) || IsStartOver(s) || IsFailedEnd(s))
+    EXPECT_FALSE(AwaitsStart(s) || RequeuedBySlurm(s) || IsStartUnderWay(s) || IsStartOver(s) ||
+                 IsFailedEnd(s))
         << Name(s);
   }
 }

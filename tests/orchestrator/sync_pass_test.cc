@@ -8,6 +8,7 @@
 #include "orchestrator/slurm/fake_slurm_client.h"
 #include "schema/run_folder.h"
 #include "test_util.h"
+#include "tests/unit/vocabulary_checks.h"
 
 namespace baton {
 namespace {
@@ -123,6 +124,19 @@ TEST_F(SyncPassTest, ARunThatCannotBeIngestedEndsThePassNamingIt) {
   ASSERT_FALSE(pass.ok());
   EXPECT_NE(pass.status().message().find("ingesting run 999"), std::string::npos)
       << pass.status().ToString();
+}
+
+TEST(SlurmStateKind, HasOneWordPerKindAndNoneForNoState) {
+  test::ExpectEveryWordParsesBack<SlurmStateKind>("slurm_state_kind");
+  EXPECT_EQ(std::size(Vocabulary<SlurmStateKind>::kWords), size_t(SlurmStateKind::kLastSeen) + 1);
+  AttemptRecord a;
+  EXPECT_EQ(ClassifySlurmState(a), std::nullopt);
+  a.slurm_state = "RUNNING";
+  EXPECT_EQ(ClassifySlurmState(a), SlurmStateKind::kCurrent);
+  a.end_reason = "preempted";
+  EXPECT_EQ(ClassifySlurmState(a), SlurmStateKind::kLastSeen);
+  a.slurm_state = "PREEMPTED";
+  EXPECT_EQ(ClassifySlurmState(a), SlurmStateKind::kFinal);
 }
 
 }  // namespace

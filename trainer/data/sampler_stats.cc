@@ -4,6 +4,8 @@
 #include <chrono>
 #include <set>
 
+#include "schema/padding_waste.h"
+
 namespace baton {
 namespace {
 
@@ -25,7 +27,10 @@ struct Tally {
       shapes.insert(fp);
     }
   }
-  double waste() const { return padded == 0 ? 0.0 : double(padded - valid) / double(padded); }
+  // `padded`: all frames of the padded batches, padding included.
+  double waste() const {
+    return padded == 0 ? 0.0 : PaddingWaste(double(valid), double(padded - valid));
+  }
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "trainer/train/segment_report.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "schema/exit_codes.h"
+#include "schema/padding_waste.h"
 #include "trainer/train/device_memory.h"
 #include "trainer/train/stop_signal.h"
 
@@ -95,8 +97,8 @@ void StepReporter::Report(int64_t step, const StepStats& st, double lr, int64_t 
   }
   const int64_t steps = s.config.run.steps;
   const double tok_s = st.seconds > 0 ? double(st.tokens) / st.seconds : 0.0;
-  const double pad =
-      st.padded_frames > 0 ? 1.0 - double(st.valid_frames) / double(st.padded_frames) : 0.0;
+  const double waste = PaddingWaste(double(st.tokens), double(st.padded_tokens));
+  const double pad = std::isnan(waste) ? 0.0 : waste;
   StepEvent e;
   e.step = step;
   e.lr = lr;
@@ -142,8 +144,7 @@ void StepReporter::Report(int64_t step, const StepStats& st, double lr, int64_t 
   std::fflush(stdout);
 }
 
-int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
-                  const std::function<void()>& save, bool saved) {
+void ReportAbandoned(const Setup& s, const StepAbandoned& a) {
   const long long n = (long long)a.step + 1, r = (long long)s.env.rank;
   if (a.latency_s >= 0) {
     std::printf(
@@ -156,15 +157,6 @@ int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
                 StopSignalName(a.signal), a.signal_rank);
   }
   std::fflush(stdout);
-  if (!saved) save();
-  if (s.leader()) {
-    EndSegment(log, a.step, SegmentEndReason::kSignal, kExitRequeue);
-    std::printf("stopping at the start of step %lld on a stop request (%s): %s, exit %d\n", n,
-                StopSignalName(a.signal), saved ? "nothing new to save" : "checkpointed",
-                kExitRequeue);
-    std::fflush(stdout);
-  }
-  return kExitRequeue;
 }
 
 }  // namespace baton

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,10 +48,8 @@ struct StepReporter {
               const std::vector<std::string>& bad_ids);
 };
 
-// A step abandoned on a stop signal (step_abandon.h): every rank says where its signal landed,
-// the state of the step's start is saved unless this segment began there or saved it already,
-// and the segment ends for a requeue.
-int StopAbandoned(SegmentLog& log, const Setup& s, const StepAbandoned& a,
-                  const std::function<void()>& save, bool saved);
+// The line of a step abandoned on a stop signal (step_abandon.h): every rank says where its
+// signal landed and when it left, or whose stop request it followed.
+void ReportAbandoned(const Setup& s, const StepAbandoned& a);
 
 }  // namespace baton

@@ -1,17 +1,17 @@
-// StepAbandoned: what TrainStepper::Step throws, on every rank alike, when a stop signal ended the
-// step before its update (train_step.h, docs/trainer.md "Stopping and resuming"). Nothing of the
-// step is applied: gradients are zeroed, weights, AdamW state, the data position and the LR
-// schedule are those of the step's start, so the caller checkpoints `step` steps done and exits.
-// The fields say where it happened on this rank, for the log and the bench.
+// StepAbandoned: what TrainStepper::Step returns (in StepStats::abandoned), on every rank alike,
+// when a stop signal ended the step before its update (train_step.h, docs/trainer.md "Stopping
+// and resuming"). Nothing of the step is applied: gradients are zeroed, weights, AdamW state, the
+// data position and the LR schedule are those of the step's start, so the caller checkpoints
+// `step` steps done and exits. The fields say where it happened on this rank, for the log and the
+// bench. A plain value: the stop travels back through return values, never as an exception.
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <string>
 
 namespace baton {
 
-struct StepAbandoned : std::exception {
+struct StepAbandoned {
   int64_t step = 0;     // 0-based: the step abandoned = the number of steps done
   int signal = 0;       // the agreed signal: that of the lowest rank which holds one
   int signal_rank = 0;  // that rank
@@ -24,7 +24,6 @@ struct StepAbandoned : std::exception {
   // The median forward + backward of the blocks this step ran before it was abandoned (0: none),
   // what one block costs when other work does not interrupt it.
   double block_median_s = 0;
-  const char* what() const noexcept override { return "step abandoned on a stop signal"; }
 };
 
 }  // namespace baton

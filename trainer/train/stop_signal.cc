@@ -114,26 +114,6 @@ void SetSaving(bool saving) {
 
 void RaiseStopFlag(int sig) { OnSignal(sig); }
 
-const char* StopPhaseName(StopPhase phase) {
-  switch (phase) {
-    case StopPhase::kStartup:
-      return "start-up";
-    case StopPhase::kBetweenSteps:
-      return "between steps";
-    case StopPhase::kMicroStart:
-      return "between micro-steps";
-    case StopPhase::kForward:
-      return "forward";
-    case StopPhase::kBackward:
-      return "backward";
-    case StopPhase::kUpdate:
-      return "update";
-    case StopPhase::kSave:
-      return "save";
-  }
-  return "?";
-}
-
 void SetStopPhase(StopPhase phase, int64_t step, int64_t micro, int64_t block) {
   // The phase last, so a handler between these stores reads a new phase with at worst the old
   // block (a record, never a decision).

@@ -56,7 +56,16 @@ enum class StopPhase {
   kUpdate,        // after the step's vote: reduce, clip, AdamW, all-gather
   kSave,          // writing a checkpoint
 };
-const char* StopPhaseName(StopPhase phase);
+template <>
+struct Vocabulary<StopPhase> {
+  static constexpr Word<StopPhase> kWords[] = {{StopPhase::kStartup, "start-up"},
+                                               {StopPhase::kBetweenSteps, "between steps"},
+                                               {StopPhase::kMicroStart, "between micro-steps"},
+                                               {StopPhase::kForward, "forward"},
+                                               {StopPhase::kBackward, "backward"},
+                                               {StopPhase::kUpdate, "update"},
+                                               {StopPhase::kSave, "save"}};
+};
 
 // Called at every boundary; cheap. `step` is 0-based.
 void SetStopPhase(StopPhase phase, int64_t step, int64_t micro = -1, int64_t block = -1);

@@ -4,9 +4,10 @@
 // 65 data, 74 I/O) or any other exception (70) propagates to main after the run's events file got
 // a segment_end record with reason "error", the exit code and the message.
 //
-// The loop (train_loop.cc) reads top to bottom; its parts live beside it: segment_setup.h
-// (1–3: config, ranks, data), resume_point.h (5: where the segment starts), segment_save.h and
-// segment_report.h (6: the saves, and what a step and the segment report).
+// The segment itself is one object (training_segment.h): its set-up, its loop, and the parts
+// beside it — segment_setup.h (config, ranks, data), resume_point.h (where the segment starts),
+// train_step.h (one optimizer step), segment_report.h (what a step and the segment report) and
+// checkpointer.h (when and how it saves).
 #pragma once
 
 #include <cstdint>

@@ -16,102 +16,14 @@
 #include "trainer/objective/flow_matching.h"
 #include "trainer/train/device_memory.h"
 #include "trainer/train/heartbeat.h"
-#include "trainer/train/step_abandon.h"
+#include "trainer/train/step_stop_watch.h"
 #include "trainer/train/stop_signal.h"
 
 namespace baton {
 
 namespace {
 
-// Leaves this rank's micro-steps: thrown at a block boundary (through libtorch's forward or
-// backward, which hand a std::exception back unchanged) or at a micro-step's start; caught in
-// Step. `where` says where, for the log.
-struct LeaveMicroSteps : std::exception {
-  std::string where;
-  explicit LeaveMicroSteps(std::string w) : where(std::move(w)) {}
-  const char* what() const noexcept override { return "stop signal at a block boundary"; }
-};
-
-// Step numbers in messages are 1-based like the progress line; micro-steps and blocks are
-// indices.
-std::string Where(StopPhase phase, int64_t step, int64_t micro, int64_t block) {
-  const std::string n = std::to_string(step + 1), m = std::to_string(micro),
-                    b = std::to_string(block);
-  switch (phase) {
-    case StopPhase::kForward:
-    case StopPhase::kBackward:
-      return std::string(StopPhaseName(phase)) + " of step " + n + ", micro-step " + m +
-             (block < 0 ? ", past block 0" : ", block " + b);
-    case StopPhase::kMicroStart:
-      return "between micro-steps of step " + n + ", before micro-step " + m;
-    case StopPhase::kUpdate:
-      return "the update of step " + n;
-    case StopPhase::kSave:
-    case StopPhase::kBetweenSteps:
-      return std::string(StopPhaseName(phase)) + " after step " + n;
-    case StopPhase::kStartup:
-      break;
-  }
-  return "start-up";
-}
-
-// The step's vote, one small exchange before any gradient leaves a rank: each rank's
-// [abandon, stop after this step, signal number].
-struct Vote {
-  bool abandon = false, stop = false;
-  int signal = 0, signal_rank = 0;
-};
-
-Vote TakeVote(ProcessGroupHandle& group, bool abandon, bool stop, int signal) {
-  const std::string mine = {char(abandon ? 1 : 0), char(stop ? 1 : 0), char(signal)};
-  Vote v;
-  const std::vector<std::string> all = group.AllGatherBytes(mine);
-  for (size_t r = 0; r < all.size(); ++r) {
-    TORCH_CHECK(all[r].size() == 3, "the step's vote from rank ", r, " has ", all[r].size(),
-                " bytes, not 3");
-    v.abandon = v.abandon || all[r][0] != 0;
-    v.stop = v.stop || all[r][1] != 0;
-    if (v.signal == 0 && all[r][2] != 0) {
-      v.signal = int(all[r][2]);
-      v.signal_rank = int(r);
-    }
-  }
-  return v;
-}
-
-// What the block hook of one step keeps: where it is, and how long each block took.
-struct BlockWatch {
-  int64_t step = 0, micro = 0, layers = 0, sleep_us = 0;
-  BlockPass pass = BlockPass::kForward;
-  int64_t block = -2;  // -2: no boundary yet in this micro-step
-  double t = 0;
-  std::vector<double> forward_s;  // per block, of the current micro-step
-  double longest_s = 0;           // forward + backward of one block
-  std::vector<double> blocks_s;   // forward + backward of every block done in this step
-
-  void At(BlockPass p, int64_t b) {
-    const double now = MonotonicSeconds();
-    if (block != -2 && p == pass) {
-      if (p == BlockPass::kForward && b == block + 1 && block < layers) {
-        forward_s[size_t(block)] = now - t;
-      } else if (p == BlockPass::kBackward && b == block - 1 && block >= 0 && block < layers) {
-        blocks_s.push_back(forward_s[size_t(block)] + (now - t));
-        longest_s = std::max(longest_s, blocks_s.back());
-      }
-    }
-    pass = p;
-    block = b;
-    t = now;
-    SetStopPhase(p == BlockPass::kForward ? StopPhase::kForward : StopPhase::kBackward, step, micro,
-                 b);
-    if (StopSignal() != 0) {
-      throw LeaveMicroSteps(Where(
-          p == BlockPass::kForward ? StopPhase::kForward : StopPhase::kBackward, step, micro, b));
-    }
-    const bool in_block = p == BlockPass::kForward ? b < layers : b >= 0;
-    if (sleep_us > 0 && in_block) ::usleep(useconds_t(sleep_us));
-  }
-};
+using Clock = std::chrono::steady_clock;
 
 std::vector<torch::Tensor> Grads(AdamW& optimizer) {
   std::vector<torch::Tensor> out;
@@ -231,66 +143,16 @@ std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank,
 
 StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
                              double global_frames, double lr, bool profile, bool stop_requested) {
-  using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   StepStats st;
   optimizer_->ZeroGrad();
-  double video_sum = 0, action_sum = 0;
-  double tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0, padded_frames = 0;
   auto watch = std::make_shared<BlockWatch>();
   watch->step = step;
   watch->layers = model_->dims().layers;
   watch->sleep_us = block_sleep_us_;
   watch->forward_s.assign(size_t(watch->layers), 0.0);
-  std::string left;  // where this rank left its micro-steps ("": it ran them all)
-  if (micro_batches.empty()) {
-    // The loop reads no data for a step that a signal already ends.
-    TORCH_CHECK(StopSignal() != 0, "a step needs micro-batches");
-    left = "at the start of step " + std::to_string(step + 1) + ", before reading its data";
-  }
-  {
-    // Only a flag read at each boundary: the ranks vote once, below, so a rank that stops in a
-    // block and one that never got the signal still meet at the same collective.
-    ScopedBlockHook hook([watch](BlockPass pass, int64_t block) { watch->At(pass, block); });
-    try {
-      for (size_t m = 0; m < micro_batches.size(); ++m) {
-        const auto& batch = micro_batches[m];
-        watch->micro = int64_t(m);
-        watch->block = -2;
-        SetStopPhase(StopPhase::kMicroStart, step, int64_t(m));
-        Beat(HeartbeatPhase::kMicroStep, step, int64_t(m));
-        if (StopSignal() != 0) {
-          throw LeaveMicroSteps(Where(StopPhase::kMicroStart, step, int64_t(m), -1));
-        }
-        // A CUDA peak is per micro-batch; the CPU's resident peak only ever grows.
-        if (profile) ResetDevicePeak(device_);
-        const auto m0 = Clock::now();
-        MicroBatch mb;
-        LossSums loss = ForwardLoss(model_, config_, batch, step, shape_, dtype_, device_,
-                                    empty_text_, global_frames, &mb);
-        // The split parameters' hooks widen their bf16 gradients as they arrive; this frees the
-        // last ones.
-        loss.total.backward();
-        optimizer_->AccumulateSplitGrads();
-        video_sum += loss.video.item<double>();
-        action_sum += loss.action.item<double>();
-        tokens += double(mb.tokens);
-        padded_tokens += double(mb.padded_tokens);
-        samples += double(mb.samples);
-        valid_frames += double(mb.valid_frames);
-        padded_frames += double(mb.padded_frames);
-        if (profile) {
-          MicroProfile p;
-          p.tokens = mb.layout.tokens;
-          p.fwd_bwd_s = std::chrono::duration<double>(Clock::now() - m0).count();
-          p.peak_bytes = DevicePeakBytes(device_);
-          st.micro.push_back(p);
-        }
-      }
-    } catch (const LeaveMicroSteps& e) {
-      left = e.where;
-    }
-  }
+  StepSums sums;
+  const std::string left = MicroSteps(micro_batches, step, global_frames, profile, watch, sums, st);
   // The latest step's figure: warm, unlike the first step's (thread pools, allocations).
   if (watch->longest_s > 0) block_s_ = watch->longest_s;
 
@@ -302,36 +164,87 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   if (vote.abandon) {
     optimizer_->ZeroGrad();
     AdoptStopSignal(vote.signal);
-    StepAbandoned a;
-    a.step = step;
-    a.signal = vote.signal;
-    a.signal_rank = vote.signal_rank;
-    a.block_s = block_s_;
-    if (!watch->blocks_s.empty()) {
-      std::vector<double> b = watch->blocks_s;
-      std::nth_element(b.begin(), b.begin() + ptrdiff_t(b.size() / 2), b.end());
-      a.block_median_s = b[b.size() / 2];
-    }
-    const StopLanding l = FirstStopLanding();
-    if (l.signal != 0) {
-      a.landed = Where(l.phase, l.step, l.micro, l.block);
-      a.left = !left.empty() ? left : "at the vote, its micro-steps done";
-      a.latency_s = MonotonicSeconds() - l.at_s;
-    }
+    st.abandoned = Abandoned(vote, step, block_s_, *watch, left);
     SetStopPhase(StopPhase::kBetweenSteps, step);
-    throw a;
+    return st;
   }
+  Update(step, int64_t(micro_batches.size()), sums, global_frames, lr, st);
+  st.stop = vote.stop;
+  st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  SetStopPhase(StopPhase::kBetweenSteps, step);
+  return st;
+}
 
+std::string TrainStepper::MicroSteps(const std::vector<PaddedBatch>& micro_batches, int64_t step,
+                                     double global_frames, bool profile,
+                                     const std::shared_ptr<BlockWatch>& watch, StepSums& sums,
+                                     StepStats& st) {
+  if (micro_batches.empty()) {
+    // The loop reads no data for a step that a signal already ends.
+    TORCH_CHECK(StopSignal() != 0, "a step needs micro-batches");
+    return "at the start of step " + std::to_string(step + 1) + ", before reading its data";
+  }
+  // Only a flag read at each boundary: the ranks vote once, after, so a rank that stops in a
+  // block and one that never got the signal still meet at the same collective.
+  ScopedBlockHook hook([watch](BlockPass pass, int64_t block) { watch->At(pass, block); });
+  try {
+    for (size_t m = 0; m < micro_batches.size(); ++m) {
+      watch->micro = int64_t(m);
+      watch->block = -2;
+      SetStopPhase(StopPhase::kMicroStart, step, int64_t(m));
+      Beat(HeartbeatPhase::kMicroStep, step, int64_t(m));
+      if (StopSignal() != 0) {
+        throw LeaveMicroSteps(Where(StopPhase::kMicroStart, step, int64_t(m), -1));
+      }
+      MicroStep(micro_batches[m], step, global_frames, profile, sums, st);
+    }
+  } catch (const LeaveMicroSteps& e) {
+    return e.where;
+  }
+  return "";
+}
+
+void TrainStepper::MicroStep(const PaddedBatch& batch, int64_t step, double global_frames,
+                             bool profile, StepSums& sums, StepStats& st) {
+  // A CUDA peak is per micro-batch; the CPU's resident peak only ever grows.
+  if (profile) ResetDevicePeak(device_);
+  const auto m0 = Clock::now();
+  MicroBatch mb;
+  LossSums loss = ForwardLoss(model_, config_, batch, step, shape_, dtype_, device_, empty_text_,
+                              global_frames, &mb);
+  // The split parameters' hooks widen their bf16 gradients as they arrive; this frees the last
+  // ones.
+  loss.total.backward();
+  optimizer_->AccumulateSplitGrads();
+  sums.video += loss.video.item<double>();
+  sums.action += loss.action.item<double>();
+  sums.tokens += double(mb.tokens);
+  sums.padded_tokens += double(mb.padded_tokens);
+  sums.samples += double(mb.samples);
+  sums.valid_frames += double(mb.valid_frames);
+  sums.padded_frames += double(mb.padded_frames);
+  if (profile) {
+    MicroProfile p;
+    p.tokens = mb.layout.tokens;
+    p.fwd_bwd_s = std::chrono::duration<double>(Clock::now() - m0).count();
+    p.peak_bytes = DevicePeakBytes(device_);
+    st.micro.push_back(p);
+  }
+}
+
+void TrainStepper::Update(int64_t step, int64_t micro_steps, const StepSums& step_sums,
+                          double global_frames, double lr, StepStats& st) {
   for (auto& s : optimizer_->state()) {
     if (!s.grad().defined())
       s.mutable_grad() =
           torch::zeros(s.param.sizes(),
                        s.param.options().dtype(s.split ? torch::kFloat32 : s.param.scalar_type()));
   }
-  Beat(HeartbeatPhase::kUpdate, step, int64_t(micro_batches.size()));
-  auto sums = torch::tensor(
-      {video_sum, action_sum, tokens, padded_tokens, samples, valid_frames, padded_frames},
-      torch::kFloat64);
+  Beat(HeartbeatPhase::kUpdate, step, micro_steps);
+  auto sums =
+      torch::tensor({step_sums.video, step_sums.action, step_sums.tokens, step_sums.padded_tokens,
+                     step_sums.samples, step_sums.valid_frames, step_sums.padded_frames},
+                    torch::kFloat64);
   if (shard_plan_ != nullptr) {
     ReduceSharded(sums, st);
   } else {
@@ -357,10 +270,6 @@ StepStats TrainStepper::Step(const std::vector<PaddedBatch>& micro_batches, int6
   st.samples = int64_t(a[4] + 0.5);
   st.valid_frames = int64_t(a[5] + 0.5);
   st.padded_frames = int64_t(a[6] + 0.5);
-  st.stop = vote.stop;
-  st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  SetStopPhase(StopPhase::kBetweenSteps, step);
-  return st;
 }
 
 // One reduction: every gradient plus the step's sums, in the gradients' dtype.

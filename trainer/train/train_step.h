@@ -20,7 +20,7 @@
 // transformer blocks, forward and backward, and between micro-steps, and leaves the micro-steps
 // at the first boundary after it was raised. Before any gradient leaves a rank, the ranks vote
 // once (a few bytes): when any rank abandoned or holds a signal, every rank zeroes its gradients
-// and Step throws StepAbandoned (step_abandon.h) — weights, AdamW state and the data position are
+// and Step returns StepAbandoned (step_abandon.h) — weights, AdamW state and the data position are
 // still those of the step's start (the noise draws are a function of seed, step and episode, so
 // there is no RNG state to put back). A signal after the vote waits for the update. The protocol
 // is in docs/trainer.md. Not thread-safe; owns no data, borrows model, optimizer, group and plan.
@@ -29,6 +29,8 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "schema/run_config.h"
@@ -39,6 +41,8 @@
 #include "trainer/objective/flow_matching.h"
 #include "trainer/optim/adamw.h"
 #include "trainer/train/run_model_dims.h"
+#include "trainer/train/step_abandon.h"
+#include "trainer/train/step_stop_watch.h"
 
 namespace baton {
 
@@ -60,6 +64,9 @@ struct StepStats {
   // The loss or the gradient norm was NaN/Inf: the update was skipped (weights and AdamW state
   // untouched). Decided from reduced values, so every rank decides the same.
   bool nonfinite = false;
+  // A stop signal abandoned the step before its update: nothing of it was applied, and the
+  // other fields are unset.
+  std::optional<StepAbandoned> abandoned;
 };
 
 class TrainStepper {
@@ -70,7 +77,8 @@ class TrainStepper {
                const ShardPlan* shard_plan = nullptr);
 
   // `stop_requested`: this rank asks to stop after this step; every rank learns it in
-  // StepStats::stop. Throws StepAbandoned, on every rank alike, when a stop signal came first.
+  // StepStats::stop. Returns with StepStats::abandoned set, on every rank alike, when a stop
+  // signal came first.
   StepStats Step(const std::vector<PaddedBatch>& micro_batches, int64_t step,
                  double global_valid_frames, double lr, bool profile, bool stop_requested = false);
 
@@ -88,6 +96,21 @@ class TrainStepper {
   double block_s_ = 0;          // the longest forward + backward of one block in the latest step, s
   int64_t block_sleep_us_ = 0;  // tests: BATON_TEST_BLOCK_SLEEP_MS, slept in every block
 
+  // This rank's sums over the step's micro-steps, reduced across ranks in the update.
+  struct StepSums {
+    double video = 0, action = 0, tokens = 0, padded_tokens = 0, samples = 0, valid_frames = 0,
+           padded_frames = 0;
+  };
+  // The micro-steps: forward, loss and backward of each, until a stop signal leaves them.
+  // Returns where this rank left them ("": it ran them all).
+  std::string MicroSteps(const std::vector<PaddedBatch>& micro_batches, int64_t step,
+                         double global_frames, bool profile,
+                         const std::shared_ptr<BlockWatch>& watch, StepSums& sums, StepStats& st);
+  void MicroStep(const PaddedBatch& batch, int64_t step, double global_frames, bool profile,
+                 StepSums& sums, StepStats& st);
+  // After the vote: reduce, clip, update (unless not finite), and the step's figures.
+  void Update(int64_t step, int64_t micro_steps, const StepSums& sums, double global_frames,
+              double lr, StepStats& st);
   // After the micro-steps: reduce, clip, update. `sums` are this rank's step sums (float64).
   void ReduceReplicated(torch::Tensor& sums, StepStats& st);
   void ReduceSharded(torch::Tensor& sums, StepStats& st);
