@@ -71,238 +71,327 @@ json Optional(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+// ---- How one field moves between a record and its JSON, by the field's type. ----
+
+json Value(double v) { return Number(v); }
+json Value(int64_t v) { return json(v); }
+json Value(bool v) { return json(v); }
+json Value(const std::string& v) { return json(v); }
+json Value(const std::vector<std::string>& v) { return json(v); }
+json Value(const std::optional<int64_t>& v) { return Optional(v); }
+json Value(const std::optional<double>& v) { return Optional(v); }
+json Value(const std::optional<std::string>& v) { return Optional(v); }
+json Value(const std::optional<Signal>& v) { return v ? json(Name(*v)) : json(nullptr); }
+
+void Read(const json& j, const char* key, double* v) { *v = Num(j, key); }
+void Read(const json& j, const char* key, int64_t* v) { *v = Int(j, key); }
+void Read(const json& j, const char* key, bool* v) { *v = Bool(j, key); }
+void Read(const json& j, const char* key, std::string* v) { *v = Str(j, key); }
+void Read(const json& j, const char* key, std::vector<std::string>* v) { *v = Strings(j, key); }
+void Read(const json& j, const char* key, std::optional<int64_t>* v) { *v = OptInt(j, key); }
+void Read(const json& j, const char* key, std::optional<std::string>* v) { *v = OptStr(j, key); }
+void Read(const json& j, const char* key, std::optional<double>* v) {
+  const double x = Num(j, key);
+  *v = std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+// A word this build does not know is no signal.
+void Read(const json& j, const char* key, std::optional<Signal>* v) {
+  const std::optional<std::string> word = OptStr(j, key);
+  *v = word ? Find<Signal>(*word) : std::nullopt;
+}
+
+// Whether a field counts as set, for the keys written only then.
+bool IsSet(bool v) { return v; }
+bool IsSet(const std::string& v) { return !v.empty(); }
+template <class T>
+bool IsSet(const std::optional<T>& v) {
+  return v.has_value();
+}
+
+// ---- Per-key rules a table may add after the field. ----
+
+// The key is written only when the record's `field` is set (the key's own field, or the one its
+// group hangs on); with `on_read` it is also read only then, so `field` must come first in the
+// table.
+template <class R, class G>
+struct Guard {
+  G R::*field;
+  bool on_read;
+};
+template <class R, class G>
+Guard<R, G> WrittenWhenSet(G R::*field) {
+  return {field, false};
+}
+template <class R, class G>
+Guard<R, G> OnlyWhenSet(G R::*field) {
+  return {field, true};
+}
+// An optional count written as 0 when unset, read back as it is (unset stays unset).
+struct ZeroWhenUnset {};
+
+// ---- The two walks over a table: record to JSON, and JSON to record. ----
+
+template <class R>
+class JsonWriter {
+ public:
+  JsonWriter(const R& r, json* j) : r_(r), j_(j) {}
+  template <class T>
+  void operator()(const char* key, T R::*m) const {
+    (*j_)[key] = Value(r_.*m);
+  }
+  template <class T, class G>
+  void operator()(const char* key, T R::*m, Guard<R, G> rule) const {
+    if (IsSet(r_.*rule.field)) (*this)(key, m);
+  }
+  void operator()(const char* key, std::optional<int64_t> R::*m, ZeroWhenUnset) const {
+    (*j_)[key] = (r_.*m).value_or(0);
+  }
+  // A nested object, always written, with the keys of `table`.
+  template <class Table>
+  void Object(const char* key, Table table) const {
+    json inner = json::object();
+    JsonWriter nested(r_, &inner);
+    table(nested);
+    (*j_)[key] = std::move(inner);
+  }
+
+ private:
+  const R& r_;
+  json* j_;
+};
+
+template <class R>
+class JsonReader {
+ public:
+  JsonReader(const json& j, R* r) : j_(j), r_(r) {}
+  template <class T>
+  void operator()(const char* key, T R::*m) const {
+    Read(j_, key, &(r_->*m));
+  }
+  template <class T, class G>
+  void operator()(const char* key, T R::*m, Guard<R, G> rule) const {
+    if (!rule.on_read || IsSet(r_->*rule.field)) (*this)(key, m);
+  }
+  template <class T>
+  void operator()(const char* key, T R::*m, ZeroWhenUnset) const {
+    (*this)(key, m);
+  }
+  // A nested object that is missing or not an object leaves its fields at their defaults.
+  template <class Table>
+  void Object(const char* key, Table table) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || !it->is_object()) return;
+    JsonReader nested(*it, r_);
+    table(nested);
+  }
+
+ private:
+  const json& j_;
+  R* r_;
+};
+
+template <class R, class Table>
+json Write(const R& r, Table table) {
+  json j = json::object();
+  JsonWriter<R> writer(r, &j);
+  table(writer);
+  return j;
+}
+
+template <class R, class Table>
+R Read(const json& j, Table table) {
+  R r;
+  JsonReader<R> reader(j, &r);
+  table(reader);
+  return r;
+}
+
+// ---- Each record's keys, once: the key, the field, and a rule where it has one. ----
+
+template <class K>
+void SegmentStartKeys(K& key) {
+  using E = SegmentStartEvent;
+  key("mode", &E::mode);
+  key("step0", &E::step0);
+  key("target_steps", &E::target_steps);
+  key("resume_warmup_steps", &E::resume_warmup_steps, ZeroWhenUnset{});
+  key("warmup_until", &E::warmup_until);
+  key("checkpoint", &E::checkpoint);
+  key("init_from", &E::init_from);
+  key("skipped", &E::skipped);
+  key("world_size", &E::world_size);
+  key("load_seconds", &E::load_seconds);
+  key("config_hash", &E::config_hash);
+  key("job_id", &E::job_id);
+  key("restart_count", &E::restart_count);
+}
+
+// The nonfinite group is written only for a step that was not applied; its episodes are also
+// read only then.
+template <class K>
+void StepKeys(K& key) {
+  using E = StepEvent;
+  key("step", &E::step);
+  key("lr", &E::lr);
+  key("loss", &E::loss);
+  key("loss_video", &E::loss_video);
+  key("loss_action", &E::loss_action);
+  key("grad_norm", &E::grad_norm);
+  key("tokens", &E::tokens);
+  key("padded_tokens", &E::padded_tokens);
+  key("samples", &E::samples);
+  key("valid_frames", &E::valid_frames);
+  key("padded_frames", &E::padded_frames);
+  key("step_time_s", &E::step_time_s);
+  key("tokens_per_s", &E::tokens_per_s);
+  key("in_warmup", &E::in_warmup);
+  key("epoch", &E::epoch);
+  key("nonfinite", &E::nonfinite, WrittenWhenSet(&E::nonfinite));
+  key("nonfinite_episodes", &E::nonfinite_episodes, OnlyWhenSet(&E::nonfinite));
+  key("consecutive_nonfinite", &E::consecutive_nonfinite, WrittenWhenSet(&E::nonfinite));
+}
+
+template <class K>
+void MicrostepKeys(K& key) {
+  using E = MicrostepEvent;
+  key("step", &E::step);
+  key("micro", &E::micro);
+  key("tokens", &E::tokens);
+  key("fwd_bwd_s", &E::fwd_bwd_s);
+  key("peak_bytes", &E::peak_bytes);
+}
+
+template <class K>
+void CheckpointKeys(K& key) {
+  using E = CheckpointEvent;
+  key("step", &E::step);
+  key("path", &E::path);
+  key("bytes", &E::bytes);
+  key("seconds", &E::seconds);
+  key("reason", &E::reason);
+}
+
+template <class K>
+void EvalMetricKeys(K& key) {
+  using E = EvalEvent;
+  key("loss", &E::loss);
+  key("loss_video", &E::loss_video);
+  key("loss_action", &E::loss_action);
+}
+
+template <class K>
+void EvalKeys(K& key) {
+  using E = EvalEvent;
+  key("step", &E::step);
+  key("checkpoint", &E::checkpoint);
+  key("mode", &E::mode);
+  key.Object("metrics", [](auto& metric) { EvalMetricKeys(metric); });
+  key("episodes", &E::episodes);
+  key("valid_frames", &E::valid_frames);
+  key("seconds", &E::seconds);
+  key("config_hash", &E::config_hash);
+  key("job_id", &E::job_id);
+}
+
+template <class K>
+void SegmentEndKeys(K& key) {
+  using E = SegmentEndEvent;
+  key("step", &E::step);
+  key("reason", &E::reason);
+  key("signal", &E::signal);
+  key("exit_code", &E::exit_code);
+  key("rank", &E::rank, WrittenWhenSet(&E::rank));
+  key("message", &E::message, WrittenWhenSet(&E::message));
+}
+
+template <class K>
+void AttemptStartKeys(K& key) {
+  using E = AttemptStartEvent;
+  key("job_id", &E::job_id);
+  key("restart_count", &E::restart_count);
+  key("nodes", &E::nodes);
+  key("checkpoint", &E::checkpoint);
+  key("mode", &E::mode);
+  key("step0", &E::step0);
+  key("resume_warmup_steps", &E::resume_warmup_steps);
+  key("skipped_checkpoints", &E::skipped_checkpoints);
+  key("in_job_seq", &E::in_job_seq);
+  key("restart_cause", &E::restart_cause);
+}
+
+// The hang group is written only for an attempt the launcher declared hung; each of its keys is
+// read on its own.
+template <class K>
+void AttemptEndKeys(K& key) {
+  using E = AttemptEndEvent;
+  key("job_id", &E::job_id);
+  key("restart_count", &E::restart_count);
+  key("exit_code", &E::exit_code);
+  key("action", &E::action);
+  key("reason", &E::reason);
+  key("in_job_seq", &E::in_job_seq);
+  key("hang_last_heartbeat_at", &E::hang_last_heartbeat_at, WrittenWhenSet(&E::hang_detected_at));
+  key("hang_detected_at", &E::hang_detected_at, WrittenWhenSet(&E::hang_detected_at));
+  key("hang_stale_ranks", &E::hang_stale_ranks, WrittenWhenSet(&E::hang_detected_at));
+  key("hang_stack", &E::hang_stack, WrittenWhenSet(&E::hang_detected_at));
+}
+
 }  // namespace
 
 json SegmentStartEvent::ToJson() const {
-  return json{{"mode", mode},
-              {"step0", Optional(step0)},
-              {"target_steps", target_steps},
-              {"resume_warmup_steps", resume_warmup_steps.value_or(0)},
-              {"warmup_until", Optional(warmup_until)},
-              {"checkpoint", Optional(checkpoint)},
-              {"init_from", init_from},
-              {"skipped", skipped},
-              {"world_size", Optional(world_size)},
-              {"load_seconds", Number(load_seconds)},
-              {"config_hash", config_hash},
-              {"job_id", job_id},
-              {"restart_count", restart_count}};
+  return Write(*this, [](auto& key) { SegmentStartKeys(key); });
 }
-
 SegmentStartEvent SegmentStartEvent::FromJson(const json& j) {
-  SegmentStartEvent e;
-  e.mode = Str(j, "mode");
-  e.step0 = OptInt(j, "step0");
-  e.target_steps = Int(j, "target_steps");
-  e.resume_warmup_steps = OptInt(j, "resume_warmup_steps");
-  e.warmup_until = OptInt(j, "warmup_until");
-  e.checkpoint = OptStr(j, "checkpoint");
-  e.init_from = Str(j, "init_from");
-  e.skipped = Strings(j, "skipped");
-  e.world_size = OptInt(j, "world_size");
-  e.load_seconds = Num(j, "load_seconds");
-  e.config_hash = Str(j, "config_hash");
-  e.job_id = Str(j, "job_id");
-  e.restart_count = Int(j, "restart_count");
-  return e;
+  return Read<SegmentStartEvent>(j, [](auto& key) { SegmentStartKeys(key); });
 }
 
 json StepEvent::ToJson() const {
-  json j{{"step", Optional(step)},
-         {"lr", Number(lr)},
-         {"loss", Number(loss)},
-         {"loss_video", Number(loss_video)},
-         {"loss_action", Number(loss_action)},
-         {"grad_norm", Number(grad_norm)},
-         {"tokens", tokens},
-         {"padded_tokens", padded_tokens},
-         {"samples", samples},
-         {"valid_frames", valid_frames},
-         {"padded_frames", padded_frames},
-         {"step_time_s", Number(step_time_s)},
-         {"tokens_per_s", Number(tokens_per_s)},
-         {"in_warmup", in_warmup},
-         {"epoch", epoch}};
-  if (nonfinite) {
-    j["nonfinite"] = true;
-    j["nonfinite_episodes"] = nonfinite_episodes;
-    j["consecutive_nonfinite"] = consecutive_nonfinite;
-  }
-  return j;
+  return Write(*this, [](auto& key) { StepKeys(key); });
 }
-
 StepEvent StepEvent::FromJson(const json& j) {
-  StepEvent e;
-  e.step = OptInt(j, "step");
-  e.lr = Num(j, "lr");
-  e.loss = Num(j, "loss");
-  e.loss_video = Num(j, "loss_video");
-  e.loss_action = Num(j, "loss_action");
-  e.grad_norm = Num(j, "grad_norm");
-  e.tokens = Int(j, "tokens");
-  e.padded_tokens = Int(j, "padded_tokens");
-  e.samples = Int(j, "samples");
-  e.valid_frames = Int(j, "valid_frames");
-  e.padded_frames = Int(j, "padded_frames");
-  e.step_time_s = Num(j, "step_time_s");
-  e.tokens_per_s = Num(j, "tokens_per_s");
-  e.in_warmup = Bool(j, "in_warmup");
-  e.epoch = Int(j, "epoch");
-  e.nonfinite = Bool(j, "nonfinite");
-  if (e.nonfinite) e.nonfinite_episodes = Strings(j, "nonfinite_episodes");
-  e.consecutive_nonfinite = Int(j, "consecutive_nonfinite");
-  return e;
+  return Read<StepEvent>(j, [](auto& key) { StepKeys(key); });
 }
 
 json MicrostepEvent::ToJson() const {
-  return json{{"step", step},
-              {"micro", micro},
-              {"tokens", tokens},
-              {"fwd_bwd_s", Number(fwd_bwd_s)},
-              {"peak_bytes", peak_bytes}};
+  return Write(*this, [](auto& key) { MicrostepKeys(key); });
 }
-
 MicrostepEvent MicrostepEvent::FromJson(const json& j) {
-  MicrostepEvent e;
-  e.step = Int(j, "step");
-  e.micro = Int(j, "micro");
-  e.tokens = Int(j, "tokens");
-  e.fwd_bwd_s = Num(j, "fwd_bwd_s");
-  e.peak_bytes = Int(j, "peak_bytes");
-  return e;
+  return Read<MicrostepEvent>(j, [](auto& key) { MicrostepKeys(key); });
 }
 
 json CheckpointEvent::ToJson() const {
-  return json{{"step", Optional(step)},
-              {"path", path},
-              {"bytes", bytes},
-              {"seconds", Number(seconds)},
-              {"reason", reason}};
+  return Write(*this, [](auto& key) { CheckpointKeys(key); });
 }
-
 CheckpointEvent CheckpointEvent::FromJson(const json& j) {
-  CheckpointEvent e;
-  e.step = OptInt(j, "step");
-  e.path = Str(j, "path");
-  e.bytes = Int(j, "bytes");
-  e.seconds = Num(j, "seconds");
-  e.reason = Str(j, "reason");
-  return e;
+  return Read<CheckpointEvent>(j, [](auto& key) { CheckpointKeys(key); });
 }
 
 json EvalEvent::ToJson() const {
-  return json{{"step", Optional(step)},
-              {"checkpoint", checkpoint},
-              {"mode", mode},
-              {"metrics",
-               {{"loss", Number(loss)},
-                {"loss_video", Number(loss_video)},
-                {"loss_action", Number(loss_action)}}},
-              {"episodes", episodes},
-              {"valid_frames", valid_frames},
-              {"seconds", Number(seconds)},
-              {"config_hash", config_hash},
-              {"job_id", job_id}};
+  return Write(*this, [](auto& key) { EvalKeys(key); });
 }
-
 EvalEvent EvalEvent::FromJson(const json& j) {
-  EvalEvent e;
-  e.step = OptInt(j, "step");
-  e.checkpoint = Str(j, "checkpoint");
-  e.mode = Str(j, "mode");
-  auto m = j.find("metrics");
-  if (m != j.end() && m->is_object()) {
-    e.loss = Num(*m, "loss");
-    e.loss_video = Num(*m, "loss_video");
-    e.loss_action = Num(*m, "loss_action");
-  }
-  e.episodes = Int(j, "episodes");
-  e.valid_frames = Int(j, "valid_frames");
-  e.seconds = Num(j, "seconds");
-  e.config_hash = Str(j, "config_hash");
-  e.job_id = Str(j, "job_id");
-  return e;
+  return Read<EvalEvent>(j, [](auto& key) { EvalKeys(key); });
 }
 
 json SegmentEndEvent::ToJson() const {
-  json j{{"step", Optional(step)},
-         {"reason", reason},
-         {"signal", signal ? json(Name(*signal)) : json(nullptr)},
-         {"exit_code", Optional(exit_code)}};
-  if (rank) j["rank"] = *rank;
-  if (!message.empty()) j["message"] = message;
-  return j;
+  return Write(*this, [](auto& key) { SegmentEndKeys(key); });
 }
-
 SegmentEndEvent SegmentEndEvent::FromJson(const json& j) {
-  SegmentEndEvent e;
-  e.step = OptInt(j, "step");
-  e.reason = Str(j, "reason");
-  if (const std::optional<std::string> word = OptStr(j, "signal")) e.signal = Find<Signal>(*word);
-  e.exit_code = OptInt(j, "exit_code");
-  e.rank = OptInt(j, "rank");
-  e.message = Str(j, "message");
-  return e;
+  return Read<SegmentEndEvent>(j, [](auto& key) { SegmentEndKeys(key); });
 }
 
 json AttemptStartEvent::ToJson() const {
-  return json{{"job_id", job_id},
-              {"restart_count", restart_count},
-              {"nodes", nodes},
-              {"checkpoint", Optional(checkpoint)},
-              {"mode", mode},
-              {"step0", Optional(step0)},
-              {"resume_warmup_steps", resume_warmup_steps},
-              {"skipped_checkpoints", skipped_checkpoints},
-              {"in_job_seq", in_job_seq},
-              {"restart_cause", restart_cause}};
+  return Write(*this, [](auto& key) { AttemptStartKeys(key); });
 }
-
 AttemptStartEvent AttemptStartEvent::FromJson(const json& j) {
-  AttemptStartEvent e;
-  e.job_id = Str(j, "job_id");
-  e.restart_count = Int(j, "restart_count");
-  e.nodes = Str(j, "nodes");
-  e.checkpoint = OptStr(j, "checkpoint");
-  e.mode = Str(j, "mode");
-  e.step0 = OptInt(j, "step0");
-  e.resume_warmup_steps = Int(j, "resume_warmup_steps");
-  e.skipped_checkpoints = Strings(j, "skipped_checkpoints");
-  e.in_job_seq = Int(j, "in_job_seq");
-  e.restart_cause = Str(j, "restart_cause");
-  return e;
+  return Read<AttemptStartEvent>(j, [](auto& key) { AttemptStartKeys(key); });
 }
 
 json AttemptEndEvent::ToJson() const {
-  json j{{"job_id", job_id},
-         {"restart_count", restart_count},
-         {"exit_code", Optional(exit_code)},
-         {"action", action},
-         {"reason", reason},
-         {"in_job_seq", in_job_seq}};
-  if (hang_detected_at) {
-    j["hang_last_heartbeat_at"] = Optional(hang_last_heartbeat_at);
-    j["hang_detected_at"] = *hang_detected_at;
-    j["hang_stale_ranks"] = hang_stale_ranks;
-    j["hang_stack"] = hang_stack;
-  }
-  return j;
+  return Write(*this, [](auto& key) { AttemptEndKeys(key); });
 }
-
 AttemptEndEvent AttemptEndEvent::FromJson(const json& j) {
-  AttemptEndEvent e;
-  e.job_id = Str(j, "job_id");
-  e.restart_count = Int(j, "restart_count");
-  e.exit_code = OptInt(j, "exit_code");
-  e.action = Str(j, "action");
-  e.reason = Str(j, "reason");
-  e.in_job_seq = Int(j, "in_job_seq");
-  const double last = Num(j, "hang_last_heartbeat_at"), at = Num(j, "hang_detected_at");
-  if (std::isfinite(last)) e.hang_last_heartbeat_at = last;
-  if (std::isfinite(at)) e.hang_detected_at = at;
-  e.hang_stale_ranks = Str(j, "hang_stale_ranks");
-  e.hang_stack = Str(j, "hang_stack");
-  return e;
+  return Read<AttemptEndEvent>(j, [](auto& key) { AttemptEndKeys(key); });
 }
 
 }  // namespace baton

@@ -133,6 +133,61 @@ TEST(EventRecords, EveryRecordRoundTrips) {
   EXPECT_EQ(Text(ae.ToJson())["reason"], "diverged");
 }
 
+// Writing what was read back gives what was written, with every field set and with every
+// optional one unset.
+template <class R>
+json RoundTripped(const R& r) {
+  return Text(R::FromJson(Text(r.ToJson())).ToJson());
+}
+
+TEST(EventRecords, EveryFieldSetOrUnsetRoundTrips) {
+  SegmentStartEvent ss{"exact", 10,  20,    5,    15, "/c/10", "/m/t", {"/c/11: truncated"},
+                       8,       1.5, "abc", "77", 2};
+  StepEvent st{
+      3, 1e-4, 2.5, 1.5, 1.0, 0.75, 100, 20, 4, 30, 6, 0.5, 200.0, true, 1, true, {"ep_1", "ep_2"},
+      2};
+  MicrostepEvent ms{3, 1, 50, 0.25, 1 << 20};
+  CheckpointEvent ck{10, "/c/10", 4096, 0.5, "periodic"};
+  EvalEvent ev{10, "/c/10", "inline", 2.0, 1.25, 0.75, 12, 300, 4.5, "abc", "77"};
+  SegmentEndEvent se{12, "signal", Signal::kUsr1, 75, 1, "stopped"};
+  AttemptStartEvent as{"77", 2, "n[1-2]", "/c/10", "exact", 10, 5, {"/c/11"}, 1, "hang"};
+  AttemptEndEvent ae{"77", 2, 79, "restart", "hang", 1, 100.0, 160.0, "1:update", "stacks"};
+  EXPECT_EQ(RoundTripped(ss), Text(ss.ToJson()));
+  EXPECT_EQ(RoundTripped(st), Text(st.ToJson()));
+  EXPECT_EQ(RoundTripped(ms), Text(ms.ToJson()));
+  EXPECT_EQ(RoundTripped(ck), Text(ck.ToJson()));
+  EXPECT_EQ(RoundTripped(ev), Text(ev.ToJson()));
+  EXPECT_EQ(RoundTripped(se), Text(se.ToJson()));
+  EXPECT_EQ(RoundTripped(as), Text(as.ToJson()));
+  EXPECT_EQ(RoundTripped(ae), Text(ae.ToJson()));
+  EXPECT_EQ(RoundTripped(SegmentStartEvent{}), Text(SegmentStartEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(StepEvent{}), Text(StepEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(MicrostepEvent{}), Text(MicrostepEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(CheckpointEvent{}), Text(CheckpointEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(EvalEvent{}), Text(EvalEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(SegmentEndEvent{}), Text(SegmentEndEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(AttemptStartEvent{}), Text(AttemptStartEvent{}.ToJson()));
+  EXPECT_EQ(RoundTripped(AttemptEndEvent{}), Text(AttemptEndEvent{}.ToJson()));
+
+  // The key names are the protocol: a renamed key fails here.
+  EXPECT_EQ(st.ToJson().dump(),
+            R"({"consecutive_nonfinite":2,"epoch":1,"grad_norm":0.75,"in_warmup":true,)"
+            R"("loss":2.5,"loss_action":1.0,"loss_video":1.5,"lr":0.0001,"nonfinite":true,)"
+            R"("nonfinite_episodes":["ep_1","ep_2"],"padded_frames":6,"padded_tokens":20,)"
+            R"("samples":4,"step":3,"step_time_s":0.5,"tokens":100,"tokens_per_s":200.0,)"
+            R"("valid_frames":30})");
+  EXPECT_EQ(ev.ToJson().dump(),
+            R"({"checkpoint":"/c/10","config_hash":"abc","episodes":12,"job_id":"77",)"
+            R"("metrics":{"loss":2.0,"loss_action":0.75,"loss_video":1.25},"mode":"inline",)"
+            R"("seconds":4.5,"step":10,"valid_frames":300})");
+  EXPECT_EQ(SegmentEndEvent{}.ToJson().dump(),
+            R"({"exit_code":null,"reason":"","signal":null,"step":null})");
+  EXPECT_EQ(ae.ToJson().dump(),
+            R"({"action":"restart","exit_code":79,"hang_detected_at":160.0,)"
+            R"("hang_last_heartbeat_at":100.0,"hang_stack":"stacks","hang_stale_ranks":"1:update",)"
+            R"("in_job_seq":1,"job_id":"77","reason":"hang","restart_count":2})");
+}
+
 TEST(EventRecords, EveryProtocolWordParsesBack) {
   test::ExpectEveryWordParsesBack<SegmentEndReason>("segment_end reason");
   test::ExpectEveryWordParsesBack<SaveReason>("checkpoint reason");
