@@ -122,6 +122,40 @@ std::string IndexFingerprint(const DatasetIndex& index) {
   return hex;
 }
 
+// One line of meta/episodes.jsonl; where names it in errors.
+Status ParseEpisodeEntry(const std::string& line, const std::string& where, EpisodeMeta& e) {
+  try {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.is_object()) return Status::Data(where + ": expected a JSON object per line");
+    if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer())) {
+      return Status::Data(where + ": missing or bad 'id'");
+    }
+    e.id =
+        j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(j["id"].get<int64_t>());
+    if (!j.contains("n_video") || !j["n_video"].is_number_integer()) {
+      return Status::Data(where + ": episode '" + e.id + "': missing or non-integer 'n_video'");
+    }
+    e.n_video = j["n_video"].get<int64_t>();
+    if (e.n_video < 1) {
+      return Status::Data(where + ": episode '" + e.id + "': n_video " + std::to_string(e.n_video) +
+                          " must be >= 1");
+    }
+    if (!j.contains("file") || !j["file"].is_string() || j["file"].get<std::string>().empty()) {
+      return Status::Data(where + ": episode '" + e.id + "': missing or bad 'file'");
+    }
+    e.file = j["file"].get<std::string>();
+    if (j.contains("text")) {
+      if (!j["text"].is_string() || j["text"].get<std::string>().empty()) {
+        return Status::Data(where + ": episode '" + e.id + "': 'text' must name a file");
+      }
+      e.text = j["text"].get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    return Status::Data(where + ": not valid JSON: " + ex.what());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
@@ -157,35 +191,7 @@ Result<DatasetIndex> LoadDatasetIndex(const std::string& dir) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = meta + ":" + std::to_string(line_no);
     EpisodeMeta e;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (!j.is_object()) return Status::Data(where + ": expected a JSON object per line");
-      if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer())) {
-        return Status::Data(where + ": missing or bad 'id'");
-      }
-      e.id =
-          j["id"].is_string() ? j["id"].get<std::string>() : std::to_string(j["id"].get<int64_t>());
-      if (!j.contains("n_video") || !j["n_video"].is_number_integer()) {
-        return Status::Data(where + ": episode '" + e.id + "': missing or non-integer 'n_video'");
-      }
-      e.n_video = j["n_video"].get<int64_t>();
-      if (e.n_video < 1) {
-        return Status::Data(where + ": episode '" + e.id + "': n_video " +
-                            std::to_string(e.n_video) + " must be >= 1");
-      }
-      if (!j.contains("file") || !j["file"].is_string() || j["file"].get<std::string>().empty()) {
-        return Status::Data(where + ": episode '" + e.id + "': missing or bad 'file'");
-      }
-      e.file = j["file"].get<std::string>();
-      if (j.contains("text")) {
-        if (!j["text"].is_string() || j["text"].get<std::string>().empty()) {
-          return Status::Data(where + ": episode '" + e.id + "': 'text' must name a file");
-        }
-        e.text = j["text"].get<std::string>();
-      }
-    } catch (const nlohmann::json::exception& ex) {
-      return Status::Data(where + ": not valid JSON: " + ex.what());
-    }
+    BATON_RETURN_IF_ERROR(ParseEpisodeEntry(line, where, e));
     if (!ids.insert(e.id).second)
       return Status::Data(where + ": episode id '" + e.id + "' repeats");
     e.frames = EpisodeLatentFrames(e.n_video);

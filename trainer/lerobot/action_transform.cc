@@ -23,6 +23,30 @@ Quat Mul(const Quat& a, const Quat& b) {
       a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w, a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
 }
 
+// Makes each relative pose column of the used rows relative to row `first`: position minus
+// its position, rotation composed with its inverse rotation.
+void MakePosesRelative(const ImportProfile& p, const std::vector<double>& rows, int64_t first,
+                       int64_t width, int64_t used_rows, std::vector<double>& raw) {
+  // No rows used (F = 1): nothing to make relative, and row `first` may not exist.
+  for (int64_t c : used_rows > 0 ? p.relative_pose_columns : std::vector<int64_t>{}) {
+    const double* r0 = &rows[size_t(first * width + c)];
+    const Quat q0 = Normalised({r0[3], r0[4], r0[5], r0[6]});
+    // scipy's Rotation.inv() negates w (not x, y, z): the same rotation, and the sign of every
+    // relative quaternion upstream trained on.
+    const Quat inv0{q0.x, q0.y, q0.z, -q0.w};
+    const double p0[3] = {r0[0], r0[1], r0[2]};
+    for (int64_t r = 0; r < used_rows; ++r) {
+      double* v = &raw[size_t(r * width + c)];
+      for (int k = 0; k < 3; ++k) v[k] -= p0[k];
+      const Quat q = Mul(inv0, Normalised({v[3], v[4], v[5], v[6]}));
+      v[3] = q.x;
+      v[4] = q.y;
+      v[5] = q.z;
+      v[6] = q.w;
+    }
+  }
+}
+
 }  // namespace
 
 bool CheckFrameIds(const ImportProfile& p, const std::vector<int64_t>& f, int64_t start,
@@ -99,24 +123,7 @@ bool TransformActions(const ImportProfile& p, const std::vector<double>& rows, i
       return false;
     }
   }
-  // No rows used (F = 1): nothing to make relative, and row `first` may not exist.
-  for (int64_t c : used_rows > 0 ? p.relative_pose_columns : std::vector<int64_t>{}) {
-    const double* r0 = &rows[size_t(first * width + c)];
-    const Quat q0 = Normalised({r0[3], r0[4], r0[5], r0[6]});
-    // scipy's Rotation.inv() negates w (not x, y, z): the same rotation, and the sign of every
-    // relative quaternion upstream trained on.
-    const Quat inv0{q0.x, q0.y, q0.z, -q0.w};
-    const double p0[3] = {r0[0], r0[1], r0[2]};
-    for (int64_t r = 0; r < used_rows; ++r) {
-      double* v = &raw[size_t(r * width + c)];
-      for (int k = 0; k < 3; ++k) v[k] -= p0[k];
-      const Quat q = Mul(inv0, Normalised({v[3], v[4], v[5], v[6]}));
-      v[3] = q.x;
-      v[4] = q.y;
-      v[5] = q.z;
-      v[6] = q.w;
-    }
-  }
+  MakePosesRelative(p, rows, first, width, used_rows, raw);
   const std::vector<int64_t> inv = p.InverseChannels();
   out->frames = F;
   out->steps = N;

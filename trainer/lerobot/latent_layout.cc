@@ -4,8 +4,11 @@
 
 namespace baton {
 
-bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, RawTensor* out,
-                   SegmentCheck* failed) {
+namespace {
+
+// Every camera's latent is [F*h*w, C] with the first camera's F, C and dtype.
+bool CheckCameraLatents(const ImportProfile& p, const std::vector<PthSegment>& cams,
+                        SegmentCheck* failed) {
   const PthSegment& c0 = cams.front();
   const int64_t F = c0.latent_num_frames, C = c0.latent.shape[1];
   for (size_t k = 0; k < cams.size(); ++k) {
@@ -32,9 +35,24 @@ bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, 
       return false;
     }
   }
-  // Where each camera goes: (row offset, column offset) in the [H, W] canvas.
-  std::vector<int64_t> y0(cams.size(), 0), x0(cams.size(), 0);
+  return true;
+}
+
+// Where each camera goes in the canvas (row offset y0, column offset x0) and its size H x W.
+struct CameraPlacement {
+  std::vector<int64_t> y0, x0;
   int64_t H = 0, W = 0;
+};
+
+bool PlaceCameras(const ImportProfile& p, const std::vector<PthSegment>& cams, CameraPlacement* pl,
+                  SegmentCheck* failed) {
+  const PthSegment& c0 = cams.front();
+  std::vector<int64_t>& y0 = pl->y0;
+  std::vector<int64_t>& x0 = pl->x0;
+  y0.assign(cams.size(), 0);
+  x0.assign(cams.size(), 0);
+  int64_t& H = pl->H;
+  int64_t& W = pl->W;
   if (p.layout == CameraLayout::kRobotwinTShape) {
     const int64_t hw = cams[1].latent_height;
     int64_t x = 0;
@@ -69,6 +87,21 @@ bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, 
     }
     H = c0.latent_height;
   }
+  return true;
+}
+
+}  // namespace
+
+bool LayoutLatents(const ImportProfile& p, const std::vector<PthSegment>& cams, RawTensor* out,
+                   SegmentCheck* failed) {
+  const PthSegment& c0 = cams.front();
+  const int64_t F = c0.latent_num_frames, C = c0.latent.shape[1];
+  if (!CheckCameraLatents(p, cams, failed)) return false;
+  CameraPlacement pl;
+  if (!PlaceCameras(p, cams, &pl, failed)) return false;
+  const int64_t H = pl.H, W = pl.W;
+  const std::vector<int64_t>& y0 = pl.y0;
+  const std::vector<int64_t>& x0 = pl.x0;
   // The canvas holds exactly the cameras' elements (each h*w <= its rows), so it is bounded by
   // the bytes read; checked all the same.
   int64_t total = 0, canvas = 0;

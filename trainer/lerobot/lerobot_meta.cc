@@ -92,9 +92,10 @@ const LeRobotEpisode* LeRobotDataset::Find(int64_t episode) const {
   return nullptr;
 }
 
-Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
-  LeRobotDataset d;
-  d.root = fs::path(root).lexically_normal().string();
+namespace {
+
+// meta/info.json: the codebase version, chunking, fps and the data_path template.
+Status ParseLeRobotInfo(const std::string& root, LeRobotDataset& d) {
   const std::string info_path = (fs::path(root) / "meta" / "info.json").string();
   auto info_text = ReadRegularFile(info_path, kMaxDatasetInfoBytes);
   if (!info_text.ok()) return Status::Data(info_text.status().message());
@@ -135,6 +136,66 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
   } catch (const nlohmann::json::exception& e) {
     return Status::Data(info_path + ": not valid JSON: " + e.what());
   }
+  return Status::Ok();
+}
+
+// The episode's segments: its action_config list, or the whole episode under its first task.
+Status ParseSegments(const nlohmann::json& j, const std::string& where, LeRobotEpisode& e) {
+  if (j.contains("action_config")) {
+    if (!j["action_config"].is_array())
+      return Status::Data(where + ": 'action_config' must be a list");
+    for (const auto& s : j["action_config"]) {
+      if (!s.is_object() || !s.contains("start_frame") || !s["start_frame"].is_number_integer() ||
+          !s.contains("end_frame") || !s["end_frame"].is_number_integer()) {
+        return Status::Data(where +
+                            ": an action_config entry needs integer start_frame and end_frame");
+      }
+      LeRobotSegment seg{s["start_frame"].get<int64_t>(), s["end_frame"].get<int64_t>(), ""};
+      if (s.contains("action_text") && s["action_text"].is_string()) {
+        seg.text = s["action_text"].get<std::string>();
+      }
+      if (seg.start < 0 || seg.end <= seg.start) {
+        return Status::Data(where + ": action_config segment [" + std::to_string(seg.start) + ", " +
+                            std::to_string(seg.end) + ") is empty or negative");
+      }
+      e.segments.push_back(seg);
+    }
+  } else {
+    e.whole_episode = true;
+    e.segments.push_back({0, e.length, e.tasks.empty() ? "" : e.tasks.front()});
+  }
+  return Status::Ok();
+}
+
+// One line of meta/episodes.jsonl; where names it in errors.
+Status ParseEpisodeLine(const std::string& line, const std::string& where, LeRobotEpisode& e) {
+  try {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.is_object() || !j.contains("episode_index") || !j["episode_index"].is_number_integer() ||
+        !j.contains("length") || !j["length"].is_number_integer()) {
+      return Status::Data(where + ": needs integer 'episode_index' and 'length'");
+    }
+    e.index = j["episode_index"].get<int64_t>();
+    e.length = j["length"].get<int64_t>();
+    if (e.index < 0 || e.length < 1) return Status::Data(where + ": bad episode_index or length");
+    if (j.contains("tasks") && j["tasks"].is_array()) {
+      for (const auto& t : j["tasks"]) {
+        if (t.is_string()) e.tasks.push_back(t.get<std::string>());
+      }
+    }
+    BATON_RETURN_IF_ERROR(ParseSegments(j, where, e));
+  } catch (const nlohmann::json::exception& ex) {
+    return Status::Data(where + ": not valid JSON: " + ex.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
+  LeRobotDataset d;
+  d.root = fs::path(root).lexically_normal().string();
+  BATON_RETURN_IF_ERROR(ParseLeRobotInfo(root, d));
 
   const std::string ep_path = (fs::path(root) / "meta" / "episodes.jsonl").string();
   auto ep_text = ReadRegularFile(ep_path, kMaxEpisodesBytes);
@@ -153,48 +214,7 @@ Result<LeRobotDataset> LoadLeRobotDataset(const std::string& root) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = ep_path + ":" + std::to_string(line_no);
     LeRobotEpisode e;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (!j.is_object() || !j.contains("episode_index") ||
-          !j["episode_index"].is_number_integer() || !j.contains("length") ||
-          !j["length"].is_number_integer()) {
-        return Status::Data(where + ": needs integer 'episode_index' and 'length'");
-      }
-      e.index = j["episode_index"].get<int64_t>();
-      e.length = j["length"].get<int64_t>();
-      if (e.index < 0 || e.length < 1) return Status::Data(where + ": bad episode_index or length");
-      if (j.contains("tasks") && j["tasks"].is_array()) {
-        for (const auto& t : j["tasks"]) {
-          if (t.is_string()) e.tasks.push_back(t.get<std::string>());
-        }
-      }
-      if (j.contains("action_config")) {
-        if (!j["action_config"].is_array())
-          return Status::Data(where + ": 'action_config' must be a list");
-        for (const auto& s : j["action_config"]) {
-          if (!s.is_object() || !s.contains("start_frame") ||
-              !s["start_frame"].is_number_integer() || !s.contains("end_frame") ||
-              !s["end_frame"].is_number_integer()) {
-            return Status::Data(where +
-                                ": an action_config entry needs integer start_frame and end_frame");
-          }
-          LeRobotSegment seg{s["start_frame"].get<int64_t>(), s["end_frame"].get<int64_t>(), ""};
-          if (s.contains("action_text") && s["action_text"].is_string()) {
-            seg.text = s["action_text"].get<std::string>();
-          }
-          if (seg.start < 0 || seg.end <= seg.start) {
-            return Status::Data(where + ": action_config segment [" + std::to_string(seg.start) +
-                                ", " + std::to_string(seg.end) + ") is empty or negative");
-          }
-          e.segments.push_back(seg);
-        }
-      } else {
-        e.whole_episode = true;
-        e.segments.push_back({0, e.length, e.tasks.empty() ? "" : e.tasks.front()});
-      }
-    } catch (const nlohmann::json::exception& ex) {
-      return Status::Data(where + ": not valid JSON: " + ex.what());
-    }
+    BATON_RETURN_IF_ERROR(ParseEpisodeLine(line, where, e));
     if (!seen.insert(e.index).second) {
       return Status::Data(where + ": episode_index " + std::to_string(e.index) + " repeats");
     }

@@ -130,13 +130,11 @@ struct Failed {
 // Reads the segment's camera files, checks them as upstream's loader would, lays them out and
 // transforms the actions, then writes the text and episode files. A failed check comes back in
 // `*failed` with nothing written; an error of the inputs or the disk as the Status.
-Status ImportSegment(const SegmentImportContext& ctx, const LeRobotSegment& seg,
-                     const std::vector<std::string>& cams, const parquet::ColumnData& action,
-                     const std::string& parquet_path, const std::string& source, EpisodeMeta meta,
-                     SegmentResult* r, std::optional<Failed>* failed, std::string* current) {
-  const ImportProfile& p = ctx.profile;
-  std::vector<PthSegment> latents;
-  std::optional<size_t> nonfinite;
+// Reads every camera's .pth file of the segment; *nonfinite is the first camera whose latent
+// holds NaN/Inf.
+Status ReadCameraLatents(const std::vector<std::string>& cams, SegmentResult* r,
+                         std::string* current, std::vector<PthSegment>* latents,
+                         std::optional<size_t>* nonfinite) {
   for (size_t c = 0; c < cams.size(); ++c) {
     *current = cams[c];
     auto s = ReadPthSegment(cams[c], c == 0);
@@ -144,53 +142,32 @@ Status ImportSegment(const SegmentImportContext& ctx, const LeRobotSegment& seg,
       return s.status().code() == Code::kNotFound ? Status::Data(s.status().message()) : s.status();
     }
     r->bytes_read += FileBytes(cams[c]);
-    latents.push_back(std::move(s).value());
-    if (!nonfinite && CountNonFinite(latents.back().latent) > 0) nonfinite = c;
+    latents->push_back(std::move(s).value());
+    if (!*nonfinite && CountNonFinite(latents->back().latent) > 0) *nonfinite = c;
   }
-  auto fail = [&](SegmentCheck c, const std::string& file) {
-    *failed = Failed{std::move(c), file};
-    return Status::Ok();
-  };
-  if (nonfinite) {
-    return fail(
-        {"nonfinite_latent", "key 'latent' holds " +
-                                 std::to_string(CountNonFinite(latents[*nonfinite].latent)) +
-                                 " NaN/Inf value(s)"},
-        cams[*nonfinite]);
-  }
-  const PthSegment& first = latents.front();
-  const RawTensor& text = first.text_emb;
+  return Status::Ok();
+}
+
+// The text embedding: [text_len, Tx] and finite.
+std::optional<SegmentCheck> CheckText(const ImportProfile& p, const RawTensor& text) {
   if (text.shape.size() != 2 || text.shape[0] != p.text_len || text.shape[1] < 1) {
-    return fail({"text_shape", "text_emb " + ShapeString(text.shape) + ", expected [" +
-                                   std::to_string(p.text_len) + ", Tx]"},
-                cams[0]);
+    return SegmentCheck{"text_shape", "text_emb " + ShapeString(text.shape) + ", expected [" +
+                                          std::to_string(p.text_len) + ", Tx]"};
   }
   if (const int64_t bad = CountNonFinite(text); bad > 0) {
-    return fail(
-        {"nonfinite_text", "key 'text_emb' holds " + std::to_string(bad) + " NaN/Inf value(s)"},
-        cams[0]);
+    return SegmentCheck{"nonfinite_text",
+                        "key 'text_emb' holds " + std::to_string(bad) + " NaN/Inf value(s)"};
   }
-  int64_t F = 0, stride = 0;
-  SegmentCheck c;
-  if (!CheckFrameIds(p, first.frame_ids, seg.start, seg.end, &F, &stride, &c)) {
-    return fail(c, cams[0]);
-  }
-  if (first.latent_num_frames != F) {
-    return fail({"latent_frames_mismatch",
-                 "latent_num_frames " + std::to_string(first.latent_num_frames) +
-                     " differs from F = (len(frame_ids) - 1) // 4 + 1 = " + std::to_string(F)},
-                cams[0]);
-  }
-  RawTensor video;
-  if (!LayoutLatents(p, latents, &video, &c)) return fail(c, cams[0]);
-  SegmentActions acts;
-  if (!TransformActions(p, action.values, action.rows(), action.Width(), seg.start, seg.end,
-                        first.frame_ids, &acts, &c)) {
-    return fail(c, parquet_path);
-  }
+  return std::nullopt;
+}
 
-  meta.n_video = int64_t(first.frame_ids.size());
-  meta.frames = F;
+// Writes the segment's episode file (and, under dedupe_text, its shared text file) and fills *r.
+Status WriteSegment(const SegmentImportContext& ctx, const LeRobotSegment& seg,
+                    const std::string& source, const RawTensor& video, const RawTensor& text,
+                    const SegmentActions& acts, EpisodeMeta meta, SegmentResult* r,
+                    std::string* current) {
+  const ImportProfile& p = ctx.profile;
+  const int64_t F = meta.frames;
   std::vector<StTensorRef> tensors{
       {"latents", video.dtype, video.shape, video.bytes.data()},
       {"actions", StDType::kF32, {p.action_dim, F, acts.steps}, acts.actions.data()},
@@ -226,6 +203,52 @@ Status ImportSegment(const SegmentImportContext& ctx, const LeRobotSegment& seg,
               acts.steps,     text.shape[0],  text.shape[1]};
   r->meta = std::move(meta);
   return Status::Ok();
+}
+
+Status ImportSegment(const SegmentImportContext& ctx, const LeRobotSegment& seg,
+                     const std::vector<std::string>& cams, const parquet::ColumnData& action,
+                     const std::string& parquet_path, const std::string& source, EpisodeMeta meta,
+                     SegmentResult* r, std::optional<Failed>* failed, std::string* current) {
+  const ImportProfile& p = ctx.profile;
+  std::vector<PthSegment> latents;
+  std::optional<size_t> nonfinite;
+  BATON_RETURN_IF_ERROR(ReadCameraLatents(cams, r, current, &latents, &nonfinite));
+  auto fail = [&](SegmentCheck c, const std::string& file) {
+    *failed = Failed{std::move(c), file};
+    return Status::Ok();
+  };
+  if (nonfinite) {
+    return fail(
+        {"nonfinite_latent", "key 'latent' holds " +
+                                 std::to_string(CountNonFinite(latents[*nonfinite].latent)) +
+                                 " NaN/Inf value(s)"},
+        cams[*nonfinite]);
+  }
+  const PthSegment& first = latents.front();
+  const RawTensor& text = first.text_emb;
+  if (auto bad = CheckText(p, text)) return fail(*bad, cams[0]);
+  int64_t F = 0, stride = 0;
+  SegmentCheck c;
+  if (!CheckFrameIds(p, first.frame_ids, seg.start, seg.end, &F, &stride, &c)) {
+    return fail(c, cams[0]);
+  }
+  if (first.latent_num_frames != F) {
+    return fail({"latent_frames_mismatch",
+                 "latent_num_frames " + std::to_string(first.latent_num_frames) +
+                     " differs from F = (len(frame_ids) - 1) // 4 + 1 = " + std::to_string(F)},
+                cams[0]);
+  }
+  RawTensor video;
+  if (!LayoutLatents(p, latents, &video, &c)) return fail(c, cams[0]);
+  SegmentActions acts;
+  if (!TransformActions(p, action.values, action.rows(), action.Width(), seg.start, seg.end,
+                        first.frame_ids, &acts, &c)) {
+    return fail(c, parquet_path);
+  }
+
+  meta.n_video = int64_t(first.frame_ids.size());
+  meta.frames = F;
+  return WriteSegment(ctx, seg, source, video, text, acts, std::move(meta), r, current);
 }
 
 }  // namespace

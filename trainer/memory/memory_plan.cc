@@ -1,58 +1,22 @@
 #include "trainer/memory/memory_plan.h"
 
 #include <algorithm>
-#include <initializer_list>
 #include <utility>
 
 #include "trainer/distributed/shard_plan.h"
+#include "trainer/memory/activation_widths.h"
+#include "trainer/memory/checked_int.h"
 #include "trainer/model/attention_plan.h"
 
 namespace baton {
 
 namespace {
 
-// int64 arithmetic that remembers an overflow: the plan multiplies sizes that are each in range
-// but whose products need not be. Once set, `bad` stays set through every later operation.
-struct Checked {
-  int64_t v = 0;
-  bool bad = false;
-  Checked(int64_t x = 0) : v(x) {}  // NOLINT: sizes convert implicitly
-  static Checked Of(int64_t x, bool b) {
-    Checked c(x);
-    c.bad = b;
-    return c;
-  }
-  friend Checked operator+(Checked a, Checked b) {
-    int64_t r = 0;
-    const bool o = __builtin_add_overflow(a.v, b.v, &r);
-    return Of(r, a.bad || b.bad || o);
-  }
-  friend Checked operator-(Checked a, Checked b) {
-    int64_t r = 0;
-    const bool o = __builtin_sub_overflow(a.v, b.v, &r);
-    return Of(r, a.bad || b.bad || o);
-  }
-  friend Checked operator*(Checked a, Checked b) {
-    int64_t r = 0;
-    const bool o = __builtin_mul_overflow(a.v, b.v, &r);
-    return Of(r, a.bad || b.bad || o);
-  }
-  Checked& operator+=(Checked b) { return *this = *this + b; }
-};
-
-Checked Max(std::initializer_list<Checked> xs) {
-  Checked out = *xs.begin();
-  for (const Checked& x : xs) {
-    out = Checked::Of(std::max(out.v, x.v), out.bad || x.bad);
-  }
-  return out;
-}
-
-// Stores a checked count into a plain field, raising `*overflow` when it did not fit.
-int64_t Store(Checked c, bool* overflow) {
-  if (c.bad) *overflow = true;
-  return c.v;
-}
+using memory_plan_detail::ActivationWidths;
+using memory_plan_detail::Checked;
+using memory_plan_detail::Max;
+using memory_plan_detail::Store;
+using memory_plan_detail::WidthsFor;
 
 // An upper bound of the index entries held at once while one chunk setting of a row of `batch`
 // episodes of `frames` latent frames is planned: BuildPackedLayout's seven per-token arrays, and
@@ -183,27 +147,20 @@ Status PlanRowAttention(PlanRow* row, const std::vector<int64_t>& frames, int64_
   return Status::Ok();
 }
 
-ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const PlanSettings& s) {
-  const bool bf16 = s.dtype == DType::kBFloat16;
-  const int64_t master = s.dtype == DType::kFloat64 ? 8 : 4;
-  // a: the activation dtype (bf16 under autocast); w: the "wide" dtype norms, modulation and
-  // residual adds run in (float32 under bf16, as upstream does).
-  const int64_t a = bf16 ? 2 : master, w = master;
-  const Checked T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
-  const Checked B = r.batch, hd = m.dim / std::max<int64_t>(1, m.heads);
-  // QK-RMSNorm keeps its input and its normalised product; softmax keeps its output. CUDA's
-  // autocast runs pow and softmax in float32: RMSNorm also keeps pow's float32 copy and its
-  // product is float32, and the matmul after the softmax keeps a bf16 copy of its float32
-  // output. CPU autocast runs both in bf16.
-  const bool fp32_ops = bf16 && s.cuda;
-  const int64_t rms = !bf16 ? 2 * master : fp32_ops ? a + 2 * w : 2 * a;
-  const int64_t probs = !bf16 ? master : fp32_ops ? w + a : a;
+namespace {
 
-  // Every count in checked arithmetic: the sizes are each in range, their products need not be.
-  struct {
-    Checked per_block, outside_blocks, block_inputs, inputs, working, per_block_attention,
-        attention_call, working_attention, none, blocks, blocks_attention;
-  } out;
+// Every count in checked arithmetic: the sizes are each in range, their products need not be.
+struct ActivationCounts {
+  Checked per_block, outside_blocks, block_inputs, inputs, working, per_block_attention,
+      attention_call, working_attention, none, blocks, blocks_attention;
+};
+
+// What one block keeps, with and without its self-attention recomputed.
+void CountBlock(const PlanModel& m, const PlanRow& r, const ActivationWidths& z,
+                ActivationCounts& out) {
+  const int64_t a = z.a, w = z.w, rms = z.rms, probs = z.probs;
+  const Checked T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
+  const Checked B = r.batch;
   // One block (video_action_model.cc, BlockImpl::forward), tensor by tensor:
   //  wide [T, D]: the modulation sum e (6), the three LayerNorm inputs, LayerNorm outputs norm1
   //  and norm3, (1 + e1), (1 + e4), the FFN output the gate multiplies (14 in all);
@@ -221,6 +178,26 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   // LayerNorm means / inverse deviations and RMSNorm factors ([T, 1] each).
   out.per_block += 9 * T * w;
 
+  // blocks+attention: the recomputed block keeps, of its self-attention, only the head-major
+  // q, k, v its calls share ([H, T (+1), hd] each) instead of the gathered copies and the scores.
+  // The call being recomputed holds its scores, the gradients of its probabilities and scores,
+  // its gathered queries, keys and values, and the three [H, T, hd] gradients it hands on. The
+  // cross-attention's and the FFN's backward transients come and go before or after the calls
+  // (never at once with them): the larger of the two sets counts, plus the [T, D] gradients.
+  out.per_block_attention = out.per_block - self_attention + 3 * T * D * a;
+  out.attention_call = H * r.call_pairs * (probs + 2 * w) + r.call_slots * D * a + 3 * T * D * a;
+  out.working_attention =
+      Max({out.attention_call, Checked(2) * Max({T * H * L, T * Fd}) * w}) + 4 * T * D * w;
+}
+
+// What lives outside the blocks: embeddings, the head, the row's inputs and the backward's
+// transients.
+void CountOutsideBlocks(const PlanModel& m, const PlanRow& r, const PlanSettings& s,
+                        const ActivationWidths& z, ActivationCounts& out) {
+  const int64_t a = z.a, w = z.w, master = z.master;
+  const bool bf16 = z.bf16;
+  const Checked T = r.tokens, D = m.dim, H = m.heads, Fd = m.ffn_dim, L = r.text_len;
+  const Checked B = r.batch, hd = m.dim / std::max<int64_t>(1, m.heads);
   // Outside the blocks: the time projection e0 [T, 6, D] every block reads, the time MLPs
   // (input, hidden, SiLU, output, the SiLU before the projection, the joined embedding), and
   // the output head (its [T, 2, D] modulation, LayerNorm input and output, (1 + scale), h).
@@ -242,18 +219,15 @@ ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const Plan
   // the largest score or FFN tensor, plus a few [T, D] gradients flowing through the block.
   const Checked largest = Max({H * r.computed_pairs, T * H * L, T * Fd}) * w;
   out.working = 2 * largest + 4 * T * D * w;
+}
 
-  // blocks+attention: the recomputed block keeps, of its self-attention, only the head-major
-  // q, k, v its calls share ([H, T (+1), hd] each) instead of the gathered copies and the scores.
-  // The call being recomputed holds its scores, the gradients of its probabilities and scores,
-  // its gathered queries, keys and values, and the three [H, T, hd] gradients it hands on. The
-  // cross-attention's and the FFN's backward transients come and go before or after the calls
-  // (never at once with them): the larger of the two sets counts, plus the [T, D] gradients.
-  out.per_block_attention = out.per_block - self_attention + 3 * T * D * a;
-  out.attention_call = H * r.call_pairs * (probs + 2 * w) + r.call_slots * D * a + 3 * T * D * a;
-  out.working_attention =
-      Max({out.attention_call, Checked(2) * Max({T * H * L, T * Fd}) * w}) + 4 * T * D * w;
+}  // namespace
 
+ActivationBytes PlanActivations(const PlanModel& m, const PlanRow& r, const PlanSettings& s) {
+  const ActivationWidths z = WidthsFor(s);
+  ActivationCounts out;
+  CountBlock(m, r, z, out);
+  CountOutsideBlocks(m, r, s, z, out);
   out.none = out.outside_blocks + m.layers * out.per_block + out.inputs + out.working;
   out.blocks =
       out.outside_blocks + m.layers * out.block_inputs + out.per_block + out.inputs + out.working;
@@ -296,73 +270,49 @@ bool HoldsBf16Copy(const PlanParameter& p) {
   return ends(".weight") || ends(".bias");
 }
 
-MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
-  MemoryPlan p;
+namespace {
+
+// Under a sharded master with bf16 compute, the weights and gradients the plan holds instead.
+void PlanShardedMaster(const PlanModel& m, const ShardPlan& shard, MemoryPlan& p) {
   bool* o = &p.overflow;
-  p.master_bytes = s.dtype == DType::kFloat64 ? 8 : 4;
-  std::vector<int64_t> trainable;
-  Checked parameters = 0, trainable_total = 0;
+  // bf16 compute copies replace the replicated fp32 master and autocast's cache of casts; the
+  // owner keeps the fp32 master of its share (bounded by the largest share of all parameters).
+  Checked copied = 0;
+  int64_t largest = 0, second = 0;  // the two largest copies
   for (const auto& q : ModelParameters(m)) {
-    parameters += q.numel;
-    if (q.trainable) {
-      trainable_total += q.numel;
-      trainable.push_back(q.numel);
+    if (!HoldsBf16Copy(q)) continue;
+    copied += q.numel;
+    if (q.numel > largest) {
+      second = std::exchange(largest, q.numel);
+    } else if (q.numel > second) {
+      second = q.numel;
     }
   }
-  p.parameters = Store(parameters, o);
-  p.trainable = Store(trainable_total, o);
-  p.weights = Store(parameters * p.master_bytes, o);
-  p.gradients = Store(trainable_total * p.master_bytes, o);
-  const int64_t world = std::max<int64_t>(1, s.world);
-  const ShardPlan shard = MakeShardPlan(trainable, world);
-  p.optimizer_share = s.shard == ShardMode::kNone ? p.trainable : shard.padded;
-  p.optimizer = Store(Checked(2) * p.optimizer_share * p.master_bytes, o);
-  p.gradients_held = s.shard == ShardMode::kGradients
-                         ? Store(Checked(shard.padded) * p.master_bytes, o)
-                         : p.gradients;
-  // A flattened bucket (no larger than the gradients) and its received copy; a one-rank run
-  // reduces nothing.
-  p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
-  p.autocast_copies = s.dtype == DType::kBFloat16 ? Store(Checked(2) * p.trainable, o) : 0;
-  if (s.master == OptimMaster::kSharded && s.dtype == DType::kBFloat16) {
-    // bf16 compute copies replace the replicated fp32 master and autocast's cache of casts; the
-    // owner keeps the fp32 master of its share (bounded by the largest share of all parameters).
-    Checked copied = 0;
-    int64_t largest = 0, second = 0;  // the two largest copies
-    for (const auto& q : ModelParameters(m)) {
-      if (!HoldsBf16Copy(q)) continue;
-      copied += q.numel;
-      if (q.numel > largest) {
-        second = std::exchange(largest, q.numel);
-      } else if (q.numel > second) {
-        second = q.numel;
-      }
-    }
-    // A copy's bf16 gradient lives until the next copy's arrives and is added into the float32
-    // buffer: at most two at once.
-    p.gradients = Store(Checked(p.gradients) + (Checked(largest) + second) * 2, o);
-    p.bf16_copied = Store(copied, o);
-    p.weights = Store(copied * 2 + (Checked(p.parameters) - copied) * p.master_bytes, o);
-    p.master_share = Store(Checked(shard.padded) * p.master_bytes, o);
-    p.autocast_copies = 0;
-  }
-  p.activations = PlanActivations(m, row, s);
-  if (p.activations.overflow) p.overflow = true;
-  p.runtime = s.runtime_bytes;
-  if (s.async_checkpoint) {
-    const int64_t owned = world > 1 ? shard.padded : p.trainable;  // a save writes what it owns
-    const Checked frozen = Checked(p.parameters) - p.trainable;
-    const int64_t export_bytes = s.export_dtype == ExportDType::kBf16 ? 2 : 4;
-    const int64_t weight_bytes =
-        export_bytes + (export_bytes != p.master_bytes ? p.master_bytes : 0);
-    p.checkpoint_snapshot =
-        Store(Checked(2) * owned * p.master_bytes + Checked(8) * int64_t(trainable.size()) +
-                  (Checked(owned) + frozen) * weight_bytes,
-              o);
-  }
-  const Checked fixed = Checked(p.weights) + p.master_share + p.gradients + p.optimizer +
-                        p.collective_buffers + p.autocast_copies + p.runtime +
-                        (s.cuda ? 0 : p.checkpoint_snapshot);
+  // A copy's bf16 gradient lives until the next copy's arrives and is added into the float32
+  // buffer: at most two at once.
+  p.gradients = Store(Checked(p.gradients) + (Checked(largest) + second) * 2, o);
+  p.bf16_copied = Store(copied, o);
+  p.weights = Store(copied * 2 + (Checked(p.parameters) - copied) * p.master_bytes, o);
+  p.master_share = Store(Checked(shard.padded) * p.master_bytes, o);
+  p.autocast_copies = 0;
+}
+
+// The host snapshot an asynchronous checkpoint takes of what this rank owns.
+int64_t CheckpointSnapshotBytes(const PlanSettings& s, const ShardPlan& shard, int64_t world,
+                                int64_t tensors, MemoryPlan& p) {
+  bool* o = &p.overflow;
+  const int64_t owned = world > 1 ? shard.padded : p.trainable;  // a save writes what it owns
+  const Checked frozen = Checked(p.parameters) - p.trainable;
+  const int64_t export_bytes = s.export_dtype == ExportDType::kBf16 ? 2 : 4;
+  const int64_t weight_bytes = export_bytes + (export_bytes != p.master_bytes ? p.master_bytes : 0);
+  return Store(Checked(2) * owned * p.master_bytes + Checked(8) * tensors +
+                   (Checked(owned) + frozen) * weight_bytes,
+               o);
+}
+
+// The totals under each activation-checkpointing mode, and the one the settings pick.
+void PlanTotals(const PlanSettings& s, Checked fixed, MemoryPlan& p) {
+  bool* o = &p.overflow;
   // The live bytes are below 2^63, so the product is below 2^63 * (heap_factor - 1); a factor
   // above 2 could still leave int64.
   auto overhead = [&](int64_t live) -> int64_t {
@@ -393,6 +343,51 @@ MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSett
     p.heap_overhead = p.heap_overhead_none;
     p.total = p.total_none;
   }
+}
+
+}  // namespace
+
+MemoryPlan MakeMemoryPlan(const PlanModel& m, const PlanRow& row, const PlanSettings& s) {
+  MemoryPlan p;
+  bool* o = &p.overflow;
+  p.master_bytes = s.dtype == DType::kFloat64 ? 8 : 4;
+  std::vector<int64_t> trainable;
+  Checked parameters = 0, trainable_total = 0;
+  for (const auto& q : ModelParameters(m)) {
+    parameters += q.numel;
+    if (q.trainable) {
+      trainable_total += q.numel;
+      trainable.push_back(q.numel);
+    }
+  }
+  p.parameters = Store(parameters, o);
+  p.trainable = Store(trainable_total, o);
+  p.weights = Store(parameters * p.master_bytes, o);
+  p.gradients = Store(trainable_total * p.master_bytes, o);
+  const int64_t world = std::max<int64_t>(1, s.world);
+  const ShardPlan shard = MakeShardPlan(trainable, world);
+  p.optimizer_share = s.shard == ShardMode::kNone ? p.trainable : shard.padded;
+  p.optimizer = Store(Checked(2) * p.optimizer_share * p.master_bytes, o);
+  p.gradients_held = s.shard == ShardMode::kGradients
+                         ? Store(Checked(shard.padded) * p.master_bytes, o)
+                         : p.gradients;
+  // A flattened bucket (no larger than the gradients) and its received copy; a one-rank run
+  // reduces nothing.
+  p.collective_buffers = world > 1 ? 2 * std::min<int64_t>(s.bucket_bytes, p.gradients) : 0;
+  p.autocast_copies = s.dtype == DType::kBFloat16 ? Store(Checked(2) * p.trainable, o) : 0;
+  if (s.master == OptimMaster::kSharded && s.dtype == DType::kBFloat16) {
+    PlanShardedMaster(m, shard, p);
+  }
+  p.activations = PlanActivations(m, row, s);
+  if (p.activations.overflow) p.overflow = true;
+  p.runtime = s.runtime_bytes;
+  if (s.async_checkpoint) {
+    p.checkpoint_snapshot = CheckpointSnapshotBytes(s, shard, world, int64_t(trainable.size()), p);
+  }
+  const Checked fixed = Checked(p.weights) + p.master_share + p.gradients + p.optimizer +
+                        p.collective_buffers + p.autocast_copies + p.runtime +
+                        (s.cuda ? 0 : p.checkpoint_snapshot);
+  PlanTotals(s, fixed, p);
   return p;
 }
 

@@ -49,15 +49,10 @@ std::array<int64_t, 3> AxisPairs(int64_t head_dim) {
   return {(head_dim - 2 * hw) / 2, hw / 2, hw / 2};
 }
 
-}  // namespace
-
-LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double theta,
-                                torch::Device device, torch::Dtype dtype, int64_t call_cost_pairs) {
-  LayoutTensors lt;
-  lt.tokens = l.tokens;
+// The RoPE tables of every token.
+void SetRope(const PackedLayout& l, int64_t head_dim, double theta, torch::Device device,
+             torch::Dtype dtype, LayoutTensors& lt) {
   const int64_t T = l.tokens;
-  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-
   // RoPE angles in float64, then cast: positions are small, frequencies span many decades.
   const auto pairs = AxisPairs(head_dim);
   const std::vector<const std::vector<float>*> pos = {&l.pos_f, &l.pos_h, &l.pos_w};
@@ -75,49 +70,51 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
   auto cos = ang.cos(), sin = ang.sin();
   lt.rope_cos = torch::stack({cos, cos}, -1).reshape({T, 1, -1}).to(dtype).to(device);
   lt.rope_sin = torch::stack({-sin, sin}, -1).reshape({T, 1, -1}).to(dtype).to(device);
+}
 
-  // Self-attention: the plan's buckets, each one batched call over groups of every sample.
-  const AttentionPlan plan = PlanAttention(l, call_cost_pairs);
-  std::vector<torch::Tensor> all_queries;
-  for (const auto& b : plan.buckets) {
-    AttentionCall c;
-    c.groups = b.groups;
-    c.lq = b.lq;
-    c.lk = b.lk;
-    // The exact rule for every (query, key slot) pair of every group; an empty slot allows nothing.
-    auto mask = torch::empty({b.groups, 1, b.lq, b.lk}, torch::kBool);
-    bool* m = mask.data_ptr<bool>();
-    for (int64_t gi = 0; gi < b.groups; ++gi) {
-      const int64_t* slot = b.keys.data() + gi * b.lk;
-      for (int64_t i = 0; i < b.lq; ++i) {
-        const int64_t query = b.queries[gi * b.lq + i];
-        for (int64_t j = 0; j < b.lk; ++j) {
-          const bool allowed = slot[j] >= 0 && AttentionAllowed(l, query, slot[j]);
-          lt.allowed_pairs += allowed;
-          *m++ = allowed;
-        }
+// One batched self-attention call of bucket b: its additive bias and gather indices; an empty
+// key slot gathers the zero row T.
+AttentionCall MakeAttentionCall(const PackedLayout& l, const AttentionBucket& b,
+                                torch::Device device, torch::Dtype dtype, LayoutTensors& lt) {
+  const int64_t T = l.tokens;
+  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  AttentionCall c;
+  c.groups = b.groups;
+  c.lq = b.lq;
+  c.lk = b.lk;
+  // The exact rule for every (query, key slot) pair of every group; an empty slot allows nothing.
+  auto mask = torch::empty({b.groups, 1, b.lq, b.lk}, torch::kBool);
+  bool* m = mask.data_ptr<bool>();
+  for (int64_t gi = 0; gi < b.groups; ++gi) {
+    const int64_t* slot = b.keys.data() + gi * b.lk;
+    for (int64_t i = 0; i < b.lq; ++i) {
+      const int64_t query = b.queries[gi * b.lq + i];
+      for (int64_t j = 0; j < b.lk; ++j) {
+        const bool allowed = slot[j] >= 0 && AttentionAllowed(l, query, slot[j]);
+        lt.allowed_pairs += allowed;
+        *m++ = allowed;
       }
     }
-    // Every valid query may attend at least to its own block, so no row of a group is empty and
-    // an additive -inf bias is safe (and shared by every layer).
-    c.bias = torch::zeros(mask.sizes(), torch::TensorOptions().dtype(dtype))
-                 .masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity())
-                 .to(device);
-    std::vector<int64_t> keys = b.keys;
-    for (auto& k : keys) {
-      if (k < 0) k = T;
-    }
-    c.queries = torch::tensor(b.queries, i64).to(device);
-    c.keys = torch::tensor(keys, i64).to(device);
-    all_queries.push_back(c.queries);
-    lt.calls.push_back(std::move(c));
   }
-  lt.computed_pairs = plan.computed_pairs();
-  lt.query_positions = all_queries.empty()       ? torch::empty({0}, i64.device(device))
-                       : all_queries.size() == 1 ? all_queries[0]
-                                                 : torch::cat(all_queries);
+  // Every valid query may attend at least to its own block, so no row of a group is empty and
+  // an additive -inf bias is safe (and shared by every layer).
+  c.bias = torch::zeros(mask.sizes(), torch::TensorOptions().dtype(dtype))
+               .masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity())
+               .to(device);
+  std::vector<int64_t> keys = b.keys;
+  for (auto& k : keys) {
+    if (k < 0) k = T;
+  }
+  c.queries = torch::tensor(b.queries, i64).to(device);
+  c.keys = torch::tensor(keys, i64).to(device);
+  return c;
+}
 
-  // Cross-attention: each sample owns the same number of slots in each segment of the row.
+// Cross-attention: each sample owns the same number of slots in each segment of the row.
+void SetSampleOrder(const PackedLayout& l, torch::Device device, torch::Dtype dtype,
+                    LayoutTensors& lt) {
+  const int64_t T = l.tokens;
+  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
   lt.samples = l.batch;
   std::vector<int64_t> order;
   order.reserve(static_cast<size_t>(T));
@@ -138,6 +135,32 @@ LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double 
   lt.sample_order = torch::tensor(order, i64).to(device);
   lt.sample_order_inverse = torch::tensor(inverse, i64).to(device);
   lt.token_valid = torch::tensor(valid, torch::kFloat64).view({T, 1, 1}).to(dtype).to(device);
+}
+
+}  // namespace
+
+LayoutTensors MakeLayoutTensors(const PackedLayout& l, int64_t head_dim, double theta,
+                                torch::Device device, torch::Dtype dtype, int64_t call_cost_pairs) {
+  LayoutTensors lt;
+  lt.tokens = l.tokens;
+  auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+
+  SetRope(l, head_dim, theta, device, dtype, lt);
+
+  // Self-attention: the plan's buckets, each one batched call over groups of every sample.
+  const AttentionPlan plan = PlanAttention(l, call_cost_pairs);
+  std::vector<torch::Tensor> all_queries;
+  for (const auto& b : plan.buckets) {
+    AttentionCall c = MakeAttentionCall(l, b, device, dtype, lt);
+    all_queries.push_back(c.queries);
+    lt.calls.push_back(std::move(c));
+  }
+  lt.computed_pairs = plan.computed_pairs();
+  lt.query_positions = all_queries.empty()       ? torch::empty({0}, i64.device(device))
+                       : all_queries.size() == 1 ? all_queries[0]
+                                                 : torch::cat(all_queries);
+
+  SetSampleOrder(l, device, dtype, lt);
   return lt;
 }
 

@@ -61,33 +61,40 @@ EpisodeDraws DrawEpisode(uint64_t seed, int64_t step, int64_t episode, int64_t F
   return d;
 }
 
-MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step,
-                             const DatasetShape& s, const ObjectiveSection& o,
-                             const ModelDims& dims, torch::Dtype dtype, torch::Device device,
-                             const torch::Tensor& empty_text) {
+namespace {
+
+// Per sample of a micro-batch: its noise, sigmas and loss weights padded to [B, Fp], its text
+// (the empty prompt's where dropped) and its packing spec.
+struct BatchNoise {
+  torch::Tensor eps_v, eps_a, eps_c, sig_v, sig_a, sig_c, w_v, w_a, valid, text;
+  std::vector<SampleSpec> specs;
+};
+
+BatchNoise DrawBatchNoise(const PaddedBatch& batch, uint64_t seed, int64_t step,
+                          const DatasetShape& s, const ObjectiveSection& o,
+                          const torch::Tensor& empty_text, MicroBatch* mb) {
   const TimestepGrid video_grid = TimestepGrid::Make(o.video_shift);
   const TimestepGrid action_grid = TimestepGrid::Make(o.action_shift);
-
   const int64_t B = batch.latents.size(0), Fp = batch.padded_frames;
   const int64_t C = s.channels, H = s.height, W = s.width, A = s.action_dim, N = s.action_steps;
   auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  auto x0 = batch.latents.to(torch::kFloat64);
-  auto a0 = batch.actions.to(torch::kFloat64);
-  auto eps_v = torch::zeros({B, C, Fp, H, W}, f64), eps_a = torch::zeros({B, A, Fp, N}, f64);
-  auto eps_c = torch::zeros({B, C, Fp, H, W}, f64);
-  auto sig_v = torch::zeros({B, Fp}, f64), sig_a = torch::zeros({B, Fp}, f64);
-  auto sig_c = torch::zeros({B, Fp}, f64);
-  auto w_v = torch::zeros({B, Fp}, f64), w_a = torch::zeros({B, Fp}, f64);
-  auto valid = torch::zeros({B, Fp}, f64);
-  auto text = batch.text.to(torch::kFloat64).clone();
+  BatchNoise n;
+  n.eps_v = torch::zeros({B, C, Fp, H, W}, f64);
+  n.eps_a = torch::zeros({B, A, Fp, N}, f64);
+  n.eps_c = torch::zeros({B, C, Fp, H, W}, f64);
+  n.sig_v = torch::zeros({B, Fp}, f64);
+  n.sig_a = torch::zeros({B, Fp}, f64);
+  n.sig_c = torch::zeros({B, Fp}, f64);
+  n.w_v = torch::zeros({B, Fp}, f64);
+  n.w_a = torch::zeros({B, Fp}, f64);
+  n.valid = torch::zeros({B, Fp}, f64);
+  n.text = batch.text.to(torch::kFloat64).clone();
 
-  MicroBatch mb;
-  std::vector<SampleSpec> specs;
   using torch::indexing::Slice;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t F = batch.valid_frames[b].item<int64_t>();
     const EpisodeDraws d = DrawEpisode(seed, step, batch.episodes[size_t(b)], F, s, o);
-    specs.push_back({F, d.chunk, d.window});
+    n.specs.push_back({F, d.chunk, d.window});
     if (d.text_dropped) {
       if (!empty_text.defined()) {
         BATON_FAIL(kExitData,
@@ -96,19 +103,19 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
                        kEmptyTextFile,
                    "write the dataset's empty-prompt embedding, or set objective.text_dropout: 0");
       }
-      text[b].copy_(empty_text.to(torch::kFloat64).view({text.size(1), text.size(2)}));
-      ++mb.text_dropped;
+      n.text[b].copy_(empty_text.to(torch::kFloat64).view({n.text.size(1), n.text.size(2)}));
+      ++mb->text_dropped;
     }
     auto blob = [](const std::vector<double>& v, std::vector<int64_t> shape) {
       return torch::from_blob(const_cast<double*>(v.data()), shape, torch::kFloat64);
     };
-    eps_v[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_video, {C, F, H, W}));
-    eps_a[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_action, {A, F, N}));
+    n.eps_v[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_video, {C, F, H, W}));
+    n.eps_a[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_action, {A, F, N}));
     if (d.clean_noised)
-      eps_c[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_clean, {C, F, H, W}));
-    auto sv = sig_v.accessor<double, 2>(), sa = sig_a.accessor<double, 2>(),
-         sc = sig_c.accessor<double, 2>(), wv = w_v.accessor<double, 2>(),
-         wa = w_a.accessor<double, 2>(), va = valid.accessor<double, 2>();
+      n.eps_c[b].index_put_({Slice(), Slice(0, F)}, blob(d.eps_clean, {C, F, H, W}));
+    auto sv = n.sig_v.accessor<double, 2>(), sa = n.sig_a.accessor<double, 2>(),
+         sc = n.sig_c.accessor<double, 2>(), wv = n.w_v.accessor<double, 2>(),
+         wa = n.w_a.accessor<double, 2>(), va = n.valid.accessor<double, 2>();
     for (int64_t f = 0; f < F; ++f) {
       sv[b][f] = video_grid.sigma[d.u_video[f]];
       sa[b][f] = action_grid.sigma[d.u_action[f]];
@@ -117,8 +124,26 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
       wa[b][f] = action_grid.weight[d.u_action[f]];
       va[b][f] = 1.0;
     }
-    mb.valid_frames += F;
+    mb->valid_frames += F;
   }
+  return n;
+}
+
+}  // namespace
+
+MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t step,
+                             const DatasetShape& s, const ObjectiveSection& o,
+                             const ModelDims& dims, torch::Dtype dtype, torch::Device device,
+                             const torch::Tensor& empty_text) {
+  const int64_t B = batch.latents.size(0), Fp = batch.padded_frames;
+  const int64_t H = s.height, W = s.width, N = s.action_steps;
+  auto x0 = batch.latents.to(torch::kFloat64);
+  auto a0 = batch.actions.to(torch::kFloat64);
+  MicroBatch mb;
+  BatchNoise n = DrawBatchNoise(batch, seed, step, s, o, empty_text, &mb);
+  const torch::Tensor &eps_v = n.eps_v, &eps_a = n.eps_a, &eps_c = n.eps_c;
+  const torch::Tensor &sig_v = n.sig_v, &sig_a = n.sig_a, &sig_c = n.sig_c;
+  const torch::Tensor &w_v = n.w_v, &w_a = n.w_a, &valid = n.valid, &text = n.text;
   mb.samples = B;
   mb.padded_frames = B * Fp;
   auto bc = [&](const torch::Tensor& sig, bool video) {  // [B, Fp] -> broadcastable
@@ -147,7 +172,7 @@ MicroBatch PrepareMicroBatch(const PaddedBatch& batch, uint64_t seed, int64_t st
   mb.weight_action = to(w_a);
   mb.frame_valid = to(valid);
 
-  mb.layout = BuildPackedLayout(Fp, H / dims.patch, W / dims.patch, N, specs);
+  mb.layout = BuildPackedLayout(Fp, H / dims.patch, W / dims.patch, N, n.specs);
   mb.layout_tensors = MakeLayoutTensors(mb.layout, dims.head_dim(), dims.rope_theta, device, dtype);
   mb.tokens = mb.layout.valid_tokens();
   mb.padded_tokens = mb.layout.tokens - mb.tokens;

@@ -84,6 +84,49 @@ Status ReadRegularFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+// The row groups as a whole, before any column is read: each holds a chunk for every leaf,
+// inside the data section, with one entry per row for a flat leaf, and the groups' rows add up
+// to the footer's num_rows. A file that fails here is refused whichever column is asked for.
+Status CheckRowGroups(const std::string& name, const ThriftValue* groups,
+                      const std::vector<ColumnDesc>& columns, size_t data_end, int64_t num_rows) {
+  auto bad = [&](const std::string& why) { return Status::Data(name + ": " + why); };
+  int64_t rows = 0;
+  if (groups && groups->kind == ThriftValue::Kind::kList) {
+    for (size_t g = 0; g < groups->list.size(); ++g) {
+      const std::string where = "row group " + std::to_string(g) + ": ";
+      const ThriftValue& group = groups->list[g];
+      const ThriftValue* cols = group.Field(rg::kColumns);
+      if (!cols || cols->kind != ThriftValue::Kind::kList || cols->list.size() != columns.size()) {
+        return bad(where + "its column chunks do not match the schema's " +
+                   std::to_string(columns.size()) + " leaves");
+      }
+      const int64_t group_rows = group.Int(rg::kNumRows, -1);
+      if (group_rows < 0 || group_rows > INT64_MAX - rows) {
+        return bad(where + "a row count of " + std::to_string(group_rows));
+      }
+      rows += group_rows;
+      for (size_t k = 0; k < cols->list.size(); ++k) {
+        const ThriftValue* md = cols->list[k].Field(cc::kMeta);
+        if (!md || md->kind != ThriftValue::Kind::kStruct) continue;  // refused when read
+        size_t start, end;
+        const std::string why = ChunkRange(*md, data_end, &start, &end);
+        const ColumnDesc& c = columns[k];
+        if (!why.empty()) return bad(where + "column '" + c.path + "': " + why);
+        const int64_t values = md->Int(cm::kNumValues, -1);
+        if ((c.max_rep == 0 && values != group_rows) || (c.max_rep > 0 && values < group_rows)) {
+          return bad(where + "column '" + c.path + "': a chunk of " + std::to_string(values) +
+                     " values for " + std::to_string(group_rows) + " rows");
+        }
+      }
+    }
+  }
+  if (rows != num_rows) {
+    return bad("the row groups hold " + std::to_string(rows) + " rows, the footer says " +
+               std::to_string(num_rows));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* PhysicalTypeName(PhysicalType t) {
@@ -148,45 +191,8 @@ Result<ParquetFile> ParquetFile::FromBytes(const std::string& name, std::string 
   }
   const Status st = ReadSchema(*schema, &f.columns_);
   if (!st.ok()) return bad(st.message());
-  // The row groups as a whole, before any column is read: each holds a chunk for every leaf,
-  // inside the data section, with one entry per row for a flat leaf, and the groups' rows add up
-  // to the footer's. A file that fails here is refused whichever column is asked for.
-  const ThriftValue* groups = f.meta_.Field(fmd::kRowGroups);
-  int64_t rows = 0;
-  if (groups && groups->kind == ThriftValue::Kind::kList) {
-    for (size_t g = 0; g < groups->list.size(); ++g) {
-      const std::string where = "row group " + std::to_string(g) + ": ";
-      const ThriftValue& group = groups->list[g];
-      const ThriftValue* cols = group.Field(rg::kColumns);
-      if (!cols || cols->kind != ThriftValue::Kind::kList ||
-          cols->list.size() != f.columns_.size()) {
-        return bad(where + "its column chunks do not match the schema's " +
-                   std::to_string(f.columns_.size()) + " leaves");
-      }
-      const int64_t group_rows = group.Int(rg::kNumRows, -1);
-      if (group_rows < 0 || group_rows > INT64_MAX - rows) {
-        return bad(where + "a row count of " + std::to_string(group_rows));
-      }
-      rows += group_rows;
-      for (size_t k = 0; k < cols->list.size(); ++k) {
-        const ThriftValue* md = cols->list[k].Field(cc::kMeta);
-        if (!md || md->kind != ThriftValue::Kind::kStruct) continue;  // refused when read
-        size_t start, end;
-        const std::string why = ChunkRange(*md, f.data_end_, &start, &end);
-        const ColumnDesc& c = f.columns_[k];
-        if (!why.empty()) return bad(where + "column '" + c.path + "': " + why);
-        const int64_t values = md->Int(cm::kNumValues, -1);
-        if ((c.max_rep == 0 && values != group_rows) || (c.max_rep > 0 && values < group_rows)) {
-          return bad(where + "column '" + c.path + "': a chunk of " + std::to_string(values) +
-                     " values for " + std::to_string(group_rows) + " rows");
-        }
-      }
-    }
-  }
-  if (rows != f.num_rows_) {
-    return bad("the row groups hold " + std::to_string(rows) + " rows, the footer says " +
-               std::to_string(f.num_rows_));
-  }
+  BATON_RETURN_IF_ERROR(
+      CheckRowGroups(name, f.meta_.Field(fmd::kRowGroups), f.columns_, f.data_end_, f.num_rows_));
   return f;
 }
 
