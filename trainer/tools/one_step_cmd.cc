@@ -24,6 +24,7 @@
 #include "trainer/train/device_select.h"
 #include "trainer/train/torch_dtype.h"
 #include "trainer/train/train_step.h"
+#include "trainer/train/trainer_environment.h"
 
 namespace baton {
 
@@ -69,6 +70,7 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
       RunConfig config =
           BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, TrainerConfigOptions()), "fix the config");
       const DistEnv env = DistEnvFromEnvironment();
+      const TrainerEnvironment environment = TrainerEnvironmentFromProcess();
       if (a->batch < 1 || a->count < 1 || a->count % (a->batch * env.world_size) != 0) {
         std::fprintf(
             stderr,
@@ -123,9 +125,9 @@ void RegisterOneStep(CLI::App& app, CommandFn* selected) {
                 .view({shape.text_len, shape.text_dim});
       }
       const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
-      SplitComputeCopies(config, dtype, model, opt);
+      SplitComputeCopies(config, dtype, model, opt, environment.widen_after_backward);
       TrainStepper stepper(model, &opt, group.get(), config, shape, dtype, device, empty_text,
-                           shard_plan.get());
+                           shard_plan.get(), environment.stepper);
       StepStats st;
       std::vector<double> seconds;
       for (int64_t k = 0; k < a->repeat; ++k) {
