@@ -95,7 +95,7 @@ TrainerState RunIdentity(const Setup& s, const ModelDims& dims) {
   TrainerState st;
   st.world_size = s.env.world_size;
   st.sampler.batch_size = s.config.data.batch_size;
-  st.sampler.plan = SamplerPlanName(s.config.data.plan);
+  st.sampler.plan = Name(s.config.data.plan);
   st.grad_accum = s.config.optim.grad_accum;
   st.seed = s.config.run.seed;
   st.config_hash = ConfigHash(dims);
