@@ -17,6 +17,7 @@
 #include "trainer/ckpt/save_files.h"
 #include "trainer/ckpt/save_phases.h"
 #include "trainer/ckpt/tensor_file_io.h"
+#include "trainer/ckpt/upstream_io.h"
 #include "trainer/fail.h"
 
 namespace baton {

@@ -7,6 +7,7 @@
 #include "schema/exit_codes.h"
 #include "schema/safetensors.h"
 #include "trainer/ckpt/checkpoint.h"
+#include "trainer/ckpt/upstream_io.h"
 #include "trainer/ckpt/v1_model_config.h"
 #include "trainer/fail.h"
 

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "schema/exit_codes.h"
 #include "trainer/build_options.h"
