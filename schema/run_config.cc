@@ -15,10 +15,6 @@ namespace baton {
 namespace fs = std::filesystem;
 using namespace config_reader;
 
-const char* SamplerPlanName(SamplerPlan plan) {
-  return plan == SamplerPlan::kGlobal ? "global" : "per_rank";
-}
-
 const char* DTypeName(DType dtype) { return Name(dtype); }
 
 namespace {

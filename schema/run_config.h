@@ -60,8 +60,6 @@ struct SlurmSection {
   double preempt_grace_s = 0;
 };
 
-enum class SamplerPlan { kGlobal, kPerRank };
-
 struct DataSection {
   std::string path;          // dataset folder (required; relative to the config file)
   int64_t batch_size = 4;    // episodes packed into one micro-step
@@ -205,7 +203,6 @@ struct RunConfig {
   EvalSection eval;
 };
 
-const char* SamplerPlanName(SamplerPlan plan);
 const char* DTypeName(DType dtype);
 
 // What the caller knows about where the config will run.

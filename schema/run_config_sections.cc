@@ -154,9 +154,7 @@ const std::vector<ConfigKey<DataSection>>& DataKeys() {
       {"batch_size", ReadBatchSize, [](YAML::Emitter& e, const S& x) { e << x.batch_size; }},
       IntKey<S>("pad_multiple", &S::pad_multiple, 1, 4096),
       IntKey<S>("pool_factor", &S::pool_factor, 1, 1 << 20),
-      EnumKey<S, SamplerPlan>(
-          "plan", &S::plan,
-          {{"global", SamplerPlan::kGlobal}, {"per_rank", SamplerPlan::kPerRank}}),
+      VocabularyKey<S, SamplerPlan>("plan", &S::plan),
       IntKey<S>("prefetch", &S::prefetch, 0, 1024),
   };
   return keys;

@@ -40,6 +40,10 @@ enum class Device { kCpu, kCuda };
 enum class DType { kFloat32, kFloat64, kBFloat16 };
 // checkpoint.export_dtype: the dtype of a checkpoint's transformer/ weights.
 enum class ExportDType { kFp32, kBf16 };
+// data.plan: where the length-bucketed sampler's pools are sorted (length_bucket_sampler.h):
+// global, across all ranks (rank r takes batches r, r + W, ...); per_rank, on each rank over the
+// episodes dealt to it.
+enum class SamplerPlan { kGlobal, kPerRank };
 // A stop signal by its name without "SIG": slurm.signal (USR1, USR2, TERM), and the signal that
 // stopped a trainer (segment_end "signal", the attempts table's trainer_signal).
 enum class Signal { kUsr1, kUsr2, kTerm, kInt };
@@ -89,6 +93,11 @@ template <>
 struct Vocabulary<ExportDType> {
   static constexpr Word<ExportDType> kWords[] = {{ExportDType::kFp32, "fp32"},
                                                  {ExportDType::kBf16, "bf16"}};
+};
+template <>
+struct Vocabulary<SamplerPlan> {
+  static constexpr Word<SamplerPlan> kWords[] = {{SamplerPlan::kGlobal, "global"},
+                                                 {SamplerPlan::kPerRank, "per_rank"}};
 };
 template <>
 struct Vocabulary<Signal> {

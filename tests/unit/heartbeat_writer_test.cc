@@ -36,6 +36,17 @@ std::optional<HeartbeatRecord> RecordAt(const std::string& path) {
 
 void Pause(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
+TEST(HeartbeatWriter, OutsideSlurmTheRecordNamesThisHost) {
+  test::TempDir tmp;
+  StartHeartbeat(tmp.path(), 0, "");
+  const std::optional<HeartbeatRecord> r = RecordAt(RunFolder{tmp.path()}.HeartbeatFile(0));
+  ASSERT_TRUE(r);
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(r->node, host);
+  EXPECT_EQ(r->host, host);
+}
+
 TEST(HeartbeatWriter, ASymbolicLinkIsNotFollowed) {
   test::TempDir tmp;
   const RunFolder folder{tmp.path()};
@@ -43,7 +54,7 @@ TEST(HeartbeatWriter, ASymbolicLinkIsNotFollowed) {
   std::ofstream(tmp / "precious") << "keep me";
   std::filesystem::create_symlink(tmp / "precious", folder.HeartbeatFile(0));
   testing::internal::CaptureStderr();
-  StartHeartbeat(tmp.path(), 0);
+  StartHeartbeat(tmp.path(), 0, "");
   Beat(HeartbeatPhase::kMicroStep, 1, 0);
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(Slurp(tmp / "precious"), "keep me");
@@ -58,7 +69,7 @@ TEST(HeartbeatWriter, AFifoNeverBlocksTheRank) {
   const std::string fifo = folder.HeartbeatFile(0);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   testing::internal::CaptureStderr();
-  auto started = std::async(std::launch::async, [&] { StartHeartbeat(tmp.path(), 0); });
+  auto started = std::async(std::launch::async, [&] { StartHeartbeat(tmp.path(), 0, ""); });
   if (started.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
     const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // let the blocked open finish
     started.wait();
@@ -74,9 +85,10 @@ TEST(HeartbeatWriter, AFileRenamedOverItsOwnIsReplacedByANewOne) {
   test::TempDir tmp;
   const std::string path = RunFolder{tmp.path()}.HeartbeatFile(2);
   testing::internal::CaptureStderr();
-  StartHeartbeat(tmp.path(), 2);
+  StartHeartbeat(tmp.path(), 2, "node-7");
   Beat(HeartbeatPhase::kMicroStep, 7, 0);
   ASSERT_TRUE(RecordAt(path));
+  EXPECT_EQ(RecordAt(path)->node, "node-7");
   // A restore puts an old copy in its place.
   std::ofstream(tmp / "old") << "an old copy";
   std::filesystem::rename(tmp / "old", path);
@@ -101,7 +113,7 @@ TEST(HeartbeatWriter, AFileRenamedOverItsOwnIsReplacedByANewOne) {
 TEST(HeartbeatWriter, LoadsAndSavesBeatTheBytesTheyMove) {
   test::TempDir tmp;
   const std::string path = RunFolder{tmp.path()}.HeartbeatFile(0);
-  StartHeartbeat(tmp.path(), 0);
+  StartHeartbeat(tmp.path(), 0, "");
   Beat(HeartbeatPhase::kSave, 4, 0, 60);
   const double wall0 = RecordAt(path)->wall;
   Pause(0.6);

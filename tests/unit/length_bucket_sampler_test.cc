@@ -145,7 +145,7 @@ TEST_P(SamplerPlanTest, BatchesComeFromLengthSortedPools) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, SamplerPlanTest,
                          ::testing::Values(SamplerPlan::kGlobal, SamplerPlan::kPerRank),
-                         [](const auto& info) { return std::string(SamplerPlanName(info.param)); });
+                         [](const auto& info) { return std::string(Name(info.param)); });
 
 TEST(SamplerTest, TinyDatasetsWrapAroundToFillEveryRank) {
   const std::vector<int64_t> lengths = {5, 9, 7};

@@ -218,6 +218,7 @@ TEST(Vocabularies, EveryWordParsesBackAndAStrangerNamesTheWords) {
   test::ExpectEveryWordParsesBack<ExportDType>("checkpoint.export_dtype");
   test::ExpectEveryWordParsesBack<Signal>("slurm.signal");
   test::ExpectEveryWordParsesBack<OptimMaster>("optim.master");
+  test::ExpectEveryWordParsesBack<SamplerPlan>("data.plan");
   EXPECT_EQ(Words<Device>(), (std::vector<std::string>{"cpu", "cuda"}));
   EXPECT_STREQ(Name(ShardMode::kGradients), "gradients");
   EXPECT_STREQ(Name(ActivationCheckpointing::kBlocksAttention), "blocks+attention");

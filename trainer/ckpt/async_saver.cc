@@ -25,29 +25,30 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// A number >= 0 from the environment, or `fallback` when unset; anything else is a config error
-// naming the variable.
-double EnvSeconds(const char* name, double fallback, const char* hint) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
+// A number >= 0 from the environment variable `name`'s `text`, or `fallback` when it is unset;
+// anything else is a config error naming the variable.
+double NonNegative(const char* name, const std::string& text, double fallback, const char* hint) {
+  if (text.empty()) return fallback;
+  const char* v = text.c_str();
   char* end = nullptr;
   errno = 0;
   const double x = std::strtod(v, &end);
   if (errno != 0 || end == v || *end != '\0' || !std::isfinite(x) || x < 0) {
-    BATON_FAIL(kExitConfig, std::string(name) + "='" + v + "' is not a number >= 0", hint);
+    BATON_FAIL(kExitConfig, std::string(name) + "='" + text + "' is not a number >= 0", hint);
   }
   return x;
 }
 
 }  // namespace
 
-AsyncSaver::AsyncSaver() {
-  if (const char* g = std::getenv(kGraceEnv); g != nullptr && *g != '\0') {
-    grace_s_ = BATON_VALUE_OR_FAIL(ParseGraceSeconds(g),
+AsyncSaver::AsyncSaver(const std::string& grace_s, const std::string& write_delay_ms) {
+  if (!grace_s.empty()) {
+    grace_s_ = BATON_VALUE_OR_FAIL(ParseGraceSeconds(grace_s),
                                    "the seconds a stop signal leaves before the job is killed "
                                    "(baton submit and baton resume write it into sbatch.sh)");
   }
-  delay_ms_ = int64_t(EnvSeconds("BATON_TEST_CKPT_WRITE_DELAY_MS", 0, "tests only: unset it"));
+  delay_ms_ = int64_t(
+      NonNegative("BATON_TEST_CKPT_WRITE_DELAY_MS", write_delay_ms, 0, "tests only: unset it"));
 }
 
 AsyncSaver::~AsyncSaver() {

@@ -17,10 +17,11 @@
 // .partial. A write that fails (disk full, folder not writable) fails the run at the commit, on
 // every rank alike, with the writer's error naming the file; its .partial is never a checkpoint.
 //
-// Environment: BATON_GRACE_S, the seconds a stop signal leaves before the job is killed (decimal
-// seconds, schema/grace_seconds.h; unset: finishing always fits); BATON_TEST_CKPT_WRITE_DELAY_MS,
-// tests only: the writer sleeps this long after every 4 MiB and every file's last write, so a test
-// can land a kill inside a background save.
+// From the environment, as written (the trainer reads it once, trainer_environment.h):
+// BATON_GRACE_S, the seconds a stop signal leaves before the job is killed (decimal seconds,
+// schema/grace_seconds.h; unset: finishing always fits); BATON_TEST_CKPT_WRITE_DELAY_MS, tests
+// only: the writer sleeps this long after every 4 MiB and every file's last write, so a test can
+// land a kill inside a background save.
 //
 // Used by the training thread only (the writer thread is private); not copyable.
 #pragma once
@@ -39,7 +40,9 @@ namespace baton {
 
 class AsyncSaver {
  public:
-  AsyncSaver();
+  // `grace_s`, `write_delay_ms`: the two variables' texts ("" when unset); a malformed one fails
+  // fast (exit 78) naming it.
+  AsyncSaver(const std::string& grace_s, const std::string& write_delay_ms);
   ~AsyncSaver();  // a write still running is cancelled and joined; its .partial never counts
   AsyncSaver(const AsyncSaver&) = delete;
   AsyncSaver& operator=(const AsyncSaver&) = delete;

@@ -272,75 +272,81 @@ void ReadTargets(CheckpointReader& reader, const std::string& dir, const std::st
   }
 }
 
-}  // namespace
-
-TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
-                            LoadMode mode, LoadShare share) {
+// The manifest a full load (or any load of a folder that has one) goes by, after the folder's
+// structure, sizes and links were checked; the hashes are checked while reading.
+std::optional<CheckpointManifest> VerifiedManifest(const std::string& dir, LoadMode mode) {
   std::error_code ec;
   const bool has_manifest = fs::exists(fs::path(dir) / kManifestName, ec);
-  std::optional<CheckpointManifest> manifest;
-  if (mode == LoadMode::kFull || has_manifest) {
-    // Structure, sizes and links now; the hashes while reading.
-    const Status st = VerifyCheckpoint(dir, /*check_hashes=*/false);
-    if (!st.ok())
-      FailAt(__FILE__, __LINE__, kExitData, st.ToString(),
-             "resume from another checkpoint (--resume auto skips invalid ones)");
-    auto m = ReadManifest(dir);
-    if (!m.ok()) FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(), kDamagedHint);
-    manifest = m.value();
-  }
-  CheckpointReader reader(dir, manifest ? &*manifest : nullptr, share);
-  reader.CheckSmallFiles();
+  if (mode != LoadMode::kFull && !has_manifest) return std::nullopt;
+  const Status st = VerifyCheckpoint(dir, /*check_hashes=*/false);
+  if (!st.ok())
+    FailAt(__FILE__, __LINE__, kExitData, st.ToString(),
+           "resume from another checkpoint (--resume auto skips invalid ones)");
+  auto m = ReadManifest(dir);
+  if (!m.ok()) FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(), kDamagedHint);
+  return m.value();
+}
 
-  TrainerState state;
+// The model must match exactly: name every differing key.
+void CheckSameModel(const std::string& dir, VideoActionModel& model) {
+  auto text = ReadFile((fs::path(dir) / kModelConfigFile).string());
+  if (!text.ok())
+    FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(),
+           "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
+           "ckpt verify)");
+  const auto saved = nlohmann::json::parse(text.value(), nullptr, false);
+  const auto mine = nlohmann::json(ModelConfigJson(model->dims()));
+  std::string diff;
+  for (auto it = mine.begin(); it != mine.end(); ++it) {
+    if (!saved.is_object() || !saved.contains(it.key()) || saved[it.key()] != *it) {
+      diff += (diff.empty() ? "" : ", ") + it.key() + " " +
+              (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
+              " vs " + it->dump();
+    }
+  }
+  if (!diff.empty()) {
+    BATON_FAIL(kExitConfig,
+               dir + " was written by another model config: " + diff + " (checkpoint vs run)",
+               "fix model.* in the config (or model.init_from), or start a new run folder");
+  }
+}
+
+// A full load's state: the model checked against the run's, then trainer_state.json's ranges.
+TrainerState FullLoadState(const std::string& dir, VideoActionModel& model) {
+  CheckSameModel(dir, model);
   const fs::path state_path = fs::path(dir) / kStateFile;
-  if (mode == LoadMode::kFull) {
-    // The model must match exactly: name every differing key.
-    auto text = ReadFile((fs::path(dir) / kModelConfigFile).string());
-    if (!text.ok())
-      FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(),
-             "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
-             "ckpt verify)");
-    const auto saved = nlohmann::json::parse(text.value(), nullptr, false);
-    const auto mine = nlohmann::json(ModelConfigJson(model->dims()));
-    std::string diff;
-    for (auto it = mine.begin(); it != mine.end(); ++it) {
-      if (!saved.is_object() || !saved.contains(it.key()) || saved[it.key()] != *it) {
-        diff +=
-            (diff.empty() ? "" : ", ") + it.key() + " " +
-            (saved.is_object() && saved.contains(it.key()) ? saved[it.key()].dump() : "missing") +
-            " vs " + it->dump();
-      }
-    }
-    if (!diff.empty()) {
-      BATON_FAIL(kExitConfig,
-                 dir + " was written by another model config: " + diff + " (checkpoint vs run)",
-                 "fix model.* in the config (or model.init_from), or start a new run folder");
-    }
-    auto st_text = ReadFile(state_path.string());
-    if (!st_text.ok())
-      FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(),
-             "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
-             "ckpt verify)");
-    try {
-      state = TrainerState::FromJson(nlohmann::json::parse(st_text.value()));
-    } catch (const std::exception& e) {
-      BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(),
-                 "the checkpoint is damaged; resume from another one (baton-train ckpt verify)");
-    }
-    CheckTrainerStateRanges(state, state_path.string());
-  } else {
-    const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
-    if (step < 0) {
-      BATON_FAIL(
-          kExitConfig,
-          dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
-          "rename the folder or pass an explicit checkpoint_step_<N> path");
-    }
-    state.step = step;
+  auto st_text = ReadFile(state_path.string());
+  if (!st_text.ok())
+    FailAt(__FILE__, __LINE__, kExitData, st_text.status().ToString(),
+           "the checkpoint is damaged or partly deleted; resume from another one (baton-train "
+           "ckpt verify)");
+  TrainerState state;
+  try {
+    state = TrainerState::FromJson(nlohmann::json::parse(st_text.value()));
+  } catch (const std::exception& e) {
+    BATON_FAIL(kExitData, state_path.string() + ": unreadable trainer state: " + e.what(),
+               "the checkpoint is damaged; resume from another one (baton-train ckpt verify)");
   }
+  CheckTrainerStateRanges(state, state_path.string());
+  return state;
+}
 
-  torch::NoGradGuard no_grad;
+// A weights-only load's state: only the step, from the folder's name.
+TrainerState WeightsOnlyState(const std::string& dir) {
+  const int64_t step = CheckpointStepFromName(fs::path(dir).filename().string());
+  if (step < 0) {
+    BATON_FAIL(kExitConfig,
+               dir + ": a weights-only resume takes step0 from a folder named checkpoint_step_<N>",
+               "rename the folder or pass an explicit checkpoint_step_<N> path");
+  }
+  TrainerState state;
+  state.step = step;
+  return state;
+}
+
+void ReadWeights(CheckpointReader& reader, const std::string& dir, VideoActionModel& model,
+                 LoadMode mode) {
+  std::error_code ec;
   const fs::path d(dir);
   const ShapeMismatch mismatch =
       mode == LoadMode::kFull ? ShapeMismatch::kDamaged : ShapeMismatch::kConfig;
@@ -353,24 +359,39 @@ TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, Ada
   } else {  // a folder without a manifest: upstream's reader and its rules
     LoadTransformerWeights((d / "transformer").string(), model);
   }
-  if (mode == LoadMode::kFull && optimizer != nullptr) {
-    // One file, or one per rank of the run that saved it: any rank count can read either, each
-    // rank only the moments it owns now (and every step count).
-    auto& opt = optimizer->state();
-    std::map<std::string, Target> moments;
-    std::vector<torch::Tensor> steps(opt.size());
-    for (size_t i = 0; i < opt.size(); ++i) {
-      auto& s = opt[i];
-      if (s.owned) {
-        moments["exp_avg." + s.name] = {s.exp_avg};
-        moments["exp_avg_sq." + s.name] = {s.exp_avg_sq};
-      }
-      steps[i] = torch::zeros({1}, torch::kInt64);
-      moments["step." + s.name] = {steps[i]};
+}
+
+// One file, or one per rank of the run that saved it: any rank count can read either, each rank
+// only the moments it owns now (and every step count).
+void ReadMoments(CheckpointReader& reader, const std::string& dir, AdamW& optimizer) {
+  auto& opt = optimizer.state();
+  std::map<std::string, Target> moments;
+  std::vector<torch::Tensor> steps(opt.size());
+  for (size_t i = 0; i < opt.size(); ++i) {
+    auto& s = opt[i];
+    if (s.owned) {
+      moments["exp_avg." + s.name] = {s.exp_avg};
+      moments["exp_avg_sq." + s.name] = {s.exp_avg_sq};
     }
-    ReadTargets(reader, dir, kOptimizerFile, kOptimizerIndexFile, moments, false);
-    for (size_t i = 0; i < opt.size(); ++i) opt[i].step = steps[i].item<int64_t>();
+    steps[i] = torch::zeros({1}, torch::kInt64);
+    moments["step." + s.name] = {steps[i]};
   }
+  ReadTargets(reader, dir, kOptimizerFile, kOptimizerIndexFile, moments, false);
+  for (size_t i = 0; i < opt.size(); ++i) opt[i].step = steps[i].item<int64_t>();
+}
+
+}  // namespace
+
+TrainerState LoadCheckpoint(const std::string& dir, VideoActionModel& model, AdamW* optimizer,
+                            LoadMode mode, LoadShare share) {
+  const std::optional<CheckpointManifest> manifest = VerifiedManifest(dir, mode);
+  CheckpointReader reader(dir, manifest ? &*manifest : nullptr, share);
+  reader.CheckSmallFiles();
+  const TrainerState state =
+      mode == LoadMode::kFull ? FullLoadState(dir, model) : WeightsOnlyState(dir);
+  torch::NoGradGuard no_grad;
+  ReadWeights(reader, dir, model, mode);
+  if (mode == LoadMode::kFull && optimizer != nullptr) ReadMoments(reader, dir, *optimizer);
   reader.VerifyRest();
   return state;
 }

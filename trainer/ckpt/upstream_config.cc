@@ -89,33 +89,32 @@ std::map<std::string, std::string> ReadWeightMap(const std::string& index_path) 
   return map;
 }
 
-ModelDims ReadUpstreamDims(const std::string& tdir) {
-  const std::string path = (fs::path(tdir) / kUpstreamConfigName).string();
-  auto text = ReadFile(path);
-  if (!text.ok())
-    BATON_FAIL(
-        kExitData, path + ": unreadable: " + text.status().message(),
-        "check model.init_from: an upstream transformer/ folder holds a readable config.json");
-  const auto j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object())
-    BATON_FAIL(kExitData, path + ": not a JSON object",
-               "config.json is damaged or not upstream's transformer config");
+namespace {
+
+constexpr const char* kNotUpstream = "config.json is damaged or not upstream's transformer config";
+
+// One upstream config.json, read key by key; every refusal names the file and the key.
+struct UpstreamConfigKeys {
+  std::string path;
+  nlohmann::json j;
+
   // Sizes are bounded here so that no product below can overflow; whether the weights really
   // have them is CheckTransformerWeights' job, before anything of that size is allocated.
-  auto int_key = [&](const char* key, int64_t def) -> int64_t {
+  int64_t Int(const char* key, int64_t def) const {
     if (!j.contains(key) || j[key].is_null()) return def;
     if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 ||
         j[key].get<int64_t>() > kMaxUpstreamSize) {
       BATON_FAIL(kExitData,
                  path + ": " + key + " must be an integer in [1, " +
                      std::to_string(kMaxUpstreamSize) + "], got " + j[key].dump(),
-                 "config.json is damaged or not upstream's transformer config");
+                 kNotUpstream);
     }
     return j[key].get<int64_t>();
-  };
+  }
+
   // The product of two bounded sizes, itself bounded (both factors are <= 2^31, so the int64
   // product is exact).
-  auto product = [&](int64_t a, int64_t b, const std::string& what) {
+  int64_t Product(int64_t a, int64_t b, const std::string& what) const {
     if (a * b > kMaxUpstreamSize) {
       BATON_FAIL(kExitData,
                  path + ": " + what + " = " + std::to_string(a * b) + " exceeds " +
@@ -123,83 +122,116 @@ ModelDims ReadUpstreamDims(const std::string& tdir) {
                  "no weights file can hold a model of that width");
     }
     return a * b;
-  };
+  }
+
+  // patch_size's spatial patch: [1, p, p] ([1, 2, 2] when absent).
+  int64_t Patch() const {
+    std::vector<int64_t> patch = {1, 2, 2};
+    if (j.contains("patch_size")) {
+      const auto& p = j["patch_size"];
+      bool ok = p.is_array() && p.size() == 3;
+      for (size_t i = 0; ok && i < 3; ++i) {
+        ok = p[i].is_number_integer() && p[i].get<int64_t>() >= 1 &&
+             p[i].get<int64_t>() <= kMaxUpstreamSize;
+      }
+      if (!ok)
+        BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(),
+                   kNotUpstream);
+      patch = {p[0].get<int64_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()};
+    }
+    if (patch[0] != 1 || patch[1] != patch[2]) {
+      BATON_FAIL(kExitData, path + ": patch_size " + Join(patch) + " is not [1, p, p]",
+                 "baton builds square spatial patches of one latent frame");
+    }
+    return patch[1];
+  }
+
+  // The ranges of the run config's model.eps and model.rope_theta: outside them the forward is
+  // NaN (theta 0) or meaningless (an eps that swamps every activation).
+  void ReadEpsAndTheta(ModelDims& d) const {
+    if (j.contains("eps")) {
+      const auto& e = j["eps"];
+      if (!e.is_number() || !std::isfinite(e.get<double>()) || e.get<double>() <= 0 ||
+          e.get<double>() > 1) {
+        BATON_FAIL(kExitData, path + ": eps must be a number in (0, 1], got " + e.dump(),
+                   "upstream's models use 1e-6");
+      }
+      d.eps = e.get<double>();
+    }
+    if (j.contains("_baton_rope_theta") && !j["_baton_rope_theta"].is_null()) {
+      const auto& t = j["_baton_rope_theta"];
+      if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 1) {
+        BATON_FAIL(kExitData,
+                   path + ": _baton_rope_theta must be a finite number >= 1, got " + t.dump(),
+                   "upstream's RoPE uses 10000 (leave the key out for that)");
+      }
+      d.rope_theta = t.get<double>();
+    }
+  }
+
+  // baton's blocks always have the affine norm before cross-attention.
+  void CheckCrossAttnNorm() const {
+    if (j.contains("cross_attn_norm") &&
+        !(j["cross_attn_norm"].is_boolean() && j["cross_attn_norm"].get<bool>())) {
+      BATON_FAIL(kExitData,
+                 path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
+                 "baton's blocks always have the affine norm2 before cross-attention");
+    }
+  }
+
+  // What baton's 3-axis RoPE and timestep embedding can be.
+  void CheckRope(const ModelDims& d, int64_t hd) const {
+    if (hd % 6 == 4 || hd % 2 != 0 || hd < 6) {
+      BATON_FAIL(kExitData,
+                 path + ": attention_head_dim " + std::to_string(hd) +
+                     (hd % 6 == 4 ? " is 4 mod 6, where upstream's 3-axis RoPE has the wrong width"
+                                  : " must be even and >= 6 for 3-axis RoPE"),
+                 "such a checkpoint cannot have come from upstream's model");
+    }
+    if (d.freq_dim % 2 != 0) {
+      BATON_FAIL(kExitData, path + ": freq_dim " + std::to_string(d.freq_dim) + " must be even",
+                 "such a checkpoint cannot have come from upstream's model");
+    }
+  }
+};
+
+}  // namespace
+
+ModelDims ReadUpstreamDims(const std::string& tdir) {
+  UpstreamConfigKeys c;
+  c.path = (fs::path(tdir) / kUpstreamConfigName).string();
+  auto text = ReadFile(c.path);
+  if (!text.ok())
+    BATON_FAIL(
+        kExitData, c.path + ": unreadable: " + text.status().message(),
+        "check model.init_from: an upstream transformer/ folder holds a readable config.json");
+  c.j = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (!c.j.is_object()) BATON_FAIL(kExitData, c.path + ": not a JSON object", kNotUpstream);
   ModelDims d;
   d.zero_init = false;
   d.action_steps = 0;
-  std::vector<int64_t> patch = {1, 2, 2};
-  if (j.contains("patch_size")) {
-    const auto& p = j["patch_size"];
-    bool ok = p.is_array() && p.size() == 3;
-    for (size_t i = 0; ok && i < 3; ++i) {
-      ok = p[i].is_number_integer() && p[i].get<int64_t>() >= 1 &&
-           p[i].get<int64_t>() <= kMaxUpstreamSize;
-    }
-    if (!ok)
-      BATON_FAIL(kExitData, path + ": patch_size must be [pt, ph, pw], got " + p.dump(),
-                 "config.json is damaged or not upstream's transformer config");
-    patch = {p[0].get<int64_t>(), p[1].get<int64_t>(), p[2].get<int64_t>()};
-  }
-  if (patch[0] != 1 || patch[1] != patch[2]) {
-    BATON_FAIL(kExitData, path + ": patch_size " + Join(patch) + " is not [1, p, p]",
-               "baton builds square spatial patches of one latent frame");
-  }
-  d.patch = patch[1];
-  d.heads = int_key("num_attention_heads", 24);
-  const int64_t hd = int_key("attention_head_dim", 128);
-  d.dim = product(d.heads, hd, "num_attention_heads x attention_head_dim");
-  d.channels = int_key("in_channels", 48);
-  const int64_t out = int_key("out_channels", 48);
+  d.patch = c.Patch();
+  d.heads = c.Int("num_attention_heads", 24);
+  const int64_t hd = c.Int("attention_head_dim", 128);
+  d.dim = c.Product(d.heads, hd, "num_attention_heads x attention_head_dim");
+  d.channels = c.Int("in_channels", 48);
+  const int64_t out = c.Int("out_channels", 48);
   if (out != d.channels) {
     BATON_FAIL(kExitData,
-               path + ": out_channels " + std::to_string(out) + " differs from in_channels " +
+               c.path + ": out_channels " + std::to_string(out) + " differs from in_channels " +
                    std::to_string(d.channels),
                "baton predicts the flow of its own latents: both must be equal");
   }
-  product(product(d.channels, d.patch, "in_channels x patch_size[1]"), d.patch,
-          "in_channels x patch_size[1] x patch_size[2]");
-  d.action_dim = int_key("action_dim", 30);
-  d.text_dim = int_key("text_dim", 4096);
-  d.freq_dim = int_key("freq_dim", 256);
-  d.ffn_dim = int_key("ffn_dim", 14336);
-  d.layers = int_key("num_layers", 30);
-  if (j.contains("cross_attn_norm") &&
-      !(j["cross_attn_norm"].is_boolean() && j["cross_attn_norm"].get<bool>())) {
-    BATON_FAIL(kExitData,
-               path + ": cross_attn_norm " + j["cross_attn_norm"].dump() + " is not supported",
-               "baton's blocks always have the affine norm2 before cross-attention");
-  }
-  // The ranges of the run config's model.eps and model.rope_theta: outside them the forward is
-  // NaN (theta 0) or meaningless (an eps that swamps every activation).
-  if (j.contains("eps")) {
-    const auto& e = j["eps"];
-    if (!e.is_number() || !std::isfinite(e.get<double>()) || e.get<double>() <= 0 ||
-        e.get<double>() > 1) {
-      BATON_FAIL(kExitData, path + ": eps must be a number in (0, 1], got " + e.dump(),
-                 "upstream's models use 1e-6");
-    }
-    d.eps = e.get<double>();
-  }
-  if (j.contains("_baton_rope_theta") && !j["_baton_rope_theta"].is_null()) {
-    const auto& t = j["_baton_rope_theta"];
-    if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 1) {
-      BATON_FAIL(kExitData,
-                 path + ": _baton_rope_theta must be a finite number >= 1, got " + t.dump(),
-                 "upstream's RoPE uses 10000 (leave the key out for that)");
-    }
-    d.rope_theta = t.get<double>();
-  }
-  if (hd % 6 == 4 || hd % 2 != 0 || hd < 6) {
-    BATON_FAIL(kExitData,
-               path + ": attention_head_dim " + std::to_string(hd) +
-                   (hd % 6 == 4 ? " is 4 mod 6, where upstream's 3-axis RoPE has the wrong width"
-                                : " must be even and >= 6 for 3-axis RoPE"),
-               "such a checkpoint cannot have come from upstream's model");
-  }
-  if (d.freq_dim % 2 != 0) {
-    BATON_FAIL(kExitData, path + ": freq_dim " + std::to_string(d.freq_dim) + " must be even",
-               "such a checkpoint cannot have come from upstream's model");
-  }
+  c.Product(c.Product(d.channels, d.patch, "in_channels x patch_size[1]"), d.patch,
+            "in_channels x patch_size[1] x patch_size[2]");
+  d.action_dim = c.Int("action_dim", 30);
+  d.text_dim = c.Int("text_dim", 4096);
+  d.freq_dim = c.Int("freq_dim", 256);
+  d.ffn_dim = c.Int("ffn_dim", 14336);
+  d.layers = c.Int("num_layers", 30);
+  c.CheckCrossAttnNorm();
+  c.ReadEpsAndTheta(d);
+  c.CheckRope(d, hd);
   return d;
 }
 

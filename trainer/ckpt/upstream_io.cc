@@ -167,12 +167,8 @@ WeightFolder OpenWeightFolder(const std::string& tdir) {
   return w;
 }
 
-// config.json's sizes against the tensors' shapes, using only the headers. First one size at a
-// time, naming the config.json key (so an absurd size is reported as such), then every key of
-// the model; afterwards the model these sizes build is no larger than the tensors the files hold.
-void CheckShapes(const WeightFolder& w, const ModelDims& d) {
-  const std::string config = (fs::path(w.tdir) / kUpstreamConfigName).string();
-  // num_layers against the blocks the files hold (bounded by their headers).
+// num_layers against the blocks the files hold (bounded by their headers).
+void CheckLayers(const WeightFolder& w, const ModelDims& d, const std::string& config) {
   std::set<int64_t> blocks;
   for (const auto& [key, path] : w.key_file) {
     if (key.rfind("blocks.", 0) != 0) continue;
@@ -194,6 +190,11 @@ void CheckShapes(const WeightFolder& w, const ModelDims& d) {
                                          std::to_string(*blocks.rbegin())),
                "the weights and config.json belong to different models");
   }
+}
+
+// One size at a time against the tensor that has it, naming the config.json key (so an absurd
+// size is reported as such).
+void CheckSizes(const WeightFolder& w, const ModelDims& d, const std::string& config) {
   struct Size {
     const char* config_key;
     int64_t value;
@@ -223,6 +224,10 @@ void CheckShapes(const WeightFolder& w, const ModelDims& d) {
                  "the weights and config.json belong to different models");
     }
   }
+}
+
+// Every key of the model, in its shape and a float dtype, and no other.
+void CheckKeys(const WeightFolder& w, const ModelDims& d) {
   const auto expected = UpstreamParameterShapes(d);
   std::set<std::string> known;
   for (const auto& e : expected) known.insert(e.first);
@@ -252,6 +257,16 @@ void CheckShapes(const WeightFolder& w, const ModelDims& d) {
           "the weights are not upstream's model; export them again as float tensors");
     }
   }
+}
+
+// config.json's sizes against the tensors' shapes, using only the headers. First one size at a
+// time, naming the config.json key (so an absurd size is reported as such), then every key of
+// the model; afterwards the model these sizes build is no larger than the tensors the files hold.
+void CheckShapes(const WeightFolder& w, const ModelDims& d) {
+  const std::string config = (fs::path(w.tdir) / kUpstreamConfigName).string();
+  CheckLayers(w, d, config);
+  CheckSizes(w, d, config);
+  CheckKeys(w, d);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ DataCursor DataPlan::Cursor(int64_t k) const {
   std::tie(c.epoch, c.batch) = Position(k);
   c.origin_epoch = origin_epoch_;
   c.transition = transition_;
-  c.plan = SamplerPlanName(options_.plan);
+  c.plan = Name(options_.plan);
   c.batch_size = options_.batch_size;
   return c;
 }

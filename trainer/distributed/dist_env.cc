@@ -63,6 +63,8 @@ DistEnv DistEnvFromEnvironment() {
   if (const char* a = Env("MASTER_ADDR")) e.master_addr = a;
   e.port = int(EnvInt("MASTER_PORT", e.port));
   if (const char* f = Env("BATON_RDZV_FILE")) e.store_file = f;
+  if (const char* t = Env("BATON_COLLECTIVE_TIMEOUT_S")) e.collective_timeout_s = t;
+  if (const char* w = Env("BATON_STOP_WAIT_S")) e.stop_wait_s = w;
   if (e.world_size < 1 || e.rank < 0 || e.rank >= e.world_size) {
     BATON_FAIL(
         kExitConfig,

@@ -152,8 +152,8 @@ std::unique_ptr<ProcessGroupHandle> ProcessGroupHandle::Create(const DistEnv& en
   h->cuda_ = cuda;
   h->impl_ = std::make_unique<Impl>();
   if (env.world_size == 1) return h;
-  Result<CollectiveWaitLimits> limits = CollectiveWaitLimitsFrom(
-      std::getenv("BATON_COLLECTIVE_TIMEOUT_S"), std::getenv("BATON_STOP_WAIT_S"));
+  Result<CollectiveWaitLimits> limits =
+      CollectiveWaitLimitsFrom(env.collective_timeout_s.c_str(), env.stop_wait_s.c_str());
   if (!limits.ok()) {
     BATON_FAIL(kExitConfig, limits.status().message(), "unset it or give decimal seconds");
   }

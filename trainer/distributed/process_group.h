@@ -31,6 +31,9 @@ struct DistEnv {
   int port = 29500;
   std::string store_file;  // when set, a FileStore at this path
   int64_t local_rank = 0;
+  // BATON_COLLECTIVE_TIMEOUT_S and BATON_STOP_WAIT_S as written ("" when unset): the collective
+  // wait limits (collective_wait.h), checked when a process group of W > 1 ranks is made.
+  std::string collective_timeout_s, stop_wait_s;
 };
 
 // Reads the environment; fails fast (config error) on inconsistent values.

@@ -1,7 +1,6 @@
 #include "trainer/eval/eval_run.h"
 
 #include <chrono>
-#include <cstdlib>
 
 #include "schema/eval_results.h"
 #include "trainer/eval/eval_loss.h"
@@ -26,8 +25,7 @@ EvalEvent EvaluateCheckpoint(VideoActionModel& model, const RunConfig& config, c
   e.valid_frames = v.valid_frames;
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   e.config_hash = target.config_hash;
-  const char* job = std::getenv("SLURM_JOB_ID");
-  e.job_id = job != nullptr ? job : "";
+  e.job_id = target.job_id;
   return e;
 }
 

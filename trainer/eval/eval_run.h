@@ -28,9 +28,10 @@ struct EvalTarget {
   std::string checkpoint;  // its folder
   EvalMode mode = EvalMode::kInline;
   std::string config_hash;  // ConfigHash of the model (trainer/ckpt/checkpoint.h)
+  std::string job_id;       // the SLURM job evaluating it (SLURM_JOB_ID); "" outside SLURM
 };
 
-// The eval's value as an EvalEvent (job_id: SLURM_JOB_ID, empty outside SLURM), timed.
+// The eval's value as an EvalEvent (job_id: the target's), timed.
 EvalEvent EvaluateCheckpoint(VideoActionModel& model, const RunConfig& config, const EvalSet& set,
                              const DatasetShape& shape, torch::Dtype dtype,
                              const torch::Device& device, ProcessGroupHandle& group,

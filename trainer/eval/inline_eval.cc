@@ -22,6 +22,7 @@ void EvalInline(SegmentLog& log, const Setup& s, VideoActionModel& model, int64_
   target.checkpoint = target.run.CheckpointDir(step);
   target.mode = EvalMode::kInline;
   target.config_hash = config_hash;
+  target.job_id = s.environment.job_id;
   // A beat per episode: the launcher sees a live rank, at the step the eval follows.
   const EvalEvent e =
       EvaluateCheckpoint(model, s.config, s.eval_set, s.shape, s.dtype, s.device, *s.group, target,

@@ -27,27 +27,12 @@
 #include "trainer/ckpt/v1_model_config.h"
 #include "trainer/fail.h"
 #include "trainer/tools/commands.h"
+#include "trainer/tools/v1_checkpoint.h"
 
 namespace baton {
 namespace fs = std::filesystem;
 
 namespace {
-
-using TensorMap = std::map<std::string, torch::Tensor>;
-
-TensorMap ReadAll(const std::string& path) {
-  auto f = SafetensorsFile::Open(path);
-  if (!f.ok())
-    FailAt(__FILE__, __LINE__, kExitData, f.status().ToString(),
-           "the checkpoint is damaged; upgrade another one");
-  TensorMap out;
-  for (const auto& t : (*f)->tensors()) {
-    out[t.name] =
-        torch::from_blob(const_cast<uint8_t*>((*f)->Data(t)), t.shape, ToTorchDtype(t.dtype))
-            .clone();
-  }
-  return out;
-}
 
 // Version-1 name -> version-2 names (a shared layer maps to two), and the tensor transform.
 struct Renamed {
@@ -128,20 +113,6 @@ Renamed Rename(const std::string& old, const ModelDims& d) {
              "the checkpoint was not written by baton's version-1 model");
 }
 
-// Refuses what a save refuses: a checkpoint vouches for finite state, and an upgrade makes one.
-void CheckFinite(const TensorMap& map, const std::string& path) {
-  for (const auto& [name, t] : map) {
-    if (!t.is_floating_point()) continue;
-    const int64_t bad = (~torch::isfinite(t)).sum().item<int64_t>();
-    if (bad > 0) {
-      BATON_FAIL(
-          kExitData,
-          path + ": tensor '" + name + "' holds " + std::to_string(bad) + " NaN/Inf value(s)",
-          "a checkpoint holds finite state only; upgrade one from before the divergence");
-    }
-  }
-}
-
 // Removes the partial folder unless the upgrade got through: a refused or failed upgrade leaves
 // the folder as it found it.
 struct PartialGuard {
@@ -154,12 +125,145 @@ struct PartialGuard {
   }
 };
 
-int Upgrade(const std::string& dir_in) {
-  // The folder itself however it is named ("ckpt/", ".", relative): the partial and the kept
-  // version-1 copy are its siblings, never inside it.
+// The checkpoint folder itself however it is named ("ckpt/", ".", relative): the partial and the
+// kept version-1 copy are its siblings, never inside it.
+std::string FolderOf(const std::string& dir_in) {
   fs::path dir_path = fs::absolute(dir_in).lexically_normal();
   if (!dir_path.has_filename()) dir_path = dir_path.parent_path();
-  const std::string dir = dir_path.string();
+  return dir_path.string();
+}
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+// The weights under upstream's names, checked against the model's keys and shapes before the
+// model is built.
+TensorMap UpgradeWeights(const std::string& dir, const V1Checkpoint& v, const Shapes& expected) {
+  TensorMap w;
+  std::map<std::string, std::string> source;  // version-2 name -> version-1 name
+  for (const auto& [name, t] : v.weights) {
+    const Renamed r = Rename(name, v.d);
+    for (const auto& n : r.names) {
+      w[n] = r.fn(t);
+      source[n] = name;
+    }
+  }
+  for (const auto& [key, shape] : expected) {
+    auto it = w.find(key);
+    if (it == w.end())
+      BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + key + "'",
+                 "the weights and config.json belong to different models");
+    if (it->second.sizes().vec() != shape) {
+      BATON_FAIL(kExitData,
+                 v.weights_path + ": tensor '" + source[key] + "' gives '" + key + "' of shape " +
+                     ShapeString(it->second.sizes().vec()) + " but config.json's sizes give " +
+                     ShapeString(shape),
+                 "the weights and config.json belong to different models");
+    }
+  }
+  for (const auto& [key, t] : w) {
+    if (!expected.count(key)) {
+      BATON_FAIL(kExitData,
+                 v.weights_path + ": tensor '" + source[key] +
+                     "' is not part of the model config.json describes",
+                 "the weights and config.json belong to different models");
+    }
+  }
+  return w;
+}
+
+// The AdamW moments under upstream's names (the frozen action text projection has none).
+TensorMap UpgradeMoments(const V1Checkpoint& v, const Shapes& expected) {
+  TensorMap o;
+  for (const auto& [key, t] : v.optimizer) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+      BATON_FAIL(kExitData, v.optimizer_path + ": tensor '" + key + "' is not <kind>.<parameter>",
+                 "the optimizer file is damaged or not baton-train's; upgrade another checkpoint");
+    }
+    const std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
+    const Renamed r = Rename(name, v.d);
+    for (const auto& n : r.names) {
+      if (n.rfind("condition_embedder_action.text_embedder.", 0) == 0) continue;  // frozen
+      torch::Tensor m = kind == "step" ? t : r.fn(t);
+      const bool known = kind == "step" || kind == "exp_avg" || kind == "exp_avg_sq";
+      if (!known || !expected.count(n) ||
+          m.sizes().vec() != (kind == "step" ? std::vector<int64_t>{1} : expected.at(n))) {
+        BATON_FAIL(kExitData,
+                   v.optimizer_path + ": tensor '" + key + "' of shape " +
+                       ShapeString(t.sizes().vec()) + " is not a moment of the model",
+                   "the optimizer state and config.json belong to different models");
+      }
+      o[kind + "." + n] = m;
+    }
+  }
+  return o;
+}
+
+void WriteTensors(const std::string& path, const TensorMap& map) {
+  std::vector<StTensorRef> refs;
+  std::vector<torch::Tensor> keep;
+  for (const auto& [n, t] : map) {
+    keep.push_back(t.contiguous());
+    refs.push_back({n, ToStDType(t.scalar_type()), t.sizes().vec(), keep.back().data_ptr()});
+  }
+  BATON_CHECK_OK(WriteSafetensors(path, refs), "check disk space");
+}
+
+// The version-2 checkpoint, whole and synced, in `partial`.
+void WriteV2(const fs::path& partial, VideoActionModel& model, const V1Checkpoint& v,
+             const TensorMap& moments, const CheckpointManifest& m) {
+  std::error_code ec;
+  fs::create_directories(partial, ec);
+  if (ec)
+    BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
+               "check permissions and disk space beside the checkpoint");
+  std::vector<std::string> files =
+      WriteTransformerFolder((partial / "transformer").string(), model, torch::kFloat32,
+                             CheckpointSection{}.max_shard_bytes, partial.string());
+  if (v.dtype != torch::kFloat32) {
+    TensorMap master;
+    for (const auto& p : model->named_parameters()) master[p.key()] = p.value().detach();
+    WriteTensors((partial / kMasterWeightsFile).string(), master);
+    files.push_back(kMasterWeightsFile);
+  }
+  WriteTensors((partial / kOptimizerFile).string(), moments);
+  files.push_back(kOptimizerFile);
+  nlohmann::ordered_json state = v.state;
+  state["format_version"] = kCheckpointFormatVersion;
+  state["config_hash"] = ConfigHash(v.d);
+  BATON_CHECK_OK(WriteTextAtomic((partial / kStateFile).string(), state.dump(2) + "\n"),
+                 "check disk space");
+  files.push_back(kStateFile);
+  CheckpointManifest nm = m;
+  nm.format_version = kCheckpointFormatVersion;
+  nm.finite = true;  // checked when read
+  nm.config_hash = ConfigHash(v.d);
+  BATON_CHECK_OK(WriteManifest(partial.string(), nm, files), "check disk space");
+  BATON_CHECK_OK(FsyncDir((partial / "transformer").string()),
+                 "check that the checkpoint's filesystem supports fsync");
+  BATON_CHECK_OK(FsyncDir(partial.string()),
+                 "check that the checkpoint's filesystem supports fsync");
+}
+
+// `partial` takes `dir`'s name, the version-1 folder kept beside it as `kept`; on a failed
+// rename the version-1 folder gets its name back.
+void SwapIn(const std::string& dir, const fs::path& partial, const std::string& kept) {
+  std::error_code ec;
+  fs::rename(dir, kept, ec);
+  if (ec)
+    BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(),
+               "check permissions in the checkpoint's parent folder; nothing was changed");
+  fs::rename(partial, dir, ec);
+  if (ec) {
+    std::error_code back;
+    fs::rename(kept, dir, back);  // the version-1 folder under its own name again
+    BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(),
+               back ? "the version-1 folder is " + kept : "");
+  }
+}
+
+int Upgrade(const std::string& dir_in) {
+  const std::string dir = FolderOf(dir_in);
   auto m = ReadManifest(dir);
   if (!m.ok())
     FailAt(__FILE__, __LINE__, kExitData, m.status().ToString(),
@@ -175,185 +279,26 @@ int Upgrade(const std::string& dir_in) {
                    ": only full version-1 checkpoints can be upgraded",
                "a newer or partial checkpoint needs no upgrade; resume from it as it is");
   }
-  // Every file read below must be vouched for by the manifest, or damaged bytes would be
-  // converted into a valid version-2 checkpoint.
-  for (const char* need : {kWeightsFile, kModelConfigFile, kOptimizerFile, kStateFile}) {
-    bool listed = false;
-    for (const auto& f : m->files) listed = listed || f.path == need;
-    if (!listed) {
-      BATON_FAIL(
-          kExitData,
-          dir + "/" + kManifestName + " does not list " + need + ": its bytes cannot be checked",
-          "the checkpoint is incomplete; upgrade another one");
-    }
-  }
-  for (const auto& f : m->files) {  // never convert damaged bytes
-    auto h = HashFile((fs::path(dir) / f.path).string());
-    if (!h.ok() || h.value() != f.xxh3) {
-      BATON_FAIL(kExitData, (fs::path(dir) / f.path).string() + ": hash differs from the manifest",
-                 "the checkpoint is damaged; upgrade another one");
-    }
-  }
-  const ModelDims d = DimsFromV1Config((fs::path(dir) / kModelConfigFile).string());
-  const std::string weights_path = (fs::path(dir) / kWeightsFile).string();
-  const std::string optimizer_path = (fs::path(dir) / kOptimizerFile).string();
-  const TensorMap old_w = ReadAll(weights_path);
-  const TensorMap old_o = ReadAll(optimizer_path);
-  for (const auto& [path, map] :
-       {std::pair<std::string, const TensorMap*>{weights_path, &old_w},
-        std::pair<std::string, const TensorMap*>{optimizer_path, &old_o}}) {
-    if (map->empty()) {
-      BATON_FAIL(kExitData, path + ": holds no tensors",
-                 "the checkpoint is incomplete; upgrade another one");
-    }
-  }
-  CheckFinite(old_w, weights_path);
-  CheckFinite(old_o, optimizer_path);
-  const auto dtype = old_w.begin()->second.scalar_type();
-  for (const auto& [name, t] : old_w) {
-    if (t.scalar_type() != dtype || !t.is_floating_point()) {
-      BATON_FAIL(kExitData,
-                 weights_path + ": tensor '" + name + "' is " + c10::toString(t.scalar_type()) +
-                     ", the others " + c10::toString(dtype),
-                 "a version-1 checkpoint holds its weights in one float dtype");
-    }
-  }
-  // The state file is parsed before anything is written.
-  const std::string state_path = (fs::path(dir) / kStateFile).string();
-  auto state_text = ReadFile(state_path);
-  if (!state_text.ok())
-    FailAt(__FILE__, __LINE__, kExitData, state_text.status().ToString(),
-           "the checkpoint is damaged or partly deleted; upgrade another one");
-  auto state = nlohmann::ordered_json::parse(state_text.value(), nullptr, false);
-  if (!state.is_object()) {
-    BATON_FAIL(kExitData, state_path + ": not a JSON object",
-               "the checkpoint is damaged; upgrade another one");
-  }
+  CheckManifestVouches(dir, *m);
+  const V1Checkpoint v = ReadV1Checkpoint(dir);
+  Shapes expected;
+  for (const auto& [key, shape] : UpstreamParameterShapes(v.d)) expected[key] = shape;
+  const TensorMap w = UpgradeWeights(dir, v, expected);
+  const TensorMap o = UpgradeMoments(v, expected);
 
-  // More layers than tensors cannot be: bounds the key list below.
-  if (d.layers > int64_t(old_w.size())) {
-    BATON_FAIL(kExitData,
-               dir + "/" + kModelConfigFile + ": num_layers " + std::to_string(d.layers) + " but " +
-                   weights_path + " holds " + std::to_string(old_w.size()) + " tensors",
-               "the weights and config.json belong to different models");
-  }
-  TensorMap w, o;
-  std::map<std::string, std::string> source;  // version-2 name -> version-1 name
-  for (const auto& [name, t] : old_w) {
-    const Renamed r = Rename(name, d);
-    for (const auto& n : r.names) {
-      w[n] = r.fn(t);
-      source[n] = name;
-    }
-  }
-  // The renamed tensors against the model's keys and shapes before the model is built.
-  std::map<std::string, std::vector<int64_t>> expected;
-  for (const auto& [key, shape] : UpstreamParameterShapes(d)) expected[key] = shape;
-  for (const auto& [key, shape] : expected) {
-    auto it = w.find(key);
-    if (it == w.end())
-      BATON_FAIL(kExitData, dir + ": no version-1 tensor gives '" + key + "'",
-                 "the weights and config.json belong to different models");
-    if (it->second.sizes().vec() != shape) {
-      BATON_FAIL(kExitData,
-                 weights_path + ": tensor '" + source[key] + "' gives '" + key + "' of shape " +
-                     ShapeString(it->second.sizes().vec()) + " but config.json's sizes give " +
-                     ShapeString(shape),
-                 "the weights and config.json belong to different models");
-    }
-  }
-  for (const auto& [key, t] : w) {
-    if (!expected.count(key)) {
-      BATON_FAIL(kExitData,
-                 weights_path + ": tensor '" + source[key] +
-                     "' is not part of the model config.json describes",
-                 "the weights and config.json belong to different models");
-    }
-  }
-  for (const auto& [key, t] : old_o) {
-    const size_t dot = key.find('.');
-    if (dot == std::string::npos) {
-      BATON_FAIL(kExitData, optimizer_path + ": tensor '" + key + "' is not <kind>.<parameter>",
-                 "the optimizer file is damaged or not baton-train's; upgrade another checkpoint");
-    }
-    const std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
-    const Renamed r = Rename(name, d);
-    for (const auto& n : r.names) {
-      if (n.rfind("condition_embedder_action.text_embedder.", 0) == 0) continue;  // frozen
-      torch::Tensor v = kind == "step" ? t : r.fn(t);
-      const bool known = kind == "step" || kind == "exp_avg" || kind == "exp_avg_sq";
-      if (!known || !expected.count(n) ||
-          v.sizes().vec() != (kind == "step" ? std::vector<int64_t>{1} : expected[n])) {
-        BATON_FAIL(kExitData,
-                   optimizer_path + ": tensor '" + key + "' of shape " +
-                       ShapeString(t.sizes().vec()) + " is not a moment of the model",
-                   "the optimizer state and config.json belong to different models");
-      }
-      o[kind + "." + n] = v;
-    }
-  }
-
-  VideoActionModel model(d);
-  model->to(dtype);
+  VideoActionModel model(v.d);
+  model->to(v.dtype);
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model->named_parameters()) p.value().copy_(w.at(p.key()));
   }
-
   const fs::path partial = dir + ".upgrade" + kPartialSuffix;
   std::error_code ec;
   fs::remove_all(partial, ec);
   PartialGuard guard{partial};
-  fs::create_directories(partial, ec);
-  if (ec)
-    BATON_FAIL(kExitIo, partial.string() + ": cannot create: " + ec.message(),
-               "check permissions and disk space beside the checkpoint");
-  std::vector<std::string> files =
-      WriteTransformerFolder((partial / "transformer").string(), model, torch::kFloat32,
-                             CheckpointSection{}.max_shard_bytes, partial.string());
-  auto write_map = [&](const std::string& path, const TensorMap& map) {
-    std::vector<StTensorRef> refs;
-    std::vector<torch::Tensor> keep;
-    for (const auto& [n, t] : map) {
-      keep.push_back(t.contiguous());
-      refs.push_back({n, ToStDType(t.scalar_type()), t.sizes().vec(), keep.back().data_ptr()});
-    }
-    BATON_CHECK_OK(WriteSafetensors(path, refs), "check disk space");
-  };
-  if (dtype != torch::kFloat32) {
-    TensorMap master;
-    for (const auto& p : model->named_parameters()) master[p.key()] = p.value().detach();
-    write_map((partial / kMasterWeightsFile).string(), master);
-    files.push_back(kMasterWeightsFile);
-  }
-  write_map((partial / kOptimizerFile).string(), o);
-  files.push_back(kOptimizerFile);
-  state["format_version"] = kCheckpointFormatVersion;
-  state["config_hash"] = ConfigHash(d);
-  BATON_CHECK_OK(WriteTextAtomic((partial / kStateFile).string(), state.dump(2) + "\n"),
-                 "check disk space");
-  files.push_back(kStateFile);
-  CheckpointManifest nm = *m;
-  nm.format_version = kCheckpointFormatVersion;
-  nm.finite = true;  // checked above
-  nm.config_hash = ConfigHash(d);
-  BATON_CHECK_OK(WriteManifest(partial.string(), nm, files), "check disk space");
-  BATON_CHECK_OK(FsyncDir((partial / "transformer").string()),
-                 "check that the checkpoint's filesystem supports fsync");
-  BATON_CHECK_OK(FsyncDir(partial.string()),
-                 "check that the checkpoint's filesystem supports fsync");
+  WriteV2(partial, model, v, o, *m);
   const std::string kept = dir + ".v1";
-  fs::rename(dir, kept, ec);
-  if (ec)
-    BATON_FAIL(kExitIo, dir + ": cannot move aside to " + kept + ": " + ec.message(),
-               "check permissions in the checkpoint's parent folder; nothing was changed");
-  fs::rename(partial, dir, ec);
-  if (ec) {
-    std::error_code back;
-    fs::rename(kept, dir, back);  // the version-1 folder under its own name again
-    BATON_FAIL(kExitIo, partial.string() + ": cannot rename to " + dir + ": " + ec.message(),
-               back ? "the version-1 folder is " + kept : "");
-  }
+  SwapIn(dir, partial, kept);
   guard.keep = true;
   BATON_CHECK_OK(FsyncDir(fs::path(dir).parent_path().string()),
                  "check that the checkpoint's filesystem supports fsync");

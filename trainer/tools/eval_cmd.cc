@@ -23,6 +23,7 @@
 #include "trainer/train/run_model_dims.h"
 #include "trainer/train/segment_setup.h"
 #include "trainer/train/torch_dtype.h"
+#include "trainer/train/trainer_environment.h"
 
 namespace baton {
 namespace fs = std::filesystem;
@@ -67,6 +68,7 @@ int RunEval(const Args& a) {
                "give eval.fraction (with eval.seed), eval.episodes or eval.data");
   }
   EvalTarget target = TargetOf(a.checkpoint);
+  target.job_id = TrainerEnvironmentFromProcess().job_id;
   const DistEnv env = DistEnvFromEnvironment();
   ApplyDeterminism(config.train.deterministic);
   const torch::Device device = SelectDevice(config.train.device, env.local_rank);

@@ -173,6 +173,67 @@ MemoryPlanReport MakeReport(const RunConfig& config, const std::string& config_p
   return r;
 }
 
+// --world-size, else slurm.nodes x slurm.ntasks_per_node; each checked against the plan's
+// limits (fails fast naming the flag or the keys).
+int64_t WorldSize(const Args& a, const RunConfig& config) {
+  if (a.world != 0) {
+    CheckPlanSize(a.world, 1, PlanSizeLimits::kWorld, "--world-size", kExitUsage,
+                  "give the number of data-parallel ranks");
+  }
+  int64_t world = a.world;
+  if (world == 0 &&
+      __builtin_mul_overflow(config.slurm.nodes, config.slurm.ntasks_per_node, &world)) {
+    world = -1;
+  }
+  CheckPlanSize(world, 1, PlanSizeLimits::kWorld,
+                a.config + ": slurm.nodes x slurm.ntasks_per_node", kExitConfig,
+                "fewer nodes or tasks");
+  return world;
+}
+
+int RunPlanMemory(const Args& a) {
+  // The plan is for the machine that will run the config, not this one: a cuda run is
+  // planned on a CPU-only login node too. With --frames the dataset need not exist.
+  const PlanRowFlags& f = a.row;
+  RunConfigOptions options;
+  options.cuda = RunConfigOptions::Cuda::kUnknown;
+  options.check_filesystem = f.frames <= 0;
+  const RunConfig config = BATON_VALUE_OR_FAIL(LoadRunConfig(a.config, options), "fix the config");
+  const int64_t world = WorldSize(a, config);
+  if (f.frames > 0 && (f.height < 1 || f.width < 1 || f.action_steps < 1 || f.text_len < 1)) {
+    std::cerr << "baton-train plan-memory: --frames needs --height, --width, "
+                 "--action-steps and --text-len (each >= 1)\n";
+    return kExitUsage;
+  }
+  const PlanInputs in = GatherPlanInputs(config, a.config, f);
+  const PlanSettings s = Settings(config, world, a.runtime_mb);
+  const MemoryPlan p = MakeMemoryPlan(in.model, in.row, s);
+  // What one checkpoint makes each rank write: the stop save's size, which `baton submit`
+  // weighs against the preemption grace.
+  const CheckpointBytes ckpt = PlanCheckpointBytes(
+      ModelParameters(in.model), world, p.master_bytes,
+      config.checkpoint.export_dtype == ExportDType::kBf16 ? 2 : p.master_bytes);
+  const StDType master = p.master_bytes == 8 ? StDType::kF64 : StDType::kF32;
+  const CheckpointDisk disk = CheckpointDiskBytes(
+      ModelParameters(in.model), world, master,
+      config.checkpoint.export_dtype == ExportDType::kBf16 ? StDType::kBF16 : master,
+      config.checkpoint.max_shard_bytes);
+  if (p.overflow || ckpt.overflow || disk.overflow) {
+    BATON_FAIL(f.frames > 0 ? kExitUsage : kExitConfig,
+               "plan-memory: the plan's byte counts exceed 2^63 (the model of " +
+                   std::to_string(p.parameters) + " parameters with a row of " +
+                   std::to_string(in.row.tokens) + " tokens): no device holds this run",
+               "shrink the model or the longest row");
+  }
+  const MemoryPlanReport report = MakeReport(config, a.config, in, s, p, ckpt, disk);
+  if (a.json) {
+    std::cout << report.ToJson().dump() << "\n";
+  } else {
+    PrintMemoryPlanText(report, in.model.dim, in.model.layers);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
@@ -200,62 +261,7 @@ void RegisterPlanMemory(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--text-dim", a->row.text_dim, "Text embedding size (as --channels)");
   cmd->add_option("--runtime-mb", a->runtime_mb,
                   "Runtime allowance in MB instead of the measured one (CPU) or 1 GiB (CUDA)");
-  cmd->callback([=] {
-    *selected = [=]() -> int {
-      // The plan is for the machine that will run the config, not this one: a cuda run is
-      // planned on a CPU-only login node too. With --frames the dataset need not exist.
-      const PlanRowFlags& f = a->row;
-      RunConfigOptions options;
-      options.cuda = RunConfigOptions::Cuda::kUnknown;
-      options.check_filesystem = f.frames <= 0;
-      const RunConfig config =
-          BATON_VALUE_OR_FAIL(LoadRunConfig(a->config, options), "fix the config");
-      if (a->world != 0) {
-        CheckPlanSize(a->world, 1, PlanSizeLimits::kWorld, "--world-size", kExitUsage,
-                      "give the number of data-parallel ranks");
-      }
-      int64_t world = a->world;
-      if (world == 0 &&
-          __builtin_mul_overflow(config.slurm.nodes, config.slurm.ntasks_per_node, &world)) {
-        world = -1;
-      }
-      CheckPlanSize(world, 1, PlanSizeLimits::kWorld,
-                    a->config + ": slurm.nodes x slurm.ntasks_per_node", kExitConfig,
-                    "fewer nodes or tasks");
-      if (f.frames > 0 && (f.height < 1 || f.width < 1 || f.action_steps < 1 || f.text_len < 1)) {
-        std::cerr << "baton-train plan-memory: --frames needs --height, --width, "
-                     "--action-steps and --text-len (each >= 1)\n";
-        return kExitUsage;
-      }
-      const PlanInputs in = GatherPlanInputs(config, a->config, f);
-      const PlanSettings s = Settings(config, world, a->runtime_mb);
-      const MemoryPlan p = MakeMemoryPlan(in.model, in.row, s);
-      // What one checkpoint makes each rank write: the stop save's size, which `baton submit`
-      // weighs against the preemption grace.
-      const CheckpointBytes ckpt = PlanCheckpointBytes(
-          ModelParameters(in.model), world, p.master_bytes,
-          config.checkpoint.export_dtype == ExportDType::kBf16 ? 2 : p.master_bytes);
-      const StDType master = p.master_bytes == 8 ? StDType::kF64 : StDType::kF32;
-      const CheckpointDisk disk = CheckpointDiskBytes(
-          ModelParameters(in.model), world, master,
-          config.checkpoint.export_dtype == ExportDType::kBf16 ? StDType::kBF16 : master,
-          config.checkpoint.max_shard_bytes);
-      if (p.overflow || ckpt.overflow || disk.overflow) {
-        BATON_FAIL(f.frames > 0 ? kExitUsage : kExitConfig,
-                   "plan-memory: the plan's byte counts exceed 2^63 (the model of " +
-                       std::to_string(p.parameters) + " parameters with a row of " +
-                       std::to_string(in.row.tokens) + " tokens): no device holds this run",
-                   "shrink the model or the longest row");
-      }
-      const MemoryPlanReport report = MakeReport(config, a->config, in, s, p, ckpt, disk);
-      if (a->json) {
-        std::cout << report.ToJson().dump() << "\n";
-      } else {
-        PrintMemoryPlanText(report, in.model.dim, in.model.layers);
-      }
-      return kExitOk;
-    };
-  });
+  cmd->callback([=] { *selected = [=] { return RunPlanMemory(*a); }; });
 }
 
 }  // namespace baton

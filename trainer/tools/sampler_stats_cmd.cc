@@ -34,7 +34,7 @@ void RegisterSamplerStats(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--epoch", a->epoch, "Epoch")->capture_default_str();
   cmd->add_option("--rank", a->sampler.rank, "Rank to report")->capture_default_str();
   cmd->add_option("--plan", a->plan, "global | per_rank")
-      ->check(CLI::IsMember({"global", "per_rank"}))
+      ->check(CLI::IsMember(Words<SamplerPlan>()))
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([=] {
@@ -51,7 +51,7 @@ void RegisterSamplerStats(CLI::App& app, CommandFn* selected) {
         std::cerr << "baton-train sampler-stats: " << index.status().ToString() << "\n";
         return index.status().code() == Code::kNotFound ? kExitData : index.status().exit_code();
       }
-      a->sampler.plan = a->plan == "global" ? SamplerPlan::kGlobal : SamplerPlan::kPerRank;
+      a->sampler.plan = *Find<SamplerPlan>(a->plan);  // --plan is checked against its words
       const SamplerStats s =
           ComputeSamplerStats(index->BucketKeys(), a->sampler, a->epoch, a->pad_multiple);
       if (a->json) {

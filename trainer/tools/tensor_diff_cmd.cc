@@ -77,6 +77,114 @@ int64_t FirstDifferentByte(const uint8_t* a, const uint8_t* b, uint64_t n, int64
   }
   return first;
 }
+
+// 0 when B holds a tensor of every name and shape A holds, and no others; else kExitData, said
+// on stderr.
+int CheckSameTensors(const SafetensorsFile& a, const SafetensorsFile& b,
+                     const std::string& b_path) {
+  for (const auto& t : a.tensors()) {
+    const StTensorInfo* u = b.Find(t.name);
+    if (u == nullptr || u->shape != t.shape) {
+      std::fprintf(stderr,
+                   "baton-train tensor-diff: tensor '%s' is missing or shaped differently in %s\n",
+                   t.name.c_str(), b_path.c_str());
+      return kExitData;
+    }
+  }
+  if (b.tensors().size() != a.tensors().size()) {
+    std::fprintf(stderr, "baton-train tensor-diff: the files hold different tensor sets\n");
+    return kExitData;
+  }
+  return 0;
+}
+
+// --bitwise: the line of tensor `t` of A whose dtype or bytes differ from `u` of B.
+void PrintBitwiseDifference(const SafetensorsFile& a, const StTensorInfo& t,
+                            const SafetensorsFile& b, const StTensorInfo& u) {
+  if (t.dtype != u.dtype) {
+    std::printf("differs: tensor '%s': dtype %s vs %s\n", t.name.c_str(), StDTypeName(t.dtype),
+                StDTypeName(u.dtype));
+    return;
+  }
+  const uint64_t na = t.end - t.begin;
+  int64_t count = 0;
+  const int64_t first = FirstDifferentByte(a.Data(t), b.Data(u), na, &count);
+  std::printf(
+      "differs: tensor '%s': %lld of %llu bytes differ, the first at byte %lld "
+      "(element %lld)\n",
+      t.name.c_str(), (long long)count, (unsigned long long)na, (long long)first,
+      (long long)(first / int64_t(StDTypeSize(t.dtype))));
+}
+
+struct Tally {
+  double worst = 0;
+  std::string worst_name;
+  int64_t identical = 0, differing = 0, total = 0;
+};
+
+// Every tensor of A against its namesake in B, each difference said on stdout.
+Tally CompareFiles(const SafetensorsFile& a, const SafetensorsFile& b, const Args& args) {
+  Tally tally;
+  for (const auto& t : a.tensors()) {
+    const StTensorInfo& u = *b.Find(t.name);
+    ++tally.total;
+    const uint64_t na = t.end - t.begin, nb = u.end - u.begin;
+    const bool same_bytes =
+        t.dtype == u.dtype && na == nb && (na == 0 || std::memcmp(a.Data(t), b.Data(u), na) == 0);
+    if (same_bytes) {
+      ++tally.identical;
+      continue;
+    }
+    if (args.bitwise) {
+      ++tally.differing;
+      PrintBitwiseDifference(a, t, b, u);
+      continue;
+    }
+    const TensorDiff d =
+        CompareValues(a.ReadFloat64(t.name).value(), b.ReadFloat64(u.name).value());
+    if (d.nonfinite_mismatches > 0) {
+      std::printf(
+          "differs: tensor '%s': %lld element(s) where NaN/Inf do not match, the first "
+          "at element %lld (%g vs %g)\n",
+          t.name.c_str(), (long long)d.nonfinite_mismatches, (long long)d.first, d.first_a,
+          d.first_b);
+    }
+    if (d.rel > args.max_rel) ++tally.differing;
+    if (d.rel >= tally.worst) {
+      tally.worst = d.rel;
+      tally.worst_name = t.name;
+    }
+  }
+  return tally;
+}
+
+int RunTensorDiff(const Args& args) {
+  if (!std::isfinite(args.max_rel) || args.max_rel < 0) {
+    std::fprintf(stderr, "baton-train tensor-diff: --max-rel %g must be a finite number >= 0\n",
+                 args.max_rel);
+    return kExitUsage;
+  }
+  auto fa = SafetensorsFile::Open(args.a), fb = SafetensorsFile::Open(args.b);
+  for (const auto* f : {&fa, &fb}) {
+    if (!f->ok()) {
+      std::fprintf(stderr, "baton-train tensor-diff: %s\n", f->status().ToString().c_str());
+      return kExitData;
+    }
+  }
+  const SafetensorsFile& a = *fa.value();
+  const SafetensorsFile& b = *fb.value();
+  if (const int refused = CheckSameTensors(a, b, args.b); refused != 0) return refused;
+  const Tally t = CompareFiles(a, b, args);
+  if (args.bitwise) {
+    std::printf("%lld tensors, %lld bit-identical, %lld differ (bitwise)\n", (long long)t.total,
+                (long long)t.identical, (long long)t.differing);
+  } else {
+    std::printf("%lld tensors, %lld bit-identical; max relative difference %.3e%s%s\n",
+                (long long)t.total, (long long)t.identical, t.worst,
+                t.worst_name.empty() ? "" : " in ", t.worst_name.c_str());
+  }
+  return t.differing == 0 ? kExitOk : kExitFailure;
+}
 }  // namespace
 
 void RegisterTensorDiff(CLI::App& app, CommandFn* selected) {
@@ -91,92 +199,7 @@ void RegisterTensorDiff(CLI::App& app, CommandFn* selected) {
           ->capture_default_str();
   cmd->add_flag("--bitwise", args->bitwise, "Equal only with the same dtype and bytes")
       ->excludes(max_rel);
-  cmd->callback([=] {
-    *selected = [=]() -> int {
-      if (!std::isfinite(args->max_rel) || args->max_rel < 0) {
-        std::fprintf(stderr, "baton-train tensor-diff: --max-rel %g must be a finite number >= 0\n",
-                     args->max_rel);
-        return kExitUsage;
-      }
-      auto fa = SafetensorsFile::Open(args->a), fb = SafetensorsFile::Open(args->b);
-      for (const auto* f : {&fa, &fb}) {
-        if (!f->ok()) {
-          std::fprintf(stderr, "baton-train tensor-diff: %s\n", f->status().ToString().c_str());
-          return kExitData;
-        }
-      }
-      const SafetensorsFile& a = *fa.value();
-      const SafetensorsFile& b = *fb.value();
-      for (const auto& t : a.tensors()) {
-        const StTensorInfo* u = b.Find(t.name);
-        if (u == nullptr || u->shape != t.shape) {
-          std::fprintf(
-              stderr,
-              "baton-train tensor-diff: tensor '%s' is missing or shaped differently in %s\n",
-              t.name.c_str(), args->b.c_str());
-          return kExitData;
-        }
-      }
-      if (b.tensors().size() != a.tensors().size()) {
-        std::fprintf(stderr, "baton-train tensor-diff: the files hold different tensor sets\n");
-        return kExitData;
-      }
-
-      double worst = 0;
-      std::string worst_name;
-      int64_t identical = 0, differing = 0, total = 0;
-      for (const auto& t : a.tensors()) {
-        const StTensorInfo& u = *b.Find(t.name);
-        ++total;
-        const uint64_t na = t.end - t.begin, nb = u.end - u.begin;
-        const bool same_bytes = t.dtype == u.dtype && na == nb &&
-                                (na == 0 || std::memcmp(a.Data(t), b.Data(u), na) == 0);
-        if (same_bytes) {
-          ++identical;
-          continue;
-        }
-        if (args->bitwise) {
-          ++differing;
-          if (t.dtype != u.dtype) {
-            std::printf("differs: tensor '%s': dtype %s vs %s\n", t.name.c_str(),
-                        StDTypeName(t.dtype), StDTypeName(u.dtype));
-          } else {
-            int64_t count = 0;
-            const int64_t first = FirstDifferentByte(a.Data(t), b.Data(u), na, &count);
-            std::printf(
-                "differs: tensor '%s': %lld of %llu bytes differ, the first at byte %lld "
-                "(element %lld)\n",
-                t.name.c_str(), (long long)count, (unsigned long long)na, (long long)first,
-                (long long)(first / int64_t(StDTypeSize(t.dtype))));
-          }
-          continue;
-        }
-        const TensorDiff d =
-            CompareValues(a.ReadFloat64(t.name).value(), b.ReadFloat64(u.name).value());
-        if (d.nonfinite_mismatches > 0) {
-          std::printf(
-              "differs: tensor '%s': %lld element(s) where NaN/Inf do not match, the first "
-              "at element %lld (%g vs %g)\n",
-              t.name.c_str(), (long long)d.nonfinite_mismatches, (long long)d.first, d.first_a,
-              d.first_b);
-        }
-        if (d.rel > args->max_rel) ++differing;
-        if (d.rel >= worst) {
-          worst = d.rel;
-          worst_name = t.name;
-        }
-      }
-      if (args->bitwise) {
-        std::printf("%lld tensors, %lld bit-identical, %lld differ (bitwise)\n", (long long)total,
-                    (long long)identical, (long long)differing);
-      } else {
-        std::printf("%lld tensors, %lld bit-identical; max relative difference %.3e%s%s\n",
-                    (long long)total, (long long)identical, worst, worst_name.empty() ? "" : " in ",
-                    worst_name.c_str());
-      }
-      return differing == 0 ? kExitOk : kExitFailure;
-    };
-  });
+  cmd->callback([=] { *selected = [=] { return RunTensorDiff(*args); }; });
 }
 
 }  // namespace baton

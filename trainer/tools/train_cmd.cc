@@ -1,5 +1,4 @@
 // `baton-train train`: the training run (train/train_loop.h).
-#include <cstdlib>
 #include <memory>
 
 #include "schema/resume_decision.h"
@@ -44,12 +43,7 @@ void RegisterTrain(CLI::App& app, CommandFn* selected) {
           {"mid_file", "before_manifest", "before_rename", "slow_save", "write_error"}));
   cmd->add_option("--fault-at-step", o->hooks.fault_at_step, "Testing: the save of this step dies");
   cmd->add_option("--fault-rank", o->hooks.fault_rank, "Testing: the rank that dies (default 0)");
-  cmd->callback([=] {
-    *selected = [=] {
-      if (const char* path = std::getenv("BATON_EPISODE_LOG")) o->hooks.episode_log = path;
-      return Train(*o);
-    };
-  });
+  cmd->callback([=] { *selected = [=] { return Train(*o); }; });
 }
 
 }  // namespace baton

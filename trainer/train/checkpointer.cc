@@ -44,6 +44,11 @@ SaveHooks FaultHooks(const TrainTestHooks& t, int64_t rank, int64_t step, SaveRe
 
 }  // namespace
 
+Checkpointer::Checkpointer(TrainingSegment& segment)
+    : seg_(segment),
+      saver_(segment.setup().environment.grace_s, segment.setup().environment.ckpt_write_delay_ms) {
+}
+
 void Checkpointer::AfterStep(int64_t steps_done, int64_t micro_done, double lr, bool stopping) {
   const RunConfig& config = seg_.setup().config;
   if (stopping) {
@@ -210,7 +215,7 @@ void Checkpointer::Save(int64_t steps_done, int64_t micro_done, double last_lr, 
   for (const auto& p : seg_.optimizer().state())
     save_bytes += 3 * p.param.numel() * int64_t(p.split ? 4 : p.param.element_size());
   Beat(HeartbeatPhase::kSave, steps_done, 0, TransferBudgetS(save_bytes));
-  SleepSeconds(TestHooksFromEnv().save_sleep_s);
+  SleepSeconds(s.environment.heartbeat.save_sleep_s);
   Settle(steps_done, reason, saver_.bytes());
   // Every rank leaves the save together, with one exit code when any rank's part failed.
   RunAgreed(*s.group, "while saving a checkpoint", [&]() -> std::string {

@@ -25,7 +25,7 @@ class TrainingSegment;
 
 class Checkpointer {
  public:
-  explicit Checkpointer(TrainingSegment& segment) : seg_(segment) {}
+  explicit Checkpointer(TrainingSegment& segment);
 
   // After step `steps_done` - 1 was applied, with the data position `micro_done` and the step's
   // `lr`. `stopping`: the segment leaves after this step for a requeue, so this is the stop's

@@ -141,17 +141,9 @@ void OnTransferred(uint64_t bytes) {
   if (s.fd >= 0) Write(s);
 }
 
-double EnvDouble(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  return (end && *end == '\0') ? d : fallback;
-}
-
 }  // namespace
 
-void StartHeartbeat(const std::string& run_dir, int64_t rank) {
+void StartHeartbeat(const std::string& run_dir, int64_t rank, const std::string& node) {
   State& s = S();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -167,12 +159,11 @@ void StartHeartbeat(const std::string& run_dir, int64_t rank) {
     s.checked_at = Monotonic();
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
-    const char* node = std::getenv("SLURMD_NODENAME");
     s.record = HeartbeatRecord{};
     s.record.rank = rank;
     s.record.pid = ::getpid();
     s.record.host = host;
-    s.record.node = (node && *node) ? node : host;
+    s.record.node = !node.empty() ? node : host;
   }
   SetTransferSink(&OnTransferred);
   Beat(HeartbeatPhase::kInit, 0, 0);
@@ -215,18 +206,6 @@ int64_t FolderBytes(const std::string& dir) {
     if (it->is_regular_file(e2)) total += int64_t(it->file_size(e2));
   }
   return total;
-}
-
-const HeartbeatTestHooks& TestHooksFromEnv() {
-  static const HeartbeatTestHooks hooks = [] {
-    HeartbeatTestHooks h;
-    h.save_sleep_s = EnvDouble("BATON_TEST_SAVE_SLEEP_S", 0);
-    h.first_step_sleep_s = EnvDouble("BATON_TEST_FIRST_STEP_SLEEP_S", 0);
-    h.crash_at_step = int64_t(EnvDouble("BATON_TEST_CRASH_AT_STEP", -1));
-    h.crash_rank = int64_t(EnvDouble("BATON_TEST_CRASH_RANK", 0));
-    return h;
-  }();
-  return hooks;
 }
 
 void SleepSeconds(double seconds) {

@@ -23,8 +23,9 @@
 namespace baton {
 
 // Opens (creating heartbeat/) this rank's file and writes an `init` beat; from then on checkpoint
-// reads and writes report their progress here (trainer/ckpt/transfer_progress.h).
-void StartHeartbeat(const std::string& run_dir, int64_t rank);
+// reads and writes report their progress here (trainer/ckpt/transfer_progress.h). `node`: the
+// SLURM node the record names (SLURMD_NODENAME); "" names this host.
+void StartHeartbeat(const std::string& run_dir, int64_t rank, const std::string& node);
 // Writes the current phase; no-op before StartHeartbeat or after a failed write.
 void Beat(HeartbeatPhase phase, int64_t step, int64_t micro, double budget_s = 0);
 // The last finished optimizer step's seconds, carried by later beats (the launcher's p99).
@@ -38,18 +39,6 @@ void HeartbeatTransferRate(int64_t bytes, double seconds);
 // The bytes of the regular files under `dir` (a checkpoint folder), 0 when unreadable.
 int64_t FolderBytes(const std::string& dir);
 
-// Test hooks read from the environment, for the launcher's hang and restart tests:
-//   BATON_TEST_SAVE_SLEEP_S        every rank sleeps this long inside each save (a slow save)
-//   BATON_TEST_FIRST_STEP_SLEEP_S  every rank sleeps this long in the segment's first step
-//   BATON_TEST_CRASH_AT_STEP=K     rank BATON_TEST_CRASH_RANK (0) kills itself (SIGKILL) as step
-//                                  index K starts, in every segment that reaches it
-struct HeartbeatTestHooks {
-  double save_sleep_s = 0;
-  double first_step_sleep_s = 0;
-  int64_t crash_at_step = -1;
-  int64_t crash_rank = 0;
-};
-const HeartbeatTestHooks& TestHooksFromEnv();
 // Sleeps for `seconds` (fractional), if positive.
 void SleepSeconds(double seconds);
 

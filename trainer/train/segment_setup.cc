@@ -35,13 +35,9 @@ void PrintEvalSet(const EvalSet& set, const EvalSection& eval) {
 
 }  // namespace
 
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : fallback;
-}
-
-Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
+Setup SetUp(const TrainOptions& opt, const TrainerEnvironment& environment, SegmentLog& log) {
   Setup s;
+  s.environment = environment;
   // 1. Config.
   s.config = BATON_VALUE_OR_FAIL(LoadRunConfig(opt.config_path, TrainerConfigOptions()),
                                  "fix the config (baton validate shows every problem)");
@@ -51,8 +47,8 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
     BATON_FAIL(kExitConfig, opt.config_path + ": run.dir is empty and no --run-dir was given",
                "set run.dir or pass --run-dir");
   }
-  s.job = EnvOr("SLURM_JOB_ID", "local");
-  s.restart = std::atoll(EnvOr("SLURM_RESTART_COUNT", "0"));
+  s.job = environment.JobOrLocal();
+  s.restart = environment.restart_count;
   log.SetPath(opt.events_path, s.run_dir, s.job, s.restart);
   s.dtype = TorchDtype(config.train.dtype);
   const bool cuda = config.train.device == Device::kCuda;
@@ -61,7 +57,7 @@ Setup SetUp(const TrainOptions& opt, SegmentLog& log) {
   // rank, before anything touches CUDA.
   s.env = DistEnvFromEnvironment();
   log.SetRank(s.env.rank);
-  StartHeartbeat(s.run_dir, s.env.rank);
+  StartHeartbeat(s.run_dir, s.env.rank, environment.node_name);
   ApplyDeterminism(config.train.deterministic);
   s.device = SelectDevice(config.train.device, s.env.local_rank);
   torch::set_num_threads(CpuThreadsPerRank(s.env));
@@ -99,7 +95,7 @@ TrainerState RunIdentity(const Setup& s, const ModelDims& dims) {
   TrainerState st;
   st.world_size = s.env.world_size;
   st.sampler.batch_size = s.config.data.batch_size;
-  st.sampler.plan = SamplerPlanName(s.config.data.plan);
+  st.sampler.plan = Name(s.config.data.plan);
   st.grad_accum = s.config.optim.grad_accum;
   st.seed = s.config.run.seed;
   st.config_hash = ConfigHash(dims);

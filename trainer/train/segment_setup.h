@@ -20,12 +20,14 @@
 #include "trainer/model/video_action_model.h"
 #include "trainer/train/segment_log.h"
 #include "trainer/train/train_loop.h"
+#include "trainer/train/trainer_environment.h"
 
 namespace baton {
 
 struct Setup {
   RunConfig config;
-  std::string run_dir, job;
+  TrainerEnvironment environment;  // read once by Train
+  std::string run_dir, job;        // job: environment.JobOrLocal()
   int64_t restart = 0;
   torch::Dtype dtype = torch::kFloat32;
   torch::Device device{torch::kCPU};
@@ -40,14 +42,11 @@ struct Setup {
   std::string checkpoints_dir() const { return RunFolder{run_dir}.CheckpointsDir(); }
 };
 
-// The environment variable `name`, or `fallback` when it is unset or empty.
-const char* EnvOr(const char* name, const char* fallback);
-
 // The tensor sizes of `index`'s episodes: its info.json's, else its first episode's.
 DatasetShape ResolveShape(const DatasetIndex& index);
 
 // 1. Config, 2. ranks (the heartbeat, determinism, the device, the process group), 3. data.
-Setup SetUp(const TrainOptions& opt, SegmentLog& log);
+Setup SetUp(const TrainOptions& opt, const TrainerEnvironment& environment, SegmentLog& log);
 
 // What the run is, independent of how far it got: the fields an exact resume must find equal.
 TrainerState RunIdentity(const Setup& s, const ModelDims& dims);

@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "schema/exit_codes.h"
@@ -10,18 +9,19 @@
 #include "trainer/train/segment_log.h"
 #include "trainer/train/segment_setup.h"
 #include "trainer/train/stop_signal.h"
+#include "trainer/train/trainer_environment.h"
 #include "trainer/train/training_segment.h"
 
 namespace baton {
 
 int Train(const TrainOptions& opt) {
   InstallStopSignalHandlers();
+  const TrainerEnvironment environment = TrainerEnvironmentFromProcess();
   SegmentLog log;
-  log.SetPath(opt.events_path, opt.run_dir, EnvOr("SLURM_JOB_ID", "local"),
-              std::atoll(EnvOr("SLURM_RESTART_COUNT", "0")));
+  log.SetPath(opt.events_path, opt.run_dir, environment.JobOrLocal(), environment.restart_count);
   // Every way out of a segment leaves a segment_end record saying why (docs/events.md).
   try {
-    TrainingSegment segment(opt, log);
+    TrainingSegment segment(opt, environment, log);
     return segment.Run();
   } catch (const FatalError& e) {
     log.WriteError(e.exit_code(), e.what());

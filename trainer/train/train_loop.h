@@ -24,8 +24,6 @@ struct TrainTestHooks {
   std::string fault;
   int64_t fault_at_step = -1;  // the save at this step dies (-1: the first save)
   int64_t fault_rank = 0;      // the rank that dies (a sharded save has every rank writing)
-  // Audit trail: every rank's episodes per micro-step, one line each, to <path>.<rank>.
-  std::string episode_log;
 };
 
 struct TrainOptions {

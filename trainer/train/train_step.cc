@@ -62,7 +62,7 @@ LossSums ForwardLoss(VideoActionModel& model, const RunConfig& config, const Pad
 TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                            const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
                            torch::Device device, torch::Tensor empty_text,
-                           const ShardPlan* shard_plan)
+                           const ShardPlan* shard_plan, const StepperTestHooks& hooks)
     : model_(std::move(model)),
       optimizer_(optimizer),
       group_(group),
@@ -74,16 +74,15 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
       shard_plan_(shard_plan) {
   // Test hooks (docs/trainer.md): a slow block, and a real SIGUSR1 at a chosen boundary of one
   // rank ("PHASE:STEP[:MICRO[:BLOCK]][@RANK]").
-  if (const char* ms = std::getenv("BATON_TEST_BLOCK_SLEEP_MS"))
-    block_sleep_us_ = 1000 * std::atoll(ms);
-  if (const char* at = std::getenv("BATON_TEST_SIGNAL_AT"); at != nullptr && *at != '\0') {
-    std::string spec(at);
+  block_sleep_us_ = hooks.block_sleep_us;
+  if (!hooks.signal_at.empty()) {
+    std::string spec = hooks.signal_at;
     const size_t rank_at = spec.find('@');
     const bool mine =
         rank_at == std::string::npos || std::atoll(spec.c_str() + rank_at + 1) == group_->rank();
     if (rank_at != std::string::npos) spec.resize(rank_at);
     if (!ArmTestSignal(spec.c_str())) {
-      BATON_FAIL(kExitConfig, std::string("BATON_TEST_SIGNAL_AT=") + at + " is malformed",
+      BATON_FAIL(kExitConfig, "BATON_TEST_SIGNAL_AT=" + hooks.signal_at + " is malformed",
                  "use PHASE:STEP[:MICRO[:BLOCK]][@RANK], PHASE forward|backward|micro|update|save");
     }
     if (!mine) ArmTestSignal("");  // checked on every rank, armed on one
@@ -96,12 +95,10 @@ TrainStepper::TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGrou
 }
 
 void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoActionModel& model,
-                        AdamW& optimizer) {
+                        AdamW& optimizer, bool widen_after_backward) {
   if (config.optim.master != OptimMaster::kSharded || dtype != torch::kBFloat16) return;
-  // Test hook (docs/trainer.md): the control that widens every bf16 gradient after the backward.
-  const char* after = std::getenv("BATON_TEST_WIDEN_AFTER_BACKWARD");
-  const bool on_arrival = after == nullptr || std::string(after) != "1";
-  optimizer.SplitMasters(MatmulParameters(model, optimizer), torch::kBFloat16, on_arrival);
+  optimizer.SplitMasters(MatmulParameters(model, optimizer), torch::kBFloat16,
+                         /*widen_on_arrival=*/!widen_after_backward);
 }
 
 std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer) {

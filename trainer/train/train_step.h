@@ -43,6 +43,7 @@
 #include "trainer/train/run_model_dims.h"
 #include "trainer/train/step_abandon.h"
 #include "trainer/train/step_stop_watch.h"
+#include "trainer/train/trainer_environment.h"
 
 namespace baton {
 
@@ -74,7 +75,7 @@ class TrainStepper {
   TrainStepper(VideoActionModel model, AdamW* optimizer, ProcessGroupHandle* group,
                const RunConfig& config, const DatasetShape& shape, torch::Dtype dtype,
                torch::Device device, torch::Tensor empty_text = torch::Tensor(),
-               const ShardPlan* shard_plan = nullptr);
+               const ShardPlan* shard_plan = nullptr, const StepperTestHooks& hooks = {});
 
   // `stop_requested`: this rank asks to stop after this step; every rank learns it in
   // StepStats::stop. Returns with StepStats::abandoned set, on every rank alike, when a stop
@@ -94,7 +95,7 @@ class TrainStepper {
   const ShardPlan* shard_plan_;  // null: replicated optimizer state
   ShardPlan gather_plan_;        // the all-gather's plan when the optimizer has split parameters
   double block_s_ = 0;          // the longest forward + backward of one block in the latest step, s
-  int64_t block_sleep_us_ = 0;  // tests: BATON_TEST_BLOCK_SLEEP_MS, slept in every block
+  int64_t block_sleep_us_ = 0;  // tests: StepperTestHooks::block_sleep_us, slept in every block
 
   // This rank's sums over the step's micro-steps, reduced across ranks in the update.
   struct StepSums {
@@ -126,8 +127,10 @@ std::unique_ptr<ShardPlan> ShardOptimizer(const RunConfig& config, int64_t rank,
 // float32 master kept only by its owner. Call after the resume filled the float32 weights and
 // before the first step. Other runs are left as they are: in float32 and float64 the compute
 // weights are the master's values, gathered after each update as optim.shard does.
+// `widen_after_backward` (tests: BATON_TEST_WIDEN_AFTER_BACKWARD=1) is the control that widens
+// every bf16 gradient after the backward instead of as it arrives.
 void SplitComputeCopies(const RunConfig& config, torch::Dtype dtype, VideoActionModel& model,
-                        AdamW& optimizer);
+                        AdamW& optimizer, bool widen_after_backward = false);
 
 // Per optimizer parameter: whether it belongs to a Linear layer (what SplitComputeCopies splits).
 std::vector<bool> MatmulParameters(VideoActionModel& model, const AdamW& optimizer);

@@ -53,8 +53,7 @@ torch::Tensor LoadEmptyText(const Setup& s) {
 }
 
 // Tests' faults inside the loop (heartbeat.h): a rank that dies at a step, a slow first step.
-void TestFaultsAt(int64_t step, int64_t step0, int64_t rank) {
-  const HeartbeatTestHooks& hang_hooks = TestHooksFromEnv();
+void TestFaultsAt(const HeartbeatTestHooks& hang_hooks, int64_t step, int64_t step0, int64_t rank) {
   if (step == hang_hooks.crash_at_step && rank == hang_hooks.crash_rank) {
     std::fprintf(stderr, "baton-train: BATON_TEST_CRASH_AT_STEP=%lld: killing this rank\n",
                  (long long)step);
@@ -68,8 +67,9 @@ void TestFaultsAt(int64_t step, int64_t step0, int64_t rank) {
 
 }  // namespace
 
-TrainingSegment::TrainingSegment(const TrainOptions& options, SegmentLog& log)
-    : options_(options), log_(log), s_(SetUp(options, log)) {
+TrainingSegment::TrainingSegment(const TrainOptions& options, const TrainerEnvironment& environment,
+                                 SegmentLog& log)
+    : options_(options), log_(log), s_(SetUp(options, environment, log)) {
   // Model and optimizer. Parameters are created from the seed, the same on every rank.
   const ResumeDecision start = DecideStart(options_, s_);
   std::string init_dir;
@@ -94,7 +94,7 @@ TrainingSegment::TrainingSegment(const TrainOptions& options, SegmentLog& log)
   });
   HeartbeatTransferRate(load_bytes, rp_.load_seconds);
   // optim.master sharded, bf16: from here the masters live on their owners only.
-  SplitComputeCopies(s_.config, s_.dtype, model_, *optimizer_);
+  SplitComputeCopies(s_.config, s_.dtype, model_, *optimizer_, s_.environment.widen_after_backward);
   ReportSegmentStart(log_, s_, rp_, identity_);
   if (s_.leader()) {  // the log made it, unless --events points elsewhere; the first save would
     std::error_code ec;
@@ -122,12 +122,12 @@ int TrainingSegment::Run() {
 
   // Step s consumes micro-batches [s * accum, (s + 1) * accum) of every rank's plan.
   loader_ = MakeLoader(s_, rp_);
-  stepper_ =
-      std::make_unique<TrainStepper>(model_, optimizer_.get(), s_.group.get(), config, s_.shape,
-                                     s_.dtype, s_.device, empty_text_, shard_plan_.get());
+  stepper_ = std::make_unique<TrainStepper>(model_, optimizer_.get(), s_.group.get(), config,
+                                            s_.shape, s_.dtype, s_.device, empty_text_,
+                                            shard_plan_.get(), s_.environment.stepper);
   reporter_ = std::make_unique<StepReporter>(StepReporter{log_, s_, rp_});
-  if (!options_.hooks.episode_log.empty()) {
-    const std::string path = options_.hooks.episode_log + "." + std::to_string(s_.env.rank);
+  if (!s_.environment.episode_log.empty()) {
+    const std::string path = s_.environment.episode_log + "." + std::to_string(s_.env.rank);
     episode_log_ = std::fopen(path.c_str(), "a");
   }
   checkpointer_ = std::make_unique<Checkpointer>(*this);
@@ -168,7 +168,7 @@ std::optional<int> TrainingSegment::TrainStep(int64_t step, int64_t& micro,
       !folder_.Changed().empty() ||
       (options_.hooks.stop_after > 0 && step + 1 - rp_.step0() >= options_.hooks.stop_after);
   const double lr = rp_.schedule.At(step);
-  TestFaultsAt(step, rp_.step0(), s_.env.rank);
+  TestFaultsAt(s_.environment.heartbeat, step, rp_.step0(), s_.env.rank);
   const StepStats st = stepper_->Step(batches, step, global_frames, lr,
                                       reporter_->profiled < config.train.profile, want_stop);
   if (st.abandoned) return Abandon(*st.abandoned, step, micro);

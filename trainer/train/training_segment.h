@@ -45,7 +45,8 @@ namespace baton {
 class TrainingSegment {
  public:
   // Sets the segment up and loads its start (every rank its part; collective).
-  TrainingSegment(const TrainOptions& options, SegmentLog& log);
+  TrainingSegment(const TrainOptions& options, const TrainerEnvironment& environment,
+                  SegmentLog& log);
   ~TrainingSegment();
   TrainingSegment(const TrainingSegment&) = delete;
   TrainingSegment& operator=(const TrainingSegment&) = delete;
@@ -82,7 +83,8 @@ class TrainingSegment {
   // The segment_end record and line of a stop for a requeue; `steps_done`: where it resumes,
   // `signal`: the stop signal the line names.
   int LeaveOnStop(StopPoint where, int64_t steps_done, int signal, bool nothing_new);
-  // Tests' audit trail (TrainTestHooks::episode_log): this rank's episodes of a trained step.
+  // Tests' audit trail (BATON_EPISODE_LOG, trainer_environment.h): this rank's episodes of a
+  // trained step.
   void LogEpisodes(int64_t step, const std::vector<PaddedBatch>& batches);
 
   const TrainOptions& options_;
