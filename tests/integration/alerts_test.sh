@@ -18,7 +18,6 @@
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
 receiver_py=$(realpath "$(dirname "$0")/../orchestrator/alert_receiver.py")
-crash=$(realpath "$(dirname "$0")/crash_trainer.sh")
 
 require_idle_cluster
 make_dataset "$TMP/ds"
@@ -35,7 +34,7 @@ start_receiver() {
   rm -f "$TMP/port"
   python3 "$receiver_py" "$TMP/port" "$recv" "$TMP/fail" "${1:-0}" 2>>"$TMP/receiver.err" &
   receiver_pid=$!
-  REF_PIDS+=("$receiver_pid")
+  track_pid "$receiver_pid"
   wait_for 20 "the receiver to listen" test -s "$TMP/port"
   port=$(cat "$TMP/port")
 }
@@ -47,7 +46,7 @@ watch_pid=
 start_watch() {
   "$baton" watch --interval 1 >>"$TMP/watch.out" 2>>"$TMP/watch.err" &
   watch_pid=$!
-  REF_PIDS+=("$watch_pid")
+  track_pid "$watch_pid"
 }
 
 start_receiver
@@ -93,7 +92,7 @@ sed -i "s|path: $TMP/ds,|path: $TMP/ds-nan,|" "$TMP/nan.yaml"
 submit_as nan "$TMP/nan.yaml"
 write_config "$TMP/budget.yaml" al-budget 20 "$slurm, max_failures: 1, in_job_restarts: 0}" \
   "$(alerts_line budget_spent)"
-submit_as budget "$TMP/budget.yaml" BATON_TRAIN_BIN="$crash" BATON_IT_CRASH=segv
+submit_as budget "$TMP/budget.yaml" BATON_TRAIN_BIN="$FAKE_TRAINER" FAKE_CRASH=segv
 IT_TRAIN="{dtype: float32, log_every: 10, first_step_timeout_s: 120}" \
   write_config "$TMP/stall.yaml" al-stall 20 "$slurm}" \
   "$(alerts_line "stalled, completed" "file:$TMP/creds/hook_url" 2 4)"

@@ -19,9 +19,6 @@ require_idle_cluster
 mapfile -t nodes < <(sinfo -h -N -p debug -o '%N' | sort -u)
 [[ ${#nodes[@]} == 2 ]] || { echo "FAIL  the debug partition of $SLURM_CONF has no 2 nodes" >&2; exit 2; }
 A=${nodes[0]} B=${nodes[1]}
-watch_pid=""
-stop_watch() { [[ -n $watch_pid ]] && { kill "$watch_pid" 2>/dev/null || true; wait "$watch_pid" 2>/dev/null || true; }; }
-trap 'stop_watch; cleanup' EXIT
 mkdir -p "$BATON_HOME"
 # Two nodes: the default cap (10 %) excludes none; half of them may go.
 printf 'max_excluded_fraction: 0.5\n' >"$BATON_HOME/nodes.yaml"
@@ -67,7 +64,7 @@ ok "two-node cluster: A=$A (held by blocker job $blocker), B=$B"
 
 submit "$TMP/r.yaml"
 "$baton" watch --interval 1 >"$TMP/watch.log" 2>&1 &
-watch_pid=$!
+track_pid $!
 ok "submitted run $run as job $job; baton watch running"
 
 incidents_on_b() {

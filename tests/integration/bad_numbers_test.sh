@@ -82,7 +82,7 @@ ok "baton show / attempts name $bad_file and the tensor"
 port=$(free_port)
 "$baton" serve --port "$port" >"$TMP/serve.log" 2>&1 &
 serve_pid=$!
-REF_PIDS+=("$serve_pid") # killed by the exit trap
+track_pid "$serve_pid"
 wait_for 20 "baton serve to answer" curl -sf "http://127.0.0.1:$port/api/health" -o /dev/null
 api=$(curl -sf "http://127.0.0.1:$port/api/runs/$nan_run/attempts")
 jq -e --arg f "$bad_file" '.attempts[0].trainer_end_reason == "error" and .attempts[0].trainer_exit_code == 65

@@ -16,7 +16,6 @@
 # usage: failure_policy_test.sh BATON BATON_TRAIN
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
 source "$(dirname "$0")/lib.sh"
-crash=$(realpath "$(dirname "$0")/crash_trainer.sh")
 
 require_idle_cluster
 make_dataset "$TMP/ds"
@@ -39,11 +38,11 @@ submit_as() { # submit_as KEY CFG [env...]
   track_job "${JOB[$key]}"
 }
 write_config "$TMP/crash-loop.yaml" crash-loop 20 "$slurm, max_failures: 10}"
-submit_as crash-loop "$TMP/crash-loop.yaml" BATON_TRAIN_BIN="$crash" BATON_IT_CRASH=exit
+submit_as crash-loop "$TMP/crash-loop.yaml" BATON_TRAIN_BIN="$FAKE_TRAINER" FAKE_CRASH=exit
 # in_job_restarts 0: the budget of requeues is what this run tests (restarts inside the job are
 # hang_restart_test.sh's).
 write_config "$TMP/crash-budget.yaml" crash-budget 20 "$slurm, max_failures: 1, in_job_restarts: 0}"
-submit_as crash-budget "$TMP/crash-budget.yaml" BATON_TRAIN_BIN="$crash" BATON_IT_CRASH=segv
+submit_as crash-budget "$TMP/crash-budget.yaml" BATON_TRAIN_BIN="$FAKE_TRAINER" FAKE_CRASH=segv
 write_config "$TMP/bad-yaml.yaml" bad-yaml 20 "$slurm}"
 submit_as bad-yaml "$TMP/bad-yaml.yaml"
 write_config "$TMP/bad-model.yaml" bad-model 20 "$slurm}" "model: {dim: 24, heads: 2, layers: 1, ffn_dim: 48, freq_dim: 16, patch_size: 3}"

@@ -15,9 +15,6 @@ source "$(dirname "$0")/lib.sh"
 STEPS=${BATON_IT_STEPS:-400}
 require_idle_cluster
 ((CPUS >= 2)) || { echo "FAIL  needs 2 CPUs in the debug partition" >&2; exit 2; }
-watch_pid=""
-stop_watch() { [[ -n $watch_pid ]] && { kill "$watch_pid" 2>/dev/null || true; wait "$watch_pid" 2>/dev/null || true; }; }
-trap 'stop_watch; cleanup' EXIT
 unset BATON_NODES_CONFIG BATON_NO_PREFLIGHT
 export IT_TRAIN="{dtype: float32, log_every: 50, hang_min_s: 3, hang_factor: 5, first_step_timeout_s: 30}"
 make_dataset "$TMP/ds"
@@ -28,7 +25,7 @@ heartbeat_pid() { sed -n 's/.* pid=\([0-9]*\) .*/\1/p' "$1/heartbeat/rank-0000$2
 
 submit "$TMP/r.yaml"
 "$baton" watch --interval 1 >"$TMP/watch.log" 2>&1 &
-watch_pid=$!
+track_pid $!
 ok "submitted run $run as job $job (2 ranks); baton watch running"
 
 wait_for 120 "attempt 0 to log step 50" attempt_progressed "$run_dir" "$job" 0 50

@@ -1,32 +1,49 @@
-# Shared helpers for the orchestrator's integration tests on the real dev cluster
-# (slurm/dev_cluster.sh up) with the real trainer. Sourced by tests/integration/*_test.sh:
-#   source lib.sh BATON BATON_TRAIN
-# Sets $baton, $bt (absolute paths), $TMP (a fresh folder, removed on exit unless
-# BATON_KEEP_TMP=1 or a check failed and BATON_KEEP_TMP_ON_FAIL=1), BATON_HOME, BATON_TRAIN_BIN.
-# Every job a test submits goes through track_job so the exit trap scancels it. The SLURM helpers
-# every test script shares (job_field, wait_for, ...) come from tests/lib/slurm.sh.
+# The one harness of the tests on the real dev cluster (slurm/dev_cluster.sh up). Sourced by
+# tests/integration/*_test.sh, without arguments (it reads the script's own):
+#   source lib.sh         with the script run as  X_test.sh BATON [BATON_TRAIN]
+# Sets $baton, $bt (absolute paths; $bt empty without BATON_TRAIN), $SRC (the repository),
+# $FAKE_TRAINER (tests/integration/fake_trainer.sh, the stand-in trainer, with FAKE_TRAINER_BATON
+# exported for it), $TMP (a fresh folder, removed on exit unless BATON_KEEP_TMP=1 or a check
+# failed and BATON_KEEP_TMP_ON_FAIL=1), BATON_HOME, and BATON_TRAIN_BIN: the real trainer when
+# given, the fake one otherwise. Every job a test submits goes through track_job and every
+# background process through track_pid, so the exit trap scancels and kills them. fail prints
+# the runs, jobs and logs (and $TMP/watch.log, and what the test's own on_fail prints). The SLURM
+# helpers every test script shares (job_field, wait_for, ...) come from tests/lib/slurm.sh.
 # shellcheck shell=bash
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/slurm.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../common/run_folder.sh"
 
+usage() { echo "usage: $0 BATON [BATON_TRAIN]" >&2; exit 2; }
+(($# >= 1 && $# <= 2)) && [[ -x $1 ]] || usage
 baton=$(realpath "$1")
-bt=$(realpath "$2")
-[[ -x $baton && -x $bt ]] || { echo "usage: $0 BATON BATON_TRAIN" >&2; exit 2; }
+SRC=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../..")
+FAKE_TRAINER=$SRC/tests/integration/fake_trainer.sh
+export FAKE_TRAINER_BATON=$baton
+bt=""
+if (($# == 2)); then
+  [[ -x $2 ]] || usage
+  bt=$(realpath "$2")
+fi
 
 TMP=$(mktemp -d /tmp/baton-it.XXXXXX)
 chmod 0755 "$TMP"
 export BATON_HOME=$TMP/home
-export BATON_TRAIN_BIN=$bt
+export BATON_TRAIN_BIN=${bt:-$FAKE_TRAINER}
 # Submitted jobs inherit the environment (sbatch exports it): keep test settings out of them.
 unset BATON_NO_SRUN RANK WORLD_SIZE BATON_RDZV_FILE MASTER_ADDR MASTER_PORT
 JOBS=()
+BG_PIDS=()
 checks=0
 T0=$SECONDS
 FAILED=0
 
 cleanup() {
   local j
+  # The test's background processes first: a baton watch left running would act on the jobs
+  # being cancelled below.
+  for j in "${BG_PIDS[@]}"; do kill "$j" 2>/dev/null || true; done
+  for j in "${BG_PIDS[@]}"; do wait "$j" 2>/dev/null || true; done
   # A plain scancel's TERM reads as a preemption to the launcher, whose requeue would leave the
   # cluster busy for the next test: the job is made non-requeueable first.
   for j in "${JOBS[@]}"; do
@@ -43,10 +60,13 @@ cleanup() {
 trap cleanup EXIT
 
 track_job() { JOBS+=("$1"); }
+# track_pid PID: a background process of the test (a baton watch, a receiver), killed on exit.
+track_pid() { BG_PIDS+=("$1"); }
 ok() { checks=$((checks + 1)); printf 'ok    [%3ds] %s\n' $((SECONDS - T0)) "$*"; }
 note() { printf '      [%3ds] %s\n' $((SECONDS - T0)) "$*"; }
 
-# fail MESSAGE: prints what helps to debug (runs, attempts, job states, job logs) and exits 1.
+# fail MESSAGE: prints what helps to debug (runs, attempts, job states, job logs, baton watch's
+# log, then the test's own on_fail if it defines one) and exits 1.
 fail() {
   FAILED=1
   printf 'FAIL  [%3ds] %s\n' $((SECONDS - T0)) "$*" >&2
@@ -58,6 +78,8 @@ fail() {
   for f in "$BATON_HOME"/runs/*/logs/*.out; do
     [[ -e $f ]] && { printf -- '--- %s (last 40 lines)\n' "$f" >&2; tail -n 40 "$f" >&2; }
   done
+  [[ -f $TMP/watch.log ]] && { printf -- '--- baton watch (last 60 lines)\n' >&2; tail -n 60 "$TMP/watch.log" >&2; }
+  if declare -F on_fail >/dev/null; then on_fail >&2 || true; fi
   exit 1
 }
 

@@ -124,31 +124,41 @@ TEST(Launcher, TrainerCommandSpellsOutTheDecision) {
   EXPECT_EQ(TrainerCommand(env, "/r", d, "/e")[7], "none");
 }
 
+// The launcher tests' run folder: tmp/run/run.yaml (10 steps) over tmp/data, an empty dataset
+// folder, with the YAML lines `extra` after them.
+void WriteRunFolder(const TempDir& tmp, const std::string& extra = "") {
+  Append(tmp / "data/.keep", "");
+  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10, dir: " + tmp.path() +
+                                   "/run}\ndata: {path: " + tmp.path() + "/data}\n" + extra);
+}
+
+// Job 42 inside its allocation, without srun, its trainer tmp/trainer.sh: `body` under /bin/sh.
+LaunchEnvironment ShellJob(const TempDir& tmp, const std::string& body) {
+  const std::string trainer = tmp / "trainer.sh";
+  Append(trainer, "#!/bin/sh\n" + body);
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  LaunchEnvironment env;
+  env.job_id = "42";
+  env.in_allocation = true;
+  env.trainer_bin = trainer;
+  return env;
+}
+
 // A whole attempt in a SLURM job (faked): the trainer checkpoints and exits 75 on USR1 —
 // here it simply exits 75 — and the launcher writes both events and asks SLURM to requeue.
 // Job 42's first restart inside its allocation, its trainer a shell script that writes its
 // arguments to tmp/args and exits `exit_code`.
 LaunchEnvironment ShellTrainerJob(const TempDir& tmp, int exit_code) {
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\necho \"$@\" > " + tmp.path() + "/args\nexit " +
-                      std::to_string(exit_code) + "\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
-  LaunchEnvironment env;
-  env.job_id = "42";
+  LaunchEnvironment env = ShellJob(
+      tmp, "echo \"$@\" > " + tmp.path() + "/args\nexit " + std::to_string(exit_code) + "\n");
   env.restart_count = 1;
   env.nodes = "n1";
-  env.in_allocation = true;
-  env.use_srun = false;
-  env.trainer_bin = trainer;
   return env;
 }
 
 TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10, dir: " + tmp.path() +
-                                   "/run}\ndata: {path: " + tmp.path() +
-                                   "/data}\nslurm: {max_restarts: 5}\n");
+  WriteRunFolder(tmp, "slurm: {max_restarts: 5}\n");
   MakeCheckpoint(tmp, 4);
   std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
   FakeSlurmClient slurm;
@@ -176,10 +186,7 @@ TEST(Launcher, RequeuesOnExit75AndRecordsTheAttempt) {
 // requeued, and the run FAILED).
 TEST(Launcher, ARequeueDoesNotNeedTheUpstreamFolder) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10, dir: " + tmp.path() +
-                                   "/run}\ndata: {path: " + tmp.path() +
-                                   "/data}\nmodel: {init_from: " + tmp.path() + "/purged}\n");
+  WriteRunFolder(tmp, "model: {init_from: " + tmp.path() + "/purged}\n");
   MakeCheckpoint(tmp, 4);
   std::filesystem::rename(tmp / "checkpoints", tmp / "run/checkpoints");
   FakeSlurmClient slurm;
@@ -195,18 +202,10 @@ TEST(Launcher, ARequeueDoesNotNeedTheUpstreamFolder) {
 
 TEST(Launcher, DoesNotRequeueAJobSlurmAlreadyRequeued) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml",
-         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\nexit 75\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  WriteRunFolder(tmp);
   FakeSlurmClient slurm;
   slurm.SetState("42", "PENDING", "BeginTime");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.in_allocation = true;
-  env.trainer_bin = trainer;
+  const LaunchEnvironment env = ShellJob(tmp, "exit 75\n");
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75);
   EXPECT_TRUE(slurm.requeued.empty()) << log.str();
@@ -216,20 +215,12 @@ TEST(Launcher, DoesNotRequeueAJobSlurmAlreadyRequeued) {
 // (did SLURM requeue the job itself?). The launcher asks once and reads both from that answer.
 TEST(Launcher, AsksSlurmOncePerExit) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() +
-                                   "/data}\nslurm: {max_restarts: 5}\n");
-  const std::string trainer = tmp / "trainer.sh";
-  // The warning signal as SLURM sends it, to the launcher, which forwards it to the trainer.
-  Append(trainer,
-         "#!/bin/sh\ntrap 'exit 75' USR1\nkill -USR1 $PPID\nwhile :; do sleep 0.1; done\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  WriteRunFolder(tmp, "slurm: {max_restarts: 5}\n");
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.in_allocation = true;
-  env.trainer_bin = trainer;
+  // The warning signal as SLURM sends it, to the launcher, which forwards it to the trainer.
+  const LaunchEnvironment env =
+      ShellJob(tmp, "trap 'exit 75' USR1\nkill -USR1 $PPID\nwhile :; do sleep 0.1; done\n");
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
   EXPECT_EQ(slurm.job_queries, 1) << log.str();
@@ -241,18 +232,10 @@ TEST(Launcher, AsksSlurmOncePerExit) {
 
 TEST(Launcher, ConfigErrorIsNeverRequeued) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml",
-         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\nexit 78\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  WriteRunFolder(tmp);
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.in_allocation = true;
-  env.trainer_bin = trainer;
+  const LaunchEnvironment env = ShellJob(tmp, "exit 78\n");
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 78);
   EXPECT_TRUE(slurm.requeued.empty());
@@ -263,20 +246,12 @@ TEST(Launcher, ConfigErrorIsNeverRequeued) {
 // exits 75 as on a preemption: the mark turns that into the end of the run, never a requeue.
 TEST(Launcher, ExitOnACancelIsNeverRequeued) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml", "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() +
-                                   "/data}\nslurm: {max_restarts: 5}\n");
-  const std::string trainer = tmp / "trainer.sh";
-  // The mark lands while the trainer runs (before the TERM), as `baton cancel` writes it.
-  Append(trainer,
-         "#!/bin/sh\necho cancelled > " + RunFolder{tmp / "run"}.CancelMark() + "\nexit 75\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  WriteRunFolder(tmp, "slurm: {max_restarts: 5}\n");
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
-  env.in_allocation = true;
-  env.trainer_bin = trainer;
+  // The mark lands while the trainer runs (before the TERM), as `baton cancel` writes it.
+  const LaunchEnvironment env =
+      ShellJob(tmp, "echo cancelled > " + RunFolder{tmp / "run"}.CancelMark() + "\nexit 75\n");
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 75) << log.str();
   EXPECT_TRUE(slurm.requeued.empty()) << log.str();
@@ -290,20 +265,12 @@ TEST(Launcher, ExitOnACancelIsNeverRequeued) {
 // does not train: it records a cancelled attempt and ends.
 TEST(Launcher, ACancelledRunDoesNotTrainAgain) {
   TempDir tmp;
-  Append(tmp / "data/.keep", "");
-  Append(tmp / "run/run.yaml",
-         "run: {name: t, steps: 10}\ndata: {path: " + tmp.path() + "/data}\n");
+  WriteRunFolder(tmp);
   Append(RunFolder{tmp / "run"}.CancelMark(), "cancelled\n");
-  const std::string trainer = tmp / "trainer.sh";
-  Append(trainer, "#!/bin/sh\ntouch " + tmp.path() + "/trained\nexit 0\n");
-  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
   FakeSlurmClient slurm;
   slurm.SetState("42", "RUNNING");
-  LaunchEnvironment env;
-  env.job_id = "42";
+  LaunchEnvironment env = ShellJob(tmp, "touch " + tmp.path() + "/trained\nexit 0\n");
   env.restart_count = 1;
-  env.in_allocation = true;
-  env.trainer_bin = trainer;
   std::ostringstream log;
   EXPECT_EQ(Launch(tmp / "run", env, slurm, log), 0) << log.str();
   EXPECT_FALSE(std::filesystem::exists(tmp / "trained"));

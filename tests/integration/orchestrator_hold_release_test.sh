@@ -1,76 +1,45 @@
 #!/usr/bin/env bash
 # Integration test on the real dev cluster (slurm/dev_cluster.sh up): the requeue hold released
 # by `baton watch`. A run on `debug` is preempted by a job on `urgent` that needs every CPU; the
-# trainer (tests/orchestrator/fake_trainer.sh) checkpoints on the signal and exits 75, the launcher
+# trainer (tests/integration/fake_trainer.sh) checkpoints on the signal and exits 75, the launcher
 # requeues the job, SLURM holds it (BeginTime, ~2 min) and `baton watch` running beside it ends
 # the hold slurm.release_hold_after_s (3 s) after the attempt ended: the next attempt's first step
 # comes within 20 s of the preemption, twice (the resumed attempt is preempted too), and the
 # run's time buckets hold each released hold. Then the same run with slurm.release_requeue_hold: false:
 # the hold stands (still PENDING on BeginTime 15 s after the requeue; the run is cancelled there).
-# usage: integration_hold_release.sh BATON SOURCE_DIR
+# usage: orchestrator_hold_release_test.sh BATON
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
-set -euo pipefail
-source "$(dirname "$0")/../lib/slurm.sh"
-baton=$(realpath "$1")
-src=$(realpath "$2")
-
-TMP=$(mktemp -d /tmp/baton-hold-it.XXXXXX)
-chmod 0755 "$TMP"
-JOBS=()
-watch_pid=""
-export BATON_HOME=$TMP/home
-export BATON_TRAIN_BIN=$src/tests/orchestrator/fake_trainer.sh
-export FAKE_TRAINER_BATON=$baton
+source "$(dirname "$0")/lib.sh"
 export FAKE_STEP_SLEEP=0.3
-
-cleanup() {
-    local j
-    [[ -n $watch_pid ]] && { kill "$watch_pid" 2>/dev/null || true; wait "$watch_pid" 2>/dev/null || true; }
-    for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ok() { printf 'ok    %s\n' "$*"; }
-fail() {
-    printf 'FAIL  %s\n' "$*" >&2
-    "$baton" show "${run:-x}" --no-sync >&2 2>&1 || true
-    [[ -f $TMP/watch.log ]] && { echo "--- baton watch" >&2; cat "$TMP/watch.log" >&2; }
-    exit 1
-}
 show_field() { "$baton" show "$run" --no-sync --json | jq -r "$1"; }
 
-require_cluster_up
-CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
-wait_cluster_idle 120
-ok "cluster up and idle, ${CPUS} CPUs"
+require_idle_cluster
 mkdir -p "$TMP/data"
 
-# submit NAME EXTRA_SLURM_KEYS: sets run and job.
-submit() {
+# submit_named NAME EXTRA_SLURM_KEYS: the fake trainer's run NAME, submitted (lib.sh's submit
+# sets run, job and run_dir).
+submit_named() {
     cat >"$TMP/$1.yaml" <<YAML
 run: {name: $1, steps: 60, seed: 0}
 data: {path: data}
 slurm: {partition: debug, cpus_per_task: $CPUS, time: "5:00", signal: USR1, signal_lead_s: 60$2}
 checkpoint: {every: 5}
 YAML
-    local out
-    out=$("$baton" submit "$TMP/$1.yaml" --json)
-    run=$(jq -r .run_id <<<"$out")
-    job=$(jq -r .job_id <<<"$out")
-    JOBS+=("$job")
+    submit "$TMP/$1.yaml"
 }
-# preempt [STEP [RESTARTS]]: waits for the run to pass STEP (6), then starts the urgent job and
-# waits for the job to be requeued with Restarts=RESTARTS (1); sets t_preempt (SECONDS).
-preempt() {
+# passed_step STEP: the run has logged step STEP or later.
+passed_step() { local s; s=$(show_field .last_step); [[ $s != null ]] && ((s >= $1)); }
+# preempt_after [STEP [RESTARTS]]: waits for the run to pass STEP (6), then starts the urgent
+# job and waits for the job to be requeued with Restarts=RESTARTS (1); sets t_preempt (SECONDS).
+# The hold is left to baton watch (lib.sh's preempt cuts it itself).
+preempt_after() {
     local step=${1:-6} restarts=${2:-1}
-    progress() { local s; s=$(show_field .last_step); [[ $s != null ]] && ((s >= step)); }
-    wait_for 60 "run $run to pass step $step" progress
+    wait_for 60 "run $run to pass step $step" passed_step "$step"
     local urgent
     urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J it-urgent -o /dev/null --wrap 'sleep 3')
-    JOBS+=("$urgent")
+    track_job "$urgent"
     t_preempt=$SECONDS
-    requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == "$restarts" ]]; }
-    wait_for 60 "job $job to be requeued (PENDING, Restarts=$restarts)" requeued
+    wait_for 60 "job $job to be requeued (PENDING, Restarts=$restarts)" requeued "$job" "$restarts"
 }
 # first_step_again N: attempt N has logged a step.
 first_step_again() {
@@ -78,12 +47,12 @@ first_step_again() {
 }
 
 # ------------------------------------------------------------------ released by baton watch
-submit it-hold ""
+submit_named it-hold ""
 # After the first submit: the database exists (two processes creating it at once collide).
 "$baton" watch --interval 1 >"$TMP/watch.log" 2>&1 &
-watch_pid=$!
+track_pid $!
 ok "submitted run $run as job $job; baton watch running"
-preempt
+preempt_after
 ok "job $job preempted and requeued by the launcher"
 wait_for 60 "the next attempt's first step" first_step_again 1
 took=$((SECONDS - t_preempt))
@@ -100,7 +69,7 @@ awk -v a="$after" 'BEGIN { exit !(a >= 3 && a < 10) }' ||
     fail "baton attempts does not show the release"
 ok "the release is in the attempt history, $after s after attempt 0 ended"
 # The second preemption, of the resumed attempt: released as fast.
-preempt 30 2
+preempt_after 30 2
 wait_for 60 "the third attempt's first step" first_step_again 2
 took=$((SECONDS - t_preempt))
 ((took <= 20)) || fail "the third attempt's first step came $took s after the second preemption (want <= 20)"
@@ -121,9 +90,9 @@ jq -e '.time as $t | .attempts as $a | (.attempts[-1].ended_at - .created_at) as
 ok "time: the requeue holds are $(jq '.time.buckets.requeue_hold * 10 | round / 10' <<<"$json") s (released), ETTR $(jq '.time.ettr * 1000 | round / 10' <<<"$json") %"
 
 # ------------------------------------------------------------------ slurm.release_requeue_hold: false
-submit it-hold-off ", release_requeue_hold: false"
+submit_named it-hold-off ", release_requeue_hold: false"
 ok "submitted run $run as job $job with slurm.release_requeue_hold: false"
-preempt
+preempt_after
 sleep 15
 [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Reason) == BeginTime ]] ||
     fail "job $job is $(job_field "$job" JobState) ($(job_field "$job" Reason)) 15 s after the requeue; the hold should stand"
@@ -132,4 +101,4 @@ sleep 15
 ! grep -q "run $run: .*requeue hold released" "$TMP/watch.log" || fail "baton watch released a hold it was told to keep"
 ok "the hold stands with the release off (PENDING, BeginTime, 15 s after the requeue)"
 "$baton" cancel "$run" >/dev/null
-echo "PASS integration_hold_release"
+done_line

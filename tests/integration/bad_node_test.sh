@@ -12,51 +12,20 @@
 #     would not fit"), the script has no --exclude; the refusal is a `cannot_exclude` incident of
 #     the run, and the lab's email sink subscribed to it (a sendmail script) gets the mail from
 #     `baton watch`'s delivery.
-# Uses the fake trainer (tests/orchestrator/fake_trainer.sh): no libtorch needed.
-# usage: integration_bad_node.sh BATON SOURCE_DIR
+# Uses the fake trainer (tests/integration/fake_trainer.sh): no libtorch needed.
+# usage: bad_node_test.sh BATON
 # Exit 0 pass; 1 a failed check; 2 the two-node cluster is not up or not idle.
-set -euo pipefail
-source "$(dirname "$0")/../lib/slurm.sh"
-baton=$(realpath "$1")
-src=$(realpath "$2")
-eval "$(bash "$src/slurm/dev_cluster.sh" env --nodes 2)"
-
-TMP=$(mktemp -d /tmp/baton-node-it.XXXXXX)
-chmod 0755 "$TMP"
-JOBS=()
-watch_pid=""
-export BATON_HOME=$TMP/home
-export BATON_TRAIN_BIN=$src/tests/orchestrator/fake_trainer.sh
-export FAKE_TRAINER_BATON=$baton
+source "$(dirname "$0")/lib.sh"
+eval "$(bash "$SRC/slurm/dev_cluster.sh" env --nodes 2)"
 export FAKE_STEP_SLEEP=0.2
-unset BATON_NO_SRUN BATON_NO_PREFLIGHT BATON_NODES_CONFIG
+unset BATON_NO_PREFLIGHT BATON_NODES_CONFIG
+on_fail() { "$baton" nodes --no-sync || true; }
 
-cleanup() {
-    local j
-    [[ -n $watch_pid ]] && { kill "$watch_pid" 2>/dev/null || true; wait "$watch_pid" 2>/dev/null || true; }
-    for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ok() { printf 'ok    [%3ds] %s\n' "$SECONDS" "$*"; }
-fail() {
-    printf 'FAIL  %s\n' "$*" >&2
-    "$baton" show "${run:-x}" --no-sync >&2 2>&1 || true
-    "$baton" nodes --no-sync >&2 2>&1 || true
-    for j in "${JOBS[@]}"; do scontrol -o show job "$j" 2>/dev/null | cut -c1-600 >&2 || true; done
-    [[ -f $TMP/watch.log ]] && { echo "--- baton watch" >&2; tail -n 40 "$TMP/watch.log" >&2; }
-    for f in "$BATON_HOME"/runs/*/logs/*.out; do
-        [[ -e $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-    done
-    exit 1
-}
-
-require_cluster_up
-wait_cluster_idle 120
+require_idle_cluster
 mapfile -t nodes < <(sinfo -h -N -p debug -o '%N' | sort -u)
 [[ ${#nodes[@]} == 2 ]] || { echo "FAIL  the debug partition of $SLURM_CONF has no 2 nodes" >&2; exit 2; }
 A=${nodes[0]} B=${nodes[1]}
-ok "two-node cluster up and idle: A=$A, B=$B"
+ok "two nodes: A=$A, B=$B"
 mkdir -p "$TMP/data" "$BATON_HOME"
 # Two nodes: the default cap (10 %) excludes none; half of them may go. The TTL is short so the
 # test sees the re-admission.
@@ -68,7 +37,7 @@ printf 'sinks:\n  - {name: admins, type: email, to: admins@example.org, sendmail
     "$TMP/sendmail" >"$BATON_HOME/alerts.yaml"
 
 blocker=$(sbatch --parsable -p debug -w "$A" --exclusive -t 5 -J it-blocker -o /dev/null --wrap 'sleep 280')
-JOBS+=("$blocker")
+track_job "$blocker"
 wait_for 30 "the blocker to hold $A" bash -c "[[ \$(scontrol -o show job $blocker | grep -o 'JobState=[A-Z]*') == JobState=RUNNING ]]"
 ok "blocker job $blocker holds $A"
 
@@ -78,12 +47,9 @@ data: {path: data}
 slurm: {partition: debug, nodes: 1, time: "5:00", max_restarts: 10, max_failures: 0}
 checkpoint: {every: 5}
 YAML
-out=$(BATON_PREFLIGHT_FAIL_NODES=$B "$baton" submit "$TMP/one.yaml" --json)
-run=$(jq -r .run_id <<<"$out")
-job=$(jq -r .job_id <<<"$out")
-JOBS+=("$job")
+BATON_PREFLIGHT_FAIL_NODES=$B submit "$TMP/one.yaml"
 "$baton" watch --interval 1 >"$TMP/watch.log" 2>&1 &
-watch_pid=$!
+track_pid $!
 ok "submitted run $run as job $job (the preflight fails on $B); baton watch running"
 
 excluded() { [[ $(job_field "$job" ExcNodeList) == "$B" ]]; }
@@ -122,7 +88,7 @@ ok "$B re-admitted on probation after its TTL"
 "$baton" nodes exclude "$B" --for 10m --partition debug --reason "it test" >/dev/null
 sed -e 's/it-bad-node/it-two/' -e 's/nodes: 1/nodes: 2/' "$TMP/one.yaml" >"$TMP/two.yaml"
 out=$("$baton" submit "$TMP/two.yaml" --json 2>"$TMP/submit2.err") || fail "submit: $(cat "$TMP/submit2.err")"
-JOBS+=("$(jq -r .job_id <<<"$out")")
+track_job "$(jq -r .job_id <<<"$out")"
 grep -q "cannot exclude: job would not fit" "$TMP/submit2.err" || fail "no refusal: $(cat "$TMP/submit2.err")"
 ! grep -q -- "--exclude" "$(jq -r .run_dir <<<"$out")/sbatch.sh" || fail "the 2-node script excludes a node"
 ok "a 2-node job is not given --exclude=$B: \"$(grep -o 'cannot exclude.*' "$TMP/submit2.err" | head -1)\""
@@ -135,4 +101,4 @@ wait_for 30 "the cannot_exclude alert to reach the email sink" mailed
 grep -q "node $B: cannot exclude: job would not fit" "$TMP/mail.txt" || fail "the mail: $(cat "$TMP/mail.txt")"
 ok "the refusal is incident cannot_exclude of run $run2, mailed to the lab's sink: \"$(grep -m1 '^Subject:' "$TMP/mail.txt")\""
 "$baton" cancel "$run2" >/dev/null
-echo "PASS integration_bad_node"
+done_line

@@ -2,46 +2,16 @@
 # Integration test on the real dev cluster (slurm/dev_cluster.sh up): a run submitted with
 # `baton submit` on `debug`, preempted by a job on `urgent` that needs every CPU, requeues under
 # the same job id, resumes `exact` from the checkpoint written on the signal, and completes.
-# The trainer is tests/orchestrator/fake_trainer.sh (BATON_TRAIN_BIN), started through srun.
+# The trainer is tests/integration/fake_trainer.sh (BATON_TRAIN_BIN), started through srun.
 # The requeue hold (BeginTime = requeue + ~120 s on 22.05) is cut with
 # `scontrol update jobid=N StartTime=now`, so the test takes well under a minute.
-# usage: integration_preempt_resume.sh BATON SOURCE_DIR
+# usage: orchestrator_preempt_resume_test.sh BATON
 # Exit 0 pass; 1 a failed check; 2 the cluster is not up or not idle.
-set -euo pipefail
-source "$(dirname "$0")/../lib/slurm.sh"
-baton=$(realpath "$1")
-src=$(realpath "$2")
-
-TMP=$(mktemp -d /tmp/baton-orch-it.XXXXXX)
-chmod 0755 "$TMP"
-JOBS=()
-export BATON_HOME=$TMP/home
-export BATON_TRAIN_BIN=$src/tests/orchestrator/fake_trainer.sh
-export FAKE_TRAINER_BATON=$baton
+source "$(dirname "$0")/lib.sh"
 export FAKE_STEP_SLEEP=0.3
-
-cleanup() {
-    local j
-    for j in "${JOBS[@]}"; do scancel "$j" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ok() { printf 'ok    %s\n' "$*"; }
-fail() {
-    printf 'FAIL  %s\n' "$*" >&2
-    "$baton" show "${run:-x}" >&2 2>&1 || true
-    for f in "$BATON_HOME"/runs/*/logs/*.out; do
-        [[ -e $f ]] && { printf -- '--- %s\n' "$f" >&2; cat "$f" >&2; }
-    done
-    exit 1
-}
 show_field() { "$baton" show "$run" --json | jq -r "$1"; }
 
-# ------------------------------------------------------------------ cluster
-require_cluster_up
-CPUS=$(sinfo -h -p debug -o '%c' | head -n1)
-wait_cluster_idle 120
-ok "cluster up and idle, ${CPUS} CPUs"
+require_idle_cluster
 
 # ------------------------------------------------------------------ submit
 mkdir -p "$TMP/data"
@@ -51,11 +21,7 @@ data: {path: data}
 slurm: {partition: debug, cpus_per_task: $CPUS, time: "5:00", signal: USR1, signal_lead_s: 60}
 checkpoint: {every: 5}
 YAML
-out=$("$baton" submit "$TMP/it.yaml" --json)
-run=$(jq -r .run_id <<<"$out")
-job=$(jq -r .job_id <<<"$out")
-JOBS+=("$job")
-[[ $run =~ ^[0-9]+$ && $job =~ ^[0-9]+$ ]] || fail "submit printed $out"
+submit "$TMP/it.yaml"
 grep -q -- '--signal=B:USR1@60' "$BATON_HOME/runs/$run-it-preempt/sbatch.sh" || fail "sbatch.sh lacks --signal"
 ok "submitted run $run as job $job"
 
@@ -65,12 +31,10 @@ ok "run $run RUNNING: step $(show_field .last_step)"
 
 # ------------------------------------------------------------------ preempt
 urgent=$(sbatch --parsable -p urgent -c "$CPUS" -t 2 -J it-urgent -o /dev/null --wrap 'sleep 4')
-JOBS+=("$urgent")
-requeued() { [[ $(job_field "$job" JobState) == PENDING && $(job_field "$job" Restarts) == 1 ]]; }
-wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued
+track_job "$urgent"
+wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued "$job" 1
 ok "job $job preempted and requeued by the launcher"
-sleep 1  # a release in the second of the credential revocation kills the job
-scontrol update jobid="$job" StartTime=now
+release_now "$job"
 
 completed() { [[ $(show_field .status) == COMPLETED ]]; }
 wait_for 90 "run $run to complete" completed
@@ -100,4 +64,4 @@ ckpts=$("$baton" checkpoints "$run" --json)
 [[ $(jq '[.[] | select(.step == 30 and .valid)] | length' <<<"$ckpts") == 1 ]] || fail "no valid checkpoint at 30: $ckpts"
 [[ $(jq -r .status <<<"$("$baton" ls --json | jq '.[0]')") == COMPLETED ]] || fail "ls does not show COMPLETED"
 "$baton" show "$run"
-echo "PASS integration_preempt_resume"
+done_line

@@ -9,9 +9,18 @@
 # Environment:
 #   FAKE_TRAINER_BATON   the baton binary (for `baton manifest write`), required
 #   FAKE_STEP_SLEEP      seconds per step (default 0.2)
-#   FAKE_CRASH=1         exit 1 at start, before any step (a crash loop)
+#   FAKE_CRASH=exit      print a message and exit 1 at start, before reading any argument (a
+#                        crash loop); FAKE_CRASH=segv dies of SIGSEGV there instead, as a crash in
+#                        native code would
 # On SIGUSR1/SIGTERM: finish the current step, checkpoint, segment_end, exit 75.
 set -uo pipefail
+
+case ${FAKE_CRASH:-} in
+'') ;;
+exit) echo "fake_trainer: $* -> crashing at start as asked (FAKE_CRASH=exit)" >&2; exit 1 ;;
+segv) echo "fake_trainer: $* -> crashing at start as asked (FAKE_CRASH=segv)" >&2; kill -SEGV $$ ;;
+*) echo "fake_trainer: FAKE_CRASH must be exit or segv, not '$FAKE_CRASH'" >&2; exit 64 ;;
+esac
 
 die() { echo "fake_trainer: $*" >&2; exit "${2:-64}"; }
 [[ ${1:-} == train ]] || die "only the 'train' subcommand is faked"
@@ -51,7 +60,6 @@ else
     [[ ${resume##*checkpoint_step_} == "$step0" ]] || die "$resume is not step $step0" 78
     [[ $mode == exact ]] || die "a full checkpoint resumes exact, not $mode" 78
 fi
-[[ ${FAKE_CRASH:-0} == 1 ]] && die "crashing at start as asked (FAKE_CRASH=1)" 1
 
 now() { date +%s.%N; }
 # One printf per record: a single write() with O_APPEND, like EventWriter.
