@@ -13,7 +13,7 @@
 #include "schema/run_config.h"
 #include "tests/common/temp_dir.h"
 #include "trainer/data/dataset_index.h"
-#include "trainer/data/empty_text.h"
+#include "trainer/data/empty_text_tensor.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/data/synth_dataset.h"
 #include "trainer/model/video_action_model.h"
@@ -78,9 +78,7 @@ struct TinyTrainer {
     config.optim.warmup_steps = 0;
     // Half the texts dropped: the exactness checks cover the dropout draws too.
     config.objective.text_dropout = 0.5;
-    auto text = ReadEmptyText(o.out, *index.shape);
-    if (!text.ok()) std::abort();
-    empty_text = torch::tensor(text.value()).view({o.shape.text_len, o.shape.text_dim});
+    empty_text = EmptyTextTensor(config.objective.text_dropout, o.out, *index.shape);
     dims.channels = 2;
     dims.patch = 2;
     dims.action_dim = 4;

@@ -15,7 +15,7 @@
 #include "trainer/build_options.h"
 #include "trainer/ckpt/upstream_io.h"
 #include "trainer/data/dataset_index.h"
-#include "trainer/data/empty_text.h"
+#include "trainer/data/empty_text_tensor.h"
 #include "trainer/data/pad_collate.h"
 #include "trainer/distributed/process_group.h"
 #include "trainer/fail.h"
@@ -68,15 +68,6 @@ StepInput ReadStepInput(const Args& a, const RunConfig& config, const DatasetInd
       in.mine.push_back(PadCollate(eps, config.data.pad_multiple));
   }
   return in;
-}
-
-torch::Tensor EmptyText(const RunConfig& config, const DatasetIndex& index,
-                        const DatasetShape& shape) {
-  if (config.objective.text_dropout <= 0) return torch::Tensor();
-  return torch::tensor(BATON_VALUE_OR_FAIL(
-                           ReadEmptyText(index.dir, shape),
-                           "objective.text_dropout needs the dataset's empty-prompt embedding"))
-      .view({shape.text_len, shape.text_dim});
 }
 
 // --repeat: one line per rank, in rank order (each rank prints after the ones before it), of the
@@ -184,7 +175,8 @@ int RunOneStep(const Args& a) {
   model->to(device, dtype == torch::kBFloat16 ? torch::kFloat32 : dtype);
   const auto named = TrainableParameters(model);
   AdamW opt(named, config.optim);
-  const torch::Tensor empty_text = EmptyText(config, index, in.shape);
+  const torch::Tensor empty_text =
+      EmptyTextTensor(config.objective.text_dropout, index.dir, in.shape);
   const auto shard_plan = ShardOptimizer(config, env.rank, env.world_size, opt);
   SplitComputeCopies(config, dtype, model, opt, environment.widen_after_backward);
   TrainStepper stepper(model, &opt, group.get(), config, in.shape, dtype, device, empty_text,

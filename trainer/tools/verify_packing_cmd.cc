@@ -15,7 +15,7 @@
 #include "schema/exit_codes.h"
 #include "trainer/build_options.h"
 #include "trainer/data/dataset_index.h"
-#include "trainer/data/empty_text.h"
+#include "trainer/data/empty_text_tensor.h"
 #include "trainer/data/sampler_stats.h"
 #include "trainer/fail.h"
 #include "trainer/tools/commands.h"
@@ -208,13 +208,8 @@ int RunVerifyPacking(const Args& a) {
   torch::manual_seed(uint64_t(config.run.seed));
   VideoActionModel model(dims);  // initialised on the CPU: the same weights on any device
   model->to(device, dtype == torch::kBFloat16 ? torch::kFloat32 : dtype);
-  torch::Tensor empty_text;  // the dropout draws are part of what must match
-  if (config.objective.text_dropout > 0) {
-    empty_text = torch::tensor(BATON_VALUE_OR_FAIL(ReadEmptyText(index.dir, shape),
-                                                   "objective.text_dropout needs the dataset's "
-                                                   "empty-prompt embedding"))
-                     .view({shape.text_len, shape.text_dim});
-  }
+  // The dropout draws are part of what must match.
+  const torch::Tensor empty_text = EmptyTextTensor(config.objective.text_dropout, index.dir, shape);
   const Verdict v =
       Judge({ComparePackedWithSingle(model, config, ReadEpisodes(index, batches.equal), 0, dtype,
                                      "equal_lengths", empty_text),

@@ -51,8 +51,8 @@ void ReportSegmentStart(SegmentLog& log, const Setup& s, const ResumePoint& rp,
   e.world_size = s.env.world_size;
   e.load_seconds = rp.load_seconds;
   e.config_hash = identity.config_hash;
-  e.job_id = s.job;
-  e.restart_count = s.restart;
+  e.job_id = s.environment.JobOrLocal();
+  e.restart_count = s.environment.restart_count;
   log.Write(e, /*sync=*/true);
   // Step numbers in messages are 1-based like the progress line (events keep 0-based indices).
   std::printf(

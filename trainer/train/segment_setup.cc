@@ -47,9 +47,7 @@ Setup SetUp(const TrainOptions& opt, const TrainerEnvironment& environment, Segm
     BATON_FAIL(kExitConfig, opt.config_path + ": run.dir is empty and no --run-dir was given",
                "set run.dir or pass --run-dir");
   }
-  s.job = environment.JobOrLocal();
-  s.restart = environment.restart_count;
-  log.SetPath(opt.events_path, s.run_dir, s.job, s.restart);
+  log.SetPath(opt.events_path, s.run_dir, environment.JobOrLocal(), environment.restart_count);
   s.dtype = TorchDtype(config.train.dtype);
   const bool cuda = config.train.device == Device::kCuda;
 

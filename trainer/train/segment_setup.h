@@ -26,9 +26,8 @@ namespace baton {
 
 struct Setup {
   RunConfig config;
-  TrainerEnvironment environment;  // read once by Train
-  std::string run_dir, job;        // job: environment.JobOrLocal()
-  int64_t restart = 0;
+  TrainerEnvironment environment;  // read once by Train: the job and restart count too
+  std::string run_dir;
   torch::Dtype dtype = torch::kFloat32;
   torch::Device device{torch::kCPU};
   DistEnv env;

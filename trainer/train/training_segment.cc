@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "schema/exit_codes.h"
-#include "trainer/data/empty_text.h"
+#include "trainer/data/empty_text_tensor.h"
 #include "trainer/data/episode_reader.h"
 #include "trainer/distributed/failure_agreement.h"
 #include "trainer/distributed/process_group.h"
@@ -39,19 +39,6 @@ std::unique_ptr<PrefetchLoader<PaddedBatch>> MakeLoader(const Setup& s, const Re
       std::max<int64_t>(total_micro, 0), s.config.data.prefetch);
 }
 
-// The dataset's empty-prompt embedding, which objective.text_dropout swaps in for a prompt.
-torch::Tensor LoadEmptyText(const Setup& s) {
-  if (s.config.objective.text_dropout <= 0) return torch::Tensor();
-  auto text = ReadEmptyText(s.index->dir, s.shape);
-  if (!text.ok()) {
-    FailAt(__FILE__, __LINE__, kExitData, text.status().ToString(),
-           "objective.text_dropout " + std::to_string(s.config.objective.text_dropout) +
-               " needs the dataset's empty-prompt embedding");
-  }
-  return torch::from_blob(text->data(), {s.shape.text_len, s.shape.text_dim}, torch::kFloat32)
-      .clone();
-}
-
 // Tests' faults inside the loop (heartbeat.h): a rank that dies at a step, a slow first step.
 void TestFaultsAt(const HeartbeatTestHooks& hang_hooks, int64_t step, int64_t step0, int64_t rank) {
   if (step == hang_hooks.crash_at_step && rank == hang_hooks.crash_rank) {
@@ -74,7 +61,7 @@ TrainingSegment::TrainingSegment(const TrainOptions& options, const TrainerEnvir
   const ResumeDecision start = DecideStart(options_, s_);
   std::string init_dir;
   const ModelDims dims = StartDims(options_, s_, start, &init_dir);
-  empty_text_ = LoadEmptyText(s_);
+  empty_text_ = EmptyTextTensor(s_.config.objective.text_dropout, s_.index->dir, s_.shape);
   torch::manual_seed(uint64_t(s_.config.run.seed));
   model_ = VideoActionModel(dims);
   model_->to(s_.device, s_.dtype == torch::kBFloat16 ? torch::kFloat32 : s_.dtype);
