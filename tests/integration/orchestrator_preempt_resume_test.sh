@@ -36,8 +36,7 @@ wait_for 60 "job $job to be requeued (PENDING, Restarts=1)" requeued "$job" 1
 ok "job $job preempted and requeued by the launcher"
 release_now "$job"
 
-completed() { [[ $(show_field .status) == COMPLETED ]]; }
-wait_for 90 "run $run to complete" completed
+wait_for 90 "run $run to complete" run_is "$run" COMPLETED
 ok "run $run COMPLETED"
 
 # ------------------------------------------------------------------ history
